@@ -1,0 +1,346 @@
+//! # Ergon job specification
+//!
+//! What a user asks trainers to train, in a form both the runtime (`no_std`, SCALE) and the worker
+//! (JSON, candle) read the same way:
+//!
+//! - [`Layer`]: a small sequential layer DSL (Linear, Conv2d, MaxPool2d, Flatten, ReLU, GELU, LayerNorm,
+//!   Embedding, PositionalEmbedding, TransformerBlock with causal self-attention);
+//! - [`Dataset`]: training and validation data (format, URIs, content root, sample count);
+//! - [`Optimizer`]: SGD with momentum or AdamW, hyper-parameters in parts per billion ([`Ppb`]) so the
+//!   runtime never touches floats;
+//! - [`JobSpec::validate`]: bounds and shape compatibility, and the exact integer FLOP count of the whole
+//!   training run ([`flops`]), from which the chain credits training work in micro-ut.
+//!
+//! Bounds live in the types ([`Bounded`]), so decoding an oversized spec fails before allocating.
+
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
+
+pub mod bounded;
+pub mod flops;
+pub mod shape;
+
+pub use bounded::{Bounded, BoundedString};
+pub use shape::{Activation, SpecError};
+
+use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
+use scale_info::TypeInfo;
+
+/// Most layers in a model.
+pub const MAX_LAYERS: u32 = 64;
+/// Longest data URI, in bytes.
+pub const MAX_URI_LEN: u32 = 256;
+/// Most files a dataset is made of (IDX: images + labels).
+pub const MAX_DATA_FILES: u32 = 2;
+/// Most trainable parameters in a model (2^28 ≈ 268 M).
+pub const MAX_PARAMETERS: u64 = 1 << 28;
+/// Most checkpoints in a bundle.
+pub const MAX_CHECKPOINTS: u64 = 4096;
+/// Most epochs.
+pub const MAX_EPOCHS: u32 = 1000;
+/// Largest batch.
+pub const MAX_BATCH_SIZE: u32 = 8192;
+/// Vocabulary of the byte-level text format: one token per byte value.
+pub const BYTE_VOCAB: u32 = 256;
+/// One unit of work (ut) is 432·10^9 floating-point operations (1 GFLOP/s for 1/200 of a day).
+pub const FLOPS_PER_UT: u128 = 432_000_000_000;
+
+/// A 32-byte hash (content roots). JSON: `0x`-prefixed hex.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, Default, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
+pub struct Hash32(pub [u8; 32]);
+
+/// A non-negative real number in parts per billion: `Ppb(1_000_000)` is 0.001. JSON: a plain number.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, Default, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
+pub struct Ppb(pub u32);
+
+impl Ppb {
+    /// One billion parts: 1.0.
+    pub const ONE: Ppb = Ppb(1_000_000_000);
+
+    /// The value as a float (worker side).
+    pub fn to_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+
+    /// The nearest representable value, or `None` outside [0, 4.294967295].
+    pub fn from_f64(x: f64) -> Option<Ppb> {
+        let scaled = (x * 1e9).round();
+        (x.is_finite() && (0.0..=u32::MAX as f64).contains(&scaled)).then(|| Ppb(scaled as u32))
+    }
+}
+
+/// One layer of a sequential model. Shapes are per sample (no batch dimension).
+#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+pub enum Layer {
+    /// `y = x·Wᵀ + b` over the last dimension: `[…, in] → […, out]`.
+    Linear {
+        /// Input features.
+        in_features: u32,
+        /// Output features.
+        out_features: u32,
+        /// Whether there is a bias.
+        bias: bool,
+    },
+    /// 2-D convolution: `[in, H, W] → [out, H', W']`, `H' = (H + 2·padding − kernel) / stride + 1`.
+    Conv2d {
+        /// Input channels.
+        in_channels: u32,
+        /// Output channels.
+        out_channels: u32,
+        /// Square kernel side.
+        kernel_size: u32,
+        /// Stride.
+        stride: u32,
+        /// Zero padding on each side.
+        padding: u32,
+        /// Whether there is a bias.
+        bias: bool,
+    },
+    /// Max pooling: `[C, H, W] → [C, (H − kernel) / stride + 1, …]`.
+    MaxPool2d {
+        /// Square window side.
+        kernel_size: u32,
+        /// Stride.
+        stride: u32,
+    },
+    /// Flattens a sample to one dimension.
+    Flatten,
+    /// `max(x, 0)`.
+    ReLU,
+    /// GELU, tanh approximation.
+    GELU,
+    /// Layer normalization over the last dimension (`dim`), with a learned scale and shift.
+    LayerNorm {
+        /// Size of the normalized (last) dimension.
+        dim: u32,
+    },
+    /// Token embedding: `[T]` token ids → `[T, dim]`. Must be the first layer.
+    Embedding {
+        /// Number of distinct tokens.
+        vocab_size: u32,
+        /// Embedding width.
+        dim: u32,
+    },
+    /// Learned absolute position embedding added to `[T, dim]`, `T ≤ max_len`.
+    PositionalEmbedding {
+        /// Longest sequence.
+        max_len: u32,
+        /// Embedding width.
+        dim: u32,
+    },
+    /// Pre-norm transformer block on `[T, dim]`: `x + Attn(LN(x))`, then `x + MLP(LN(x))`, where Attn is
+    /// causal multi-head self-attention and MLP is `Linear(dim, hidden) → GELU → Linear(hidden, dim)`.
+    TransformerBlock {
+        /// Model width.
+        dim: u32,
+        /// Attention heads (`dim` must be a multiple).
+        heads: u32,
+        /// Hidden width of the MLP.
+        hidden: u32,
+    },
+}
+
+/// A sequential model.
+#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(deny_unknown_fields))]
+pub struct Model {
+    /// The layers, applied in order.
+    pub layers: Bounded<Layer, MAX_LAYERS>,
+}
+
+/// How a dataset's files are laid out, which fixes the input shape and the training target.
+#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+pub enum DataFormat {
+    /// IDX files (MNIST format; gzip allowed): `files = [images, labels]`; samples are `[1, height, width]`
+    /// images scaled to [0, 1], targets class labels `< classes`.
+    Idx {
+        /// Image height.
+        height: u32,
+        /// Image width.
+        width: u32,
+        /// Number of classes.
+        classes: u32,
+    },
+    /// One CSV file without header: the first column is the class label, then `features` numbers.
+    Csv {
+        /// Number of feature columns.
+        features: u32,
+        /// Number of classes.
+        classes: u32,
+    },
+    /// One plain-text file, byte-level tokens (vocabulary 256): sample `i` is the window of `seq_len`
+    /// bytes at `i·seq_len`, its targets the same window shifted by one byte.
+    Text {
+        /// Context length.
+        seq_len: u32,
+    },
+}
+
+/// A dataset: its format, where its files are, and what their content must hash to.
+#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(deny_unknown_fields))]
+pub struct Dataset {
+    /// Layout of the files.
+    pub format: DataFormat,
+    /// Paths or http(s) URLs of the files, in the order the format names them.
+    pub files: Bounded<BoundedString<MAX_URI_LEN>, MAX_DATA_FILES>,
+    /// Content root: SHA-256 over the concatenated SHA-256 digests of the files' bytes, in order.
+    pub content_root: Hash32,
+    /// Number of samples.
+    pub samples: u64,
+}
+
+/// The optimizer and its hyper-parameters. The learning rate is constant over the run.
+#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+pub enum Optimizer {
+    /// SGD with (heavy-ball) momentum and L2 weight decay: `v = μ·v + g + λ·w; w -= lr·v`.
+    Sgd {
+        /// Learning rate.
+        lr: Ppb,
+        /// Momentum μ (< 1).
+        momentum: Ppb,
+        /// Weight decay λ.
+        weight_decay: Ppb,
+    },
+    /// AdamW (decoupled weight decay, bias-corrected moments).
+    AdamW {
+        /// Learning rate.
+        lr: Ppb,
+        /// First-moment decay β₁ (< 1).
+        beta1: Ppb,
+        /// Second-moment decay β₂ (< 1).
+        beta2: Ppb,
+        /// ε added to the denominator (> 0).
+        eps: Ppb,
+        /// Decoupled weight decay λ.
+        weight_decay: Ppb,
+    },
+}
+
+/// A training job.
+#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(deny_unknown_fields))]
+pub struct JobSpec {
+    /// The model to train.
+    pub model: Model,
+    /// Training data.
+    pub train: Dataset,
+    /// Validation data (same format as `train`).
+    pub validation: Dataset,
+    /// Optimizer and hyper-parameters.
+    pub optimizer: Optimizer,
+    /// Passes over the training data.
+    pub epochs: u32,
+    /// Samples per optimizer step (the last batch of an epoch may be smaller).
+    pub batch_size: u32,
+    /// A checkpoint every this many optimizer steps (and one after the last step).
+    pub checkpoint_interval: u32,
+}
+
+/// What [`JobSpec::validate`] derives from a valid spec.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Encode, Decode, TypeInfo, MaxEncodedLen)]
+pub struct SpecSummary {
+    /// Trainable parameters.
+    pub parameters: u64,
+    /// Forward-pass FLOPs for one training sample, loss included.
+    pub forward_flops_per_sample: u128,
+    /// FLOPs of the whole run: 3 × forward (forward + backward) × samples × epochs.
+    pub training_flops: u128,
+    /// Optimizer steps per epoch.
+    pub steps_per_epoch: u64,
+    /// Optimizer steps in the whole run.
+    pub total_steps: u64,
+    /// Checkpoints in the bundle, C0 included.
+    pub checkpoints: u64,
+}
+
+impl SpecSummary {
+    /// Training work in micro-ut (10⁻⁶ ut), rounded down.
+    pub fn training_micro_ut(&self) -> u128 {
+        flops::flops_to_micro_ut(self.training_flops)
+    }
+}
+
+impl JobSpec {
+    /// Checks bounds and shapes and computes the FLOP count. The same code runs on chain and in the
+    /// worker, so both agree on what a job is worth.
+    pub fn validate(&self) -> Result<SpecSummary, SpecError> {
+        shape::validate(self)
+    }
+
+    /// Optimizer steps in one epoch (the last batch may be partial).
+    pub fn steps_per_epoch(&self) -> u64 {
+        if self.batch_size == 0 {
+            return 0;
+        }
+        self.train.samples.div_ceil(self.batch_size as u64)
+    }
+}
+
+impl Optimizer {
+    /// The learning rate.
+    pub fn lr(&self) -> Ppb {
+        match self {
+            Optimizer::Sgd { lr, .. } | Optimizer::AdamW { lr, .. } => *lr,
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+mod serde_impls {
+    use super::*;
+    use serde::{de::Error, Deserialize, Deserializer, Serialize, Serializer};
+
+    impl Serialize for Hash32 {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let hex: String = self.0.iter().map(|b| format!("{b:02x}")).collect();
+            s.serialize_str(&format!("0x{hex}"))
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Hash32 {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let s = String::deserialize(d)?;
+            let hex = s.strip_prefix("0x").unwrap_or(&s);
+            if hex.len() != 64 || !hex.is_ascii() {
+                return Err(D::Error::custom("expected 32 bytes as 64 hex digits"));
+            }
+            let mut out = [0u8; 32];
+            for (i, byte) in out.iter_mut().enumerate() {
+                *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+                    .map_err(|_| D::Error::custom("invalid hex digit"))?;
+            }
+            Ok(Hash32(out))
+        }
+    }
+
+    impl Serialize for Ppb {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_f64(self.to_f64())
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Ppb {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let x = f64::deserialize(d)?;
+            Ppb::from_f64(x).ok_or_else(|| D::Error::custom(format!("{x} is outside [0, 4.29]")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

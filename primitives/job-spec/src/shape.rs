@@ -1,0 +1,345 @@
+//! Validation of a [`JobSpec`]: bounds, shape inference through the layers, parameter and FLOP counts.
+
+use alloc::vec::Vec;
+use codec::{Decode, Encode};
+use scale_info::TypeInfo;
+
+use crate::{
+    flops, DataFormat, Dataset, JobSpec, Layer, Optimizer, Ppb, SpecSummary, BYTE_VOCAB,
+    MAX_BATCH_SIZE, MAX_CHECKPOINTS, MAX_EPOCHS, MAX_PARAMETERS,
+};
+
+/// Why a spec is invalid. Each variant names what is wrong; `layer` is the 0-based layer index.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Encode, Decode, TypeInfo)]
+pub enum SpecError {
+    /// The model has no layers.
+    EmptyModel,
+    /// A size, count or hyper-parameter is zero or beyond its bound.
+    OutOfBounds,
+    /// A dataset lists the wrong number of files for its format.
+    WrongFileCount,
+    /// A file URI is empty, not UTF-8, or neither a path nor an http(s) URL.
+    BadUri,
+    /// Training and validation data have different formats.
+    FormatMismatch,
+    /// A dataset has no samples (or a text sample does not fit).
+    NoSamples,
+    /// A layer cannot take the shape the previous layer produces.
+    ShapeMismatch {
+        /// Index of the offending layer.
+        layer: u32,
+    },
+    /// Embedding is only allowed as the first layer, on token input; other layers need float input.
+    TokenInputMismatch {
+        /// Index of the offending layer.
+        layer: u32,
+    },
+    /// The model's output does not match the target (classes, or `[seq_len, 256]` for text).
+    OutputMismatch,
+    /// Too many trainable parameters.
+    TooManyParameters,
+    /// Too many checkpoints: raise the checkpoint interval.
+    TooManyCheckpoints,
+    /// A hyper-parameter is out of its range (learning rate 0, β ≥ 1, ε = 0, momentum ≥ 1).
+    BadHyperParameter,
+    /// The FLOP count overflows 128 bits.
+    Overflow,
+}
+
+#[cfg(feature = "std")]
+impl core::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SpecError::EmptyModel => write!(f, "the model has no layers"),
+            SpecError::OutOfBounds => write!(f, "a size, count or hyper-parameter is zero or too large"),
+            SpecError::WrongFileCount => write!(f, "wrong number of dataset files for the format (IDX: images, labels; CSV and text: one)"),
+            SpecError::BadUri => write!(f, "a dataset URI is empty, not UTF-8, or neither a path nor an http(s) URL"),
+            SpecError::FormatMismatch => write!(f, "training and validation data have different formats"),
+            SpecError::NoSamples => write!(f, "a dataset has no samples"),
+            SpecError::ShapeMismatch { layer } => write!(f, "layer {layer} does not accept the shape of its input"),
+            SpecError::TokenInputMismatch { layer } => write!(f, "layer {layer}: embeddings take token input (first layer only); other layers take float input"),
+            SpecError::OutputMismatch => write!(f, "the model output does not match the training target"),
+            SpecError::TooManyParameters => write!(f, "more than {MAX_PARAMETERS} trainable parameters"),
+            SpecError::TooManyCheckpoints => write!(f, "more than {MAX_CHECKPOINTS} checkpoints: raise checkpoint_interval"),
+            SpecError::BadHyperParameter => write!(f, "a hyper-parameter is out of range (lr > 0, momentum and betas < 1, eps > 0)"),
+            SpecError::Overflow => write!(f, "the FLOP count overflows"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for SpecError {}
+
+/// The per-sample activation flowing between layers.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Activation {
+    /// Token ids of a sequence of this length (before an embedding).
+    Tokens(u32),
+    /// A float tensor of this shape.
+    Float(Vec<u32>),
+}
+
+impl DataFormat {
+    /// Number of files the format is made of.
+    pub fn file_count(&self) -> usize {
+        match self {
+            DataFormat::Idx { .. } => 2,
+            DataFormat::Csv { .. } | DataFormat::Text { .. } => 1,
+        }
+    }
+
+    /// The per-sample input of the model.
+    pub fn input(&self) -> Activation {
+        match self {
+            DataFormat::Idx { height, width, .. } => Activation::Float(alloc::vec![1, *height, *width]),
+            DataFormat::Csv { features, .. } => Activation::Float(alloc::vec![*features]),
+            DataFormat::Text { seq_len } => Activation::Tokens(*seq_len),
+        }
+    }
+
+    /// The per-sample output the model must produce (logits).
+    pub fn output(&self) -> Vec<u32> {
+        match self {
+            DataFormat::Idx { classes, .. } | DataFormat::Csv { classes, .. } => alloc::vec![*classes],
+            DataFormat::Text { seq_len } => alloc::vec![*seq_len, BYTE_VOCAB],
+        }
+    }
+}
+
+fn product(shape: &[u32]) -> Option<u128> {
+    shape.iter().try_fold(1u128, |acc, d| acc.checked_mul(*d as u128))
+}
+
+fn positive(values: &[u32]) -> Result<(), SpecError> {
+    if values.iter().all(|v| *v > 0) {
+        Ok(())
+    } else {
+        Err(SpecError::OutOfBounds)
+    }
+}
+
+fn check_uri(uri: &crate::BoundedString<{ crate::MAX_URI_LEN }>) -> Result<(), SpecError> {
+    let s = uri.as_str().ok_or(SpecError::BadUri)?;
+    let s_trim = s.trim();
+    if s_trim.is_empty() || s_trim.len() != s.len() || s.chars().any(|c| c.is_control()) {
+        return Err(SpecError::BadUri);
+    }
+    match s.split_once("://") {
+        None => Ok(()), // a local path
+        Some((scheme, rest)) if (scheme == "http" || scheme == "https") && !rest.is_empty() => Ok(()),
+        Some(("file", rest)) if !rest.is_empty() => Ok(()),
+        Some(_) => Err(SpecError::BadUri),
+    }
+}
+
+fn check_dataset(data: &Dataset) -> Result<(), SpecError> {
+    if data.files.len() != data.format.file_count() {
+        return Err(SpecError::WrongFileCount);
+    }
+    data.files.iter().try_for_each(check_uri)?;
+    if data.samples == 0 {
+        return Err(SpecError::NoSamples);
+    }
+    match data.format {
+        DataFormat::Idx { height, width, classes } => positive(&[height, width, classes])?,
+        DataFormat::Csv { features, classes } => positive(&[features, classes])?,
+        DataFormat::Text { seq_len } => positive(&[seq_len])?,
+    }
+    match data.format {
+        DataFormat::Idx { classes, .. } | DataFormat::Csv { classes, .. } if classes < 2 => {
+            Err(SpecError::OutOfBounds)
+        },
+        _ => Ok(()),
+    }
+}
+
+fn check_optimizer(opt: &Optimizer) -> Result<(), SpecError> {
+    let below_one = |p: Ppb| p.0 < Ppb::ONE.0;
+    let ok = match *opt {
+        Optimizer::Sgd { lr, momentum, weight_decay: _ } => lr.0 > 0 && below_one(momentum),
+        Optimizer::AdamW { lr, beta1, beta2, eps, weight_decay: _ } => {
+            lr.0 > 0 && below_one(beta1) && below_one(beta2) && eps.0 > 0
+        },
+    };
+    ok.then_some(()).ok_or(SpecError::BadHyperParameter)
+}
+
+/// Shape, parameter count and forward FLOPs of one layer on `input`.
+fn apply_layer(index: u32, layer: &Layer, input: &Activation) -> Result<(Activation, u128, u128), SpecError> {
+    use Activation::*;
+    let mismatch = SpecError::ShapeMismatch { layer: index };
+    let overflow = |v: Option<u128>| v.ok_or(SpecError::Overflow);
+
+    if let (Tokens(_), l) = (input, layer) {
+        if !matches!(l, Layer::Embedding { .. }) {
+            return Err(SpecError::TokenInputMismatch { layer: index });
+        }
+    }
+    match layer {
+        Layer::Embedding { vocab_size, dim } => {
+            positive(&[*vocab_size, *dim])?;
+            let Tokens(t) = input else { return Err(SpecError::TokenInputMismatch { layer: index }) };
+            // Byte-level text: every byte value must have an embedding row.
+            if *vocab_size < BYTE_VOCAB {
+                return Err(mismatch);
+            }
+            let params = (*vocab_size as u128) * (*dim as u128);
+            Ok((Float(alloc::vec![*t, *dim]), params, overflow(flops::embedding())?))
+        },
+        _ => {
+            let Float(shape) = input else { return Err(SpecError::TokenInputMismatch { layer: index }) };
+            let elements = overflow(product(shape))?;
+            match *layer {
+                Layer::Linear { in_features, out_features, bias } => {
+                    positive(&[in_features, out_features])?;
+                    let (last, lead) = shape.split_last().ok_or(mismatch)?;
+                    if *last != in_features {
+                        return Err(mismatch);
+                    }
+                    let rows = overflow(product(lead))?;
+                    let mut out = shape.clone();
+                    *out.last_mut().ok_or(mismatch)? = out_features;
+                    let params = in_features as u128 * out_features as u128
+                        + if bias { out_features as u128 } else { 0 };
+                    let f = flops::linear(rows, in_features as u128, out_features as u128, bias);
+                    Ok((Float(out), params, overflow(f)?))
+                },
+                Layer::Conv2d { in_channels, out_channels, kernel_size: k, stride, padding, bias } => {
+                    positive(&[in_channels, out_channels, k, stride])?;
+                    let [c, h, w] = shape[..] else { return Err(mismatch) };
+                    let (hp, wp) = (h as u64 + 2 * padding as u64, w as u64 + 2 * padding as u64);
+                    if c != in_channels || hp < k as u64 || wp < k as u64 {
+                        return Err(mismatch);
+                    }
+                    let ho = u32::try_from((hp - k as u64) / stride as u64 + 1).map_err(|_| mismatch)?;
+                    let wo = u32::try_from((wp - k as u64) / stride as u64 + 1).map_err(|_| mismatch)?;
+                    let weights = product(&[out_channels, in_channels, k, k]);
+                    let params = overflow(weights.and_then(|w| w.checked_add(if bias { out_channels as u128 } else { 0 })))?;
+                    let f = flops::conv2d(
+                        in_channels as u128,
+                        out_channels as u128,
+                        k as u128,
+                        ho as u128,
+                        wo as u128,
+                        bias,
+                    );
+                    Ok((Float(alloc::vec![out_channels, ho, wo]), params, overflow(f)?))
+                },
+                Layer::MaxPool2d { kernel_size: k, stride } => {
+                    positive(&[k, stride])?;
+                    let [c, h, w] = shape[..] else { return Err(mismatch) };
+                    if h < k || w < k {
+                        return Err(mismatch);
+                    }
+                    let (ho, wo) = ((h - k) / stride + 1, (w - k) / stride + 1);
+                    let f = flops::max_pool2d(c as u128, ho as u128, wo as u128, k as u128);
+                    Ok((Float(alloc::vec![c, ho, wo]), 0, overflow(f)?))
+                },
+                Layer::Flatten => {
+                    let n = u32::try_from(elements).map_err(|_| mismatch)?;
+                    Ok((Float(alloc::vec![n]), 0, 0))
+                },
+                Layer::ReLU => Ok((input.clone(), 0, overflow(flops::relu(elements))?)),
+                Layer::GELU => Ok((input.clone(), 0, overflow(flops::gelu(elements))?)),
+                Layer::LayerNorm { dim } => {
+                    positive(&[dim])?;
+                    if shape.last() != Some(&dim) {
+                        return Err(mismatch);
+                    }
+                    Ok((input.clone(), 2 * dim as u128, overflow(flops::layer_norm(elements))?))
+                },
+                Layer::PositionalEmbedding { max_len, dim } => {
+                    positive(&[max_len, dim])?;
+                    let [t, d] = shape[..] else { return Err(mismatch) };
+                    if d != dim || t > max_len {
+                        return Err(mismatch);
+                    }
+                    let params = max_len as u128 * dim as u128;
+                    let f = flops::positional_embedding(t as u128, d as u128);
+                    Ok((input.clone(), params, overflow(f)?))
+                },
+                Layer::TransformerBlock { dim, heads, hidden } => {
+                    positive(&[dim, heads, hidden])?;
+                    let [t, d] = shape[..] else { return Err(mismatch) };
+                    if d != dim || dim % heads != 0 {
+                        return Err(mismatch);
+                    }
+                    let (d, h) = (dim as u128, hidden as u128);
+                    // LN ×2, QKV, output projection, MLP in and out.
+                    let params = 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * h + h) + (h * d + d);
+                    let f = flops::transformer_block(t as u128, d, heads as u128, h);
+                    Ok((input.clone(), params, overflow(f)?))
+                },
+                Layer::Embedding { .. } => unreachable!("handled above"),
+            }
+        },
+    }
+}
+
+/// Runs the model's layers over `input`: the output activation, parameters and forward FLOPs.
+pub fn infer(layers: &[Layer], input: Activation) -> Result<(Activation, u128, u128), SpecError> {
+    let mut act = input;
+    let (mut params, mut fwd) = (0u128, 0u128);
+    for (i, layer) in layers.iter().enumerate() {
+        let (next, p, f) = apply_layer(i as u32, layer, &act)?;
+        params = params.checked_add(p).ok_or(SpecError::Overflow)?;
+        fwd = fwd.checked_add(f).ok_or(SpecError::Overflow)?;
+        act = next;
+    }
+    Ok((act, params, fwd))
+}
+
+pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
+    if spec.model.layers.is_empty() {
+        return Err(SpecError::EmptyModel);
+    }
+    check_dataset(&spec.train)?;
+    check_dataset(&spec.validation)?;
+    if spec.train.format != spec.validation.format {
+        return Err(SpecError::FormatMismatch);
+    }
+    check_optimizer(&spec.optimizer)?;
+    if spec.epochs == 0 || spec.epochs > MAX_EPOCHS {
+        return Err(SpecError::OutOfBounds);
+    }
+    if spec.batch_size == 0 || spec.batch_size > MAX_BATCH_SIZE || spec.checkpoint_interval == 0 {
+        return Err(SpecError::OutOfBounds);
+    }
+
+    let (output, params, forward) = infer(&spec.model.layers, spec.train.format.input())?;
+    let expected = spec.train.format.output();
+    if output != Activation::Float(expected.clone()) {
+        return Err(SpecError::OutputMismatch);
+    }
+    if params > MAX_PARAMETERS as u128 {
+        return Err(SpecError::TooManyParameters);
+    }
+    let (rows, classes) = match expected[..] {
+        [classes] => (1u128, classes as u128),
+        [t, vocab] => (t as u128, vocab as u128),
+        _ => return Err(SpecError::OutputMismatch),
+    };
+    let forward = forward
+        .checked_add(flops::cross_entropy(rows, classes).ok_or(SpecError::Overflow)?)
+        .ok_or(SpecError::Overflow)?;
+
+    let steps_per_epoch = spec.steps_per_epoch();
+    let total_steps = steps_per_epoch.checked_mul(spec.epochs as u64).ok_or(SpecError::Overflow)?;
+    let checkpoints = total_steps.div_ceil(spec.checkpoint_interval as u64) + 1;
+    if checkpoints > MAX_CHECKPOINTS {
+        return Err(SpecError::TooManyCheckpoints);
+    }
+    let training_flops = [3u128, forward, spec.train.samples as u128, spec.epochs as u128]
+        .iter()
+        .try_fold(1u128, |acc, v| acc.checked_mul(*v))
+        .ok_or(SpecError::Overflow)?;
+
+    Ok(SpecSummary {
+        parameters: params as u64,
+        forward_flops_per_sample: forward,
+        training_flops,
+        steps_per_epoch,
+        total_steps,
+        checkpoints,
+    })
+}

@@ -1,0 +1,249 @@
+use super::*;
+use alloc::vec;
+
+fn uri(s: &str) -> BoundedString<MAX_URI_LEN> {
+    BoundedString::from_str(s).unwrap()
+}
+
+fn idx_data(samples: u64) -> Dataset {
+    Dataset {
+        format: DataFormat::Idx { height: 28, width: 28, classes: 10 },
+        files: Bounded::new(vec![uri("/data/images.gz"), uri("https://example.org/labels.gz")]).unwrap(),
+        content_root: Hash32([7; 32]),
+        samples,
+    }
+}
+
+fn spec(layers: Vec<Layer>, train: Dataset, validation: Dataset) -> JobSpec {
+    JobSpec {
+        model: Model { layers: Bounded::new(layers).unwrap() },
+        train,
+        validation,
+        optimizer: Optimizer::Sgd { lr: Ppb(100_000_000), momentum: Ppb(900_000_000), weight_decay: Ppb(0) },
+        epochs: 1,
+        batch_size: 64,
+        checkpoint_interval: 100,
+    }
+}
+
+fn mlp() -> JobSpec {
+    spec(
+        vec![
+            Layer::Flatten,
+            Layer::Linear { in_features: 784, out_features: 128, bias: true },
+            Layer::ReLU,
+            Layer::Linear { in_features: 128, out_features: 10, bias: true },
+        ],
+        idx_data(60_000),
+        idx_data(10_000),
+    )
+}
+
+fn cnn() -> JobSpec {
+    spec(
+        vec![
+            Layer::Conv2d { in_channels: 1, out_channels: 8, kernel_size: 3, stride: 1, padding: 1, bias: true },
+            Layer::ReLU,
+            Layer::MaxPool2d { kernel_size: 2, stride: 2 },
+            Layer::Flatten,
+            Layer::Linear { in_features: 8 * 14 * 14, out_features: 10, bias: true },
+        ],
+        idx_data(60_000),
+        idx_data(10_000),
+    )
+}
+
+fn text_data(seq_len: u32, samples: u64) -> Dataset {
+    Dataset {
+        format: DataFormat::Text { seq_len },
+        files: Bounded::new(vec![uri("/usr/share/common-licenses/GPL-3")]).unwrap(),
+        content_root: Hash32([1; 32]),
+        samples,
+    }
+}
+
+fn char_transformer() -> JobSpec {
+    spec(
+        vec![
+            Layer::Embedding { vocab_size: 256, dim: 32 },
+            Layer::PositionalEmbedding { max_len: 32, dim: 32 },
+            Layer::TransformerBlock { dim: 32, heads: 4, hidden: 64 },
+            Layer::LayerNorm { dim: 32 },
+            Layer::Linear { in_features: 32, out_features: 256, bias: true },
+        ],
+        text_data(32, 1000),
+        text_data(32, 100),
+    )
+}
+
+#[test]
+fn mlp_flops_and_parameters_match_the_hand_count() {
+    let s = mlp().validate().unwrap();
+    // Linear 2·784·128 + 128, ReLU 128, Linear 2·128·10 + 10, cross-entropy 5·10.
+    let forward = (2 * 784 * 128 + 128) + 128 + (2 * 128 * 10 + 10) + 5 * 10;
+    assert_eq!(forward, 203_580);
+    assert_eq!(s.forward_flops_per_sample, forward);
+    assert_eq!(s.parameters, 784 * 128 + 128 + 128 * 10 + 10);
+    assert_eq!(s.training_flops, 3 * 203_580 * 60_000);
+    assert_eq!(s.training_micro_ut(), 3 * 203_580 * 60_000 / 432_000);
+    assert_eq!(s.steps_per_epoch, 938); // ceil(60000 / 64)
+    assert_eq!(s.total_steps, 938);
+    assert_eq!(s.checkpoints, 10 + 1); // steps 100, 200, …, 900, 938, plus C0
+}
+
+#[test]
+fn cnn_flops_match_the_hand_count() {
+    let s = cnn().validate().unwrap();
+    let conv = 2 * 1 * 9 * 8 * 28 * 28 + 8 * 28 * 28;
+    let relu = 8 * 28 * 28;
+    let pool = 8 * 14 * 14 * 4;
+    let fc = 2 * 1568 * 10 + 10;
+    assert_eq!(s.forward_flops_per_sample, conv + relu + pool + fc + 50);
+    assert_eq!(s.parameters, 8 * 9 + 8 + 1568 * 10 + 10);
+}
+
+#[test]
+fn transformer_flops_match_the_hand_count() {
+    let s = char_transformer().validate().unwrap();
+    let (t, d, h, hid, v) = (32u128, 32u128, 4u128, 64u128, 256u128);
+    let n = t * d;
+    let block = 8 * n                      // LN
+        + 2 * t * d * 3 * d + 3 * n        // QKV
+        + 2 * t * t * d                    // scores
+        + t * t * h                        // scaling
+        + 5 * t * t * h                    // softmax
+        + 2 * t * t * d                    // weighted values
+        + 2 * t * d * d + n                // output projection
+        + n                                // residual
+        + 8 * n                            // LN
+        + 2 * t * d * hid + t * hid        // MLP in
+        + 8 * t * hid                      // GELU
+        + 2 * t * hid * d + n              // MLP out
+        + n; // residual
+    let forward = 0 + t * d + block + 8 * n + (2 * t * d * v + t * v) + 5 * t * v;
+    assert_eq!(s.forward_flops_per_sample, forward);
+    let block_params = 4 * d + 3 * d * d + 3 * d + d * d + d + d * hid + hid + hid * d + d;
+    assert_eq!(s.parameters as u128, v * d + 32 * d + block_params + 2 * d + d * v + v);
+}
+
+#[test]
+fn each_layer_kind_costs_its_formula() {
+    use Activation::Float;
+    let one = |layer: Layer, input: Vec<u32>| shape::infer(&[layer], Float(input)).unwrap();
+    assert_eq!(one(Layer::ReLU, vec![3, 5]).2, 15);
+    assert_eq!(one(Layer::GELU, vec![3, 5]).2, 8 * 15);
+    assert_eq!(one(Layer::LayerNorm { dim: 5 }, vec![3, 5]).2, 8 * 15);
+    assert_eq!(one(Layer::Flatten, vec![2, 3, 4]), (Float(vec![24]), 0, 0));
+    assert_eq!(one(Layer::Linear { in_features: 5, out_features: 7, bias: false }, vec![3, 5]).2, 2 * 3 * 5 * 7);
+    assert_eq!(one(Layer::MaxPool2d { kernel_size: 3, stride: 2 }, vec![4, 9, 9]).0, Float(vec![4, 4, 4]));
+    let conv = Layer::Conv2d { in_channels: 2, out_channels: 3, kernel_size: 5, stride: 2, padding: 0, bias: false };
+    let (out, params, f) = one(conv, vec![2, 11, 11]);
+    assert_eq!(out, Float(vec![3, 4, 4]));
+    assert_eq!(params, 3 * 2 * 25);
+    assert_eq!(f, 2 * 2 * 25 * 3 * 16);
+}
+
+#[test]
+fn invalid_specs_are_rejected_with_a_reason() {
+    let mut s = mlp();
+    s.model.layers = Bounded::new(vec![]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::EmptyModel));
+
+    let mut s = mlp();
+    s.model.layers = Bounded::new(vec![Layer::Flatten, Layer::Linear { in_features: 100, out_features: 10, bias: true }]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::ShapeMismatch { layer: 1 }));
+
+    let mut s = mlp();
+    s.model.layers = Bounded::new(vec![Layer::Flatten, Layer::Linear { in_features: 784, out_features: 9, bias: true }]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::OutputMismatch));
+
+    let mut s = mlp();
+    s.train.files = Bounded::new(vec![uri("/a")]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::WrongFileCount));
+
+    let mut s = mlp();
+    s.train.files = Bounded::new(vec![uri("ftp://x/a"), uri("/b")]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::BadUri));
+
+    let mut s = mlp();
+    s.train.samples = 0;
+    assert_eq!(s.validate(), Err(SpecError::NoSamples));
+
+    let mut s = mlp();
+    s.batch_size = 0;
+    assert_eq!(s.validate(), Err(SpecError::OutOfBounds));
+
+    let mut s = mlp();
+    s.checkpoint_interval = 1;
+    s.epochs = 10;
+    assert_eq!(s.validate(), Err(SpecError::TooManyCheckpoints));
+
+    let mut s = mlp();
+    s.optimizer = Optimizer::Sgd { lr: Ppb(0), momentum: Ppb(0), weight_decay: Ppb(0) };
+    assert_eq!(s.validate(), Err(SpecError::BadHyperParameter));
+
+    let mut s = mlp();
+    s.optimizer = Optimizer::AdamW { lr: Ppb(1000), beta1: Ppb::ONE, beta2: Ppb(999_000_000), eps: Ppb(10), weight_decay: Ppb(0) };
+    assert_eq!(s.validate(), Err(SpecError::BadHyperParameter));
+
+    let mut s = mlp();
+    s.validation = text_data(32, 10);
+    assert_eq!(s.validate(), Err(SpecError::FormatMismatch));
+
+    // Float layers cannot take token input; embeddings cannot take float input.
+    let mut s = char_transformer();
+    s.model.layers = Bounded::new(vec![Layer::ReLU]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::TokenInputMismatch { layer: 0 }));
+    let mut s = mlp();
+    s.model.layers = Bounded::new(vec![Layer::Embedding { vocab_size: 256, dim: 4 }]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::TokenInputMismatch { layer: 0 }));
+
+    let mut s = mlp();
+    s.model.layers = Bounded::new(vec![
+        Layer::Flatten,
+        Layer::Linear { in_features: 784, out_features: 1 << 20, bias: true },
+        Layer::Linear { in_features: 1 << 20, out_features: 10, bias: true },
+    ])
+    .unwrap();
+    assert_eq!(s.validate(), Err(SpecError::TooManyParameters));
+}
+
+#[test]
+fn huge_dimensions_never_overflow_or_panic() {
+    let mut s = mlp();
+    s.train.samples = u64::MAX;
+    s.epochs = MAX_EPOCHS;
+    s.checkpoint_interval = u32::MAX;
+    s.batch_size = MAX_BATCH_SIZE;
+    // Either a clean error or a value; never a panic.
+    let _ = s.validate();
+    let big = Layer::Conv2d { in_channels: u32::MAX, out_channels: u32::MAX, kernel_size: u32::MAX, stride: 1, padding: u32::MAX, bias: true };
+    let _ = shape::infer(&[big], Activation::Float(vec![u32::MAX, u32::MAX, u32::MAX]));
+    let t = Layer::TransformerBlock { dim: u32::MAX, heads: 1, hidden: u32::MAX };
+    let _ = shape::infer(&[t], Activation::Float(vec![u32::MAX, u32::MAX]));
+}
+
+#[test]
+fn scale_round_trip_and_oversized_input_rejected() {
+    let s = char_transformer();
+    let bytes = s.encode();
+    assert_eq!(JobSpec::decode(&mut &bytes[..]).unwrap(), s);
+    assert!(bytes.len() <= JobSpec::max_encoded_len());
+    // 65 layers: one more than MAX_LAYERS.
+    let too_many = vec![Layer::ReLU; MAX_LAYERS as usize + 1];
+    let mut raw = too_many.encode();
+    raw.extend(&bytes[s.model.encode().len()..]);
+    assert!(JobSpec::decode(&mut &raw[..]).is_err());
+}
+
+#[test]
+fn json_round_trip_with_readable_numbers() {
+    let s = mlp();
+    let json = serde_json::to_string_pretty(&s).unwrap();
+    assert!(json.contains("\"lr\": 0.1"), "{json}");
+    assert!(json.contains("\"type\": \"Linear\""));
+    let back: JobSpec = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, s);
+    let bad = json.replace("\"lr\": 0.1", "\"lr\": -1.0");
+    assert!(serde_json::from_str::<JobSpec>(&bad).is_err());
+}

@@ -1,0 +1,231 @@
+//! # Ergon runtime
+//!
+//! The FRAME runtime of the Ergon chain, a decentralized AI-training compute market.
+//!
+//! Consensus: BABE produces blocks in primary VRF slots only (`AllowedSlots::PrimarySlots`), so each
+//! authority's chance to author is governed by its weight; GRANDPA finalizes. Sessions rotate with BABE
+//! epochs and carry the BABE and GRANDPA session keys.
+//!
+//! Layout: [`configs`] holds the pallet configurations, [`apis`] the runtime APIs the node and clients
+//! call, [`genesis_config_presets`] the `development` and `local_testnet` genesis presets.
+
+#![cfg_attr(not(feature = "std"), no_std)]
+// `construct_runtime!` and the runtime API macros expand to deeply nested types.
+#![recursion_limit = "256"]
+
+#[cfg(feature = "std")]
+include!(concat!(env!("OUT_DIR"), "/wasm_binary.rs"));
+
+extern crate alloc;
+
+pub mod apis;
+pub use apis::RuntimeApi;
+pub mod configs;
+pub mod genesis_config_presets;
+
+use alloc::borrow::Cow;
+use sp_runtime::{
+    generic, impl_opaque_keys,
+    traits::{BlakeTwo256, IdentifyAccount, Verify},
+    MultiAddress, MultiSignature,
+};
+#[cfg(feature = "std")]
+use sp_version::NativeVersion;
+use sp_version::RuntimeVersion;
+
+pub use frame_support::{construct_runtime, derive_impl, parameter_types};
+pub use pallet_balances::Call as BalancesCall;
+pub use pallet_timestamp::Call as TimestampCall;
+#[cfg(any(feature = "std", test))]
+pub use sp_runtime::BuildStorage;
+
+/// Basic primitive types of the chain.
+pub mod primitives {
+    use super::*;
+
+    /// An index to a block.
+    pub type BlockNumber = u32;
+    /// Alias to 512-bit hash when used in the context of a transaction signature on the chain.
+    pub type Signature = MultiSignature;
+    /// Some way of identifying an account on the chain (an sr25519/ed25519/ecdsa public key).
+    pub type AccountId = <<Signature as Verify>::Signer as IdentifyAccount>::AccountId;
+    /// Balance of an account, in plancks (10^-12 ERG).
+    pub type Balance = u128;
+    /// Index of a transaction in the chain.
+    pub type Nonce = u32;
+    /// A hash of some data used by the chain.
+    pub type Hash = sp_core::H256;
+    /// Timestamps in milliseconds since the Unix epoch.
+    pub type Moment = u64;
+}
+pub use primitives::*;
+
+/// Opaque types: the node knows blocks and extrinsics only as bytes, so it does not depend on the
+/// runtime's concrete call type.
+pub mod opaque {
+    use super::*;
+    pub use sp_runtime::OpaqueExtrinsic as UncheckedExtrinsic;
+
+    /// Opaque block header type.
+    pub type Header = generic::Header<BlockNumber, BlakeTwo256>;
+    /// Opaque block type.
+    pub type Block = generic::Block<Header, UncheckedExtrinsic>;
+    /// Opaque block identifier type.
+    pub type BlockId = generic::BlockId<Block>;
+
+    impl_opaque_keys! {
+        /// The session keys of a validator: BABE for authorship, GRANDPA for finality.
+        pub struct SessionKeys {
+            pub babe: super::Babe,
+            pub grandpa: super::Grandpa,
+        }
+    }
+}
+pub use opaque::SessionKeys;
+
+/// The runtime version. Bump `spec_version` on every change of runtime logic.
+#[sp_version::runtime_version]
+pub const VERSION: RuntimeVersion = RuntimeVersion {
+    spec_name: Cow::Borrowed("ergon"),
+    impl_name: Cow::Borrowed("ergon-node"),
+    authoring_version: 1,
+    spec_version: 100,
+    impl_version: 1,
+    apis: apis::RUNTIME_API_VERSIONS,
+    transaction_version: 1,
+    system_version: 1,
+};
+
+/// The version information used to identify this runtime when compiled natively.
+#[cfg(feature = "std")]
+pub fn native_version() -> NativeVersion {
+    NativeVersion { runtime_version: VERSION, can_author_with: Default::default() }
+}
+
+/// Time and token units.
+pub mod units {
+    use super::{Balance, BlockNumber, Moment};
+
+    /// One ERG: 12 decimals.
+    pub const ERG: Balance = 1_000_000_000_000;
+    /// 10^-3 ERG.
+    pub const MILLI_ERG: Balance = ERG / 1_000;
+    /// 10^-6 ERG.
+    pub const MICRO_ERG: Balance = MILLI_ERG / 1_000;
+    /// The smallest balance an account may hold.
+    pub const EXISTENTIAL_DEPOSIT: Balance = MILLI_ERG;
+
+    /// Expected time between blocks. With primary slots only, a slot holds a block with probability
+    /// `c` (whatever the weights, since Σθ = 1), so the mean block time is `SLOT_DURATION / c`.
+    pub const MILLI_SECS_PER_BLOCK: Moment = 6_000;
+    /// Length of one BABE slot.
+    pub const SLOT_DURATION: Moment = 2_000;
+    /// BABE's `c` = 1/3: probability that a slot has at least one primary winner.
+    pub const PRIMARY_PROBABILITY: (u64, u64) = (1, 3);
+
+    /// One minute, in blocks.
+    pub const MINUTES: BlockNumber = 60_000 / (MILLI_SECS_PER_BLOCK as BlockNumber);
+    /// One hour, in blocks.
+    pub const HOURS: BlockNumber = MINUTES * 60;
+    /// One day, in blocks.
+    pub const DAYS: BlockNumber = HOURS * 24;
+
+    /// Length of a BABE epoch (= one session) in slots: 100 slots, 200 s, ~33 blocks. Short on purpose for
+    /// development and test networks, so changes of the authority set show within minutes.
+    pub const EPOCH_DURATION_IN_SLOTS: u64 = 100;
+}
+
+/// The BABE epoch configuration at genesis: `c` = 1/3 and primary slots only, so authorship follows the
+/// authorities' weights (secondary slots would be assigned round-robin, ignoring weight).
+pub const BABE_GENESIS_EPOCH_CONFIG: sp_consensus_babe::BabeEpochConfiguration =
+    sp_consensus_babe::BabeEpochConfiguration {
+        c: units::PRIMARY_PROBABILITY,
+        allowed_slots: sp_consensus_babe::AllowedSlots::PrimarySlots,
+    };
+
+/// The address format for describing accounts.
+pub type Address = MultiAddress<AccountId, ()>;
+/// Block header type as expected by this runtime.
+pub type Header = generic::Header<BlockNumber, BlakeTwo256>;
+/// Block type as expected by this runtime.
+pub type Block = generic::Block<Header, UncheckedExtrinsic>;
+/// A Block signed with a Justification.
+pub type SignedBlock = generic::SignedBlock<Block>;
+/// BlockId type as expected by this runtime.
+pub type BlockId = generic::BlockId<Block>;
+
+/// The transaction extensions: checks and payment applied to every signed transaction.
+pub type TxExtension = (
+    frame_system::CheckNonZeroSender<Runtime>,
+    frame_system::CheckSpecVersion<Runtime>,
+    frame_system::CheckTxVersion<Runtime>,
+    frame_system::CheckGenesis<Runtime>,
+    frame_system::CheckEra<Runtime>,
+    frame_system::CheckNonce<Runtime>,
+    frame_system::CheckWeight<Runtime>,
+    pallet_transaction_payment::ChargeTransactionPayment<Runtime>,
+);
+
+/// Unchecked extrinsic type as expected by this runtime.
+pub type UncheckedExtrinsic =
+    generic::UncheckedExtrinsic<Address, RuntimeCall, Signature, TxExtension>;
+/// The payload being signed in transactions.
+pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
+
+/// Storage migrations run on runtime upgrade.
+type Migrations = ();
+
+/// Executive: handles dispatch to the various pallets.
+pub type Executive = frame_executive::Executive<
+    Runtime,
+    Block,
+    frame_system::ChainContext<Runtime>,
+    Runtime,
+    AllPalletsWithSystem,
+    Migrations,
+>;
+
+#[frame_support::runtime]
+mod runtime {
+    #[runtime::runtime]
+    #[runtime::derive(
+        RuntimeCall,
+        RuntimeEvent,
+        RuntimeError,
+        RuntimeOrigin,
+        RuntimeFreezeReason,
+        RuntimeHoldReason,
+        RuntimeSlashReason,
+        RuntimeLockId,
+        RuntimeTask,
+        RuntimeViewFunction
+    )]
+    pub struct Runtime;
+
+    #[runtime::pallet_index(0)]
+    pub type System = frame_system;
+
+    #[runtime::pallet_index(1)]
+    pub type Timestamp = pallet_timestamp;
+
+    #[runtime::pallet_index(2)]
+    pub type Babe = pallet_babe;
+
+    #[runtime::pallet_index(3)]
+    pub type Authorship = pallet_authorship;
+
+    #[runtime::pallet_index(4)]
+    pub type Balances = pallet_balances;
+
+    #[runtime::pallet_index(5)]
+    pub type TransactionPayment = pallet_transaction_payment;
+
+    #[runtime::pallet_index(6)]
+    pub type Session = pallet_session;
+
+    #[runtime::pallet_index(7)]
+    pub type Grandpa = pallet_grandpa;
+
+    #[runtime::pallet_index(8)]
+    pub type Sudo = pallet_sudo;
+}

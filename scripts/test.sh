@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command of the README: installs what is missing, builds the node, runs every test suite.
+#
+# Each suite is its own cargo invocation on purpose: cargo unifies features across the packages of one
+# invocation, so testing the integration harness (a client-side graph) together with the node would
+# rebuild the node's ~1,000 dependencies with other features.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
+
+scripts/setup.sh
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "build ergon-node (release; includes the wasm32v1-none runtime)"
+cargo build --release --locked -p ergon-node
+
+step "integration tests: real nodes on loopback"
+# Test binaries run one at a time: two networks of nodes at once would starve 2 cores of CPU
+# and make block production timing-dependent.
+cargo test --release --locked -p ergon-integration-tests -- --test-threads=1

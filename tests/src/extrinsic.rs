@@ -1,0 +1,94 @@
+//! Building a signed extrinsic and storage keys by hand, the way an external client does: SCALE bytes
+//! laid out by the runtime's metadata, signed with a well-known dev key.
+
+use codec::{Compact, Decode, Encode};
+use sp_core::{
+    hashing::{blake2_128, blake2_256, twox_128},
+    sr25519, Pair, H256,
+};
+
+/// `frame_system::AccountInfo<u32, pallet_balances::AccountData<u128>>` as stored on chain.
+#[derive(Clone, Debug, Decode, Encode, PartialEq, Eq)]
+pub struct AccountInfo {
+    /// Transactions sent.
+    pub nonce: u32,
+    /// Consumer references.
+    pub consumers: u32,
+    /// Provider references.
+    pub providers: u32,
+    /// Sufficient references.
+    pub sufficients: u32,
+    /// Free balance.
+    pub free: u128,
+    /// Reserved balance.
+    pub reserved: u128,
+    /// Frozen balance.
+    pub frozen: u128,
+    /// Balance flags.
+    pub flags: u128,
+}
+
+/// Storage key of `System::Account(who)` (Blake2_128Concat hasher).
+pub fn system_account_key(who: &[u8; 32]) -> Vec<u8> {
+    let mut key = twox_128(b"System").to_vec();
+    key.extend(twox_128(b"Account"));
+    key.extend(blake2_128(who));
+    key.extend(who);
+    key
+}
+
+/// What the signature commits to besides the call (the runtime's "implicit" extension data).
+#[derive(Clone, Copy, Debug)]
+pub struct ChainContext {
+    /// `RuntimeVersion::spec_version`.
+    pub spec_version: u32,
+    /// `RuntimeVersion::transaction_version`.
+    pub transaction_version: u32,
+    /// Genesis block hash.
+    pub genesis: H256,
+}
+
+/// A `Balances::transfer_keep_alive(dest, value)` call encoded for pallet index `balances_index`.
+pub fn transfer_keep_alive_call(balances_index: u8, dest: &[u8; 32], value: u128) -> Vec<u8> {
+    /// `transfer_keep_alive` is call index 3 of pallet-balances.
+    const TRANSFER_KEEP_ALIVE: u8 = 3;
+    let mut call = vec![balances_index, TRANSFER_KEEP_ALIVE];
+    call.push(0); // MultiAddress::Id
+    call.extend(dest);
+    Compact(value).encode_to(&mut call);
+    call
+}
+
+/// A v4 signed, immortal extrinsic carrying `call`, with Ergon's transaction extensions:
+/// (CheckNonZeroSender, CheckSpecVersion, CheckTxVersion, CheckGenesis, CheckEra, CheckNonce,
+/// CheckWeight, ChargeTransactionPayment).
+pub fn signed_extrinsic(call: &[u8], signer: &sr25519::Pair, nonce: u32, ctx: ChainContext) -> Vec<u8> {
+    // Explicit extension data: Era::Immortal, Compact(nonce), Compact(tip = 0).
+    let mut extra = vec![0u8];
+    Compact(nonce).encode_to(&mut extra);
+    Compact(0u128).encode_to(&mut extra);
+    // Implicit data: spec version, transaction version, genesis hash, era birth block (genesis).
+    let mut implicit = Vec::new();
+    ctx.spec_version.encode_to(&mut implicit);
+    ctx.transaction_version.encode_to(&mut implicit);
+    implicit.extend(ctx.genesis.as_bytes());
+    implicit.extend(ctx.genesis.as_bytes());
+
+    let mut payload = call.to_vec();
+    payload.extend(&extra);
+    payload.extend(&implicit);
+    let signature = if payload.len() > 256 {
+        signer.sign(&blake2_256(&payload))
+    } else {
+        signer.sign(&payload)
+    };
+
+    let mut body = vec![0x84]; // signed, format version 4
+    body.push(0); // MultiAddress::Id
+    body.extend(signer.public().0);
+    body.push(1); // MultiSignature::Sr25519
+    body.extend(signature.0);
+    body.extend(extra);
+    body.extend(call);
+    body.encode() // Vec<u8> encoding adds the compact length prefix
+}

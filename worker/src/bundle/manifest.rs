@@ -1,0 +1,89 @@
+//! The bundle manifest: what was trained, how, and the hash of every checkpoint tensor.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Manifest format version.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Where and how the run was computed. Replays elsewhere must tolerate differences of these.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// `cpu` or `cuda:<ordinal>`.
+    pub device: String,
+    /// Floating-point precision of weights, activations and optimizer state (`f32`).
+    pub precision: String,
+    /// SIMD features of the CPU that ran it (they change floating-point rounding of kernels).
+    pub cpu_features: Vec<String>,
+    /// Threads of the CPU kernels.
+    pub threads: usize,
+    /// `ergon-worker` version.
+    pub worker_version: String,
+}
+
+/// One checkpoint Cᵢ.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointEntry {
+    /// Optimizer steps taken before it (0 for C0).
+    pub step: u64,
+    /// File name within the bundle.
+    pub file: String,
+    /// SHA-256 of the file's bytes (for availability checks of raw chunks).
+    pub file_sha256: String,
+    /// Digest over the tensor hashes in name order: the checkpoint's Merkle leaf.
+    pub digest: String,
+    /// Hash of every tensor (`param.<name>` weights, `opt.<name>.<slot>` optimizer state), by name.
+    pub tensors: BTreeMap<String, String>,
+}
+
+/// Metrics of the final model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Mean cross-entropy on the validation set.
+    pub validation_loss: f32,
+    /// Share of validation targets predicted right (argmax).
+    pub validation_accuracy: f32,
+    /// Loss of the last training step.
+    pub final_train_loss: f32,
+}
+
+/// The manifest of a bundle (`manifest.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// SHA-256 of the SCALE-encoded job spec.
+    pub spec_hash: String,
+    /// The training seed.
+    pub seed: String,
+    /// Device, precision, CPU features, threads.
+    pub environment: Environment,
+    /// Samples per step.
+    pub batch_size: u32,
+    /// Steps between checkpoints.
+    pub checkpoint_interval: u32,
+    /// Steps per epoch.
+    pub steps_per_epoch: u64,
+    /// Steps of the run.
+    pub total_steps: u64,
+    /// Learning rate of each step.
+    pub learning_rates: Vec<f32>,
+    /// Training loss of each step (before its update).
+    pub losses: Vec<f32>,
+    /// C0 … Cn.
+    pub checkpoints: Vec<CheckpointEntry>,
+    /// Digest of the final weights (the `param.*` tensors of Cn).
+    pub final_model_hash: String,
+    /// Metrics of the final model.
+    pub metrics: Metrics,
+}
+
+impl Manifest {
+    /// Canonical bytes: pretty JSON with fields in declaration order (what `manifest.json` holds).
+    pub fn to_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut bytes = serde_json::to_vec_pretty(self)?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}

@@ -1,0 +1,115 @@
+//! Checkpoint bundles: `manifest.json` plus C0 … Cn (`ckpt-<step>.safetensors`), committed to by one
+//! Merkle root over the manifest and the checkpoint digests.
+//!
+//! Leaves: `SHA-256(manifest.json)`, then each checkpoint's tensor digest in order.
+
+pub mod checkpoint;
+pub mod manifest;
+pub mod merkle;
+
+use std::path::{Path, PathBuf};
+
+pub use checkpoint::HostTensors;
+pub use manifest::{CheckpointEntry, Environment, Manifest, Metrics};
+
+use sha2::{Digest, Sha256};
+
+use crate::{
+    data::hex,
+    error::{io, Error, Result},
+};
+
+/// File name of the manifest in a bundle directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// File name of checkpoint `step`.
+pub fn checkpoint_file(step: u64) -> String {
+    format!("ckpt-{step:08}.safetensors")
+}
+
+/// Merkle leaves of a bundle: the manifest's hash, then each checkpoint digest.
+pub fn leaves(manifest_bytes: &[u8], manifest: &Manifest) -> Result<Vec<merkle::Hash>> {
+    let mut leaves = vec![Sha256::digest(manifest_bytes).into()];
+    for c in &manifest.checkpoints {
+        leaves.push(parse_hash(&c.digest).ok_or_else(|| Error::Bundle {
+            path: c.file.clone().into(),
+            reason: "checkpoint digest is not 32 hex bytes".into(),
+        })?);
+    }
+    Ok(leaves)
+}
+
+/// The bundle root of a manifest.
+pub fn root_of(manifest_bytes: &[u8], manifest: &Manifest) -> Result<merkle::Hash> {
+    Ok(merkle::root(&leaves(manifest_bytes, manifest)?))
+}
+
+/// Parses `0x…` hex of 32 bytes.
+pub fn parse_hash(s: &str) -> Option<[u8; 32]> {
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    if s.len() != 64 || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// What `inspect` found in a bundle directory.
+pub struct Inspection {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The Merkle root recomputed from the files.
+    pub root: merkle::Hash,
+    /// Every mismatch between the manifest and the files (empty when the bundle is intact).
+    pub problems: Vec<String>,
+}
+
+/// Reads `dir`'s manifest, re-hashes every checkpoint tensor and file, and recomputes the root.
+pub fn inspect(dir: &Path) -> Result<Inspection> {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let bytes = std::fs::read(&manifest_path).map_err(io("reading", &manifest_path))?;
+    let manifest: Manifest = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::Bundle { path: manifest_path.clone(), reason: format!("manifest: {e}") })?;
+    let mut problems = Vec::new();
+    for entry in &manifest.checkpoints {
+        let path: PathBuf = dir.join(&entry.file);
+        if entry.file.contains('/') || entry.file.contains("..") {
+            problems.push(format!("{}: file name escapes the bundle", entry.file));
+            continue;
+        }
+        let data = match std::fs::read(&path) {
+            Ok(d) => d,
+            Err(e) => {
+                problems.push(format!("{}: {e}", entry.file));
+                continue;
+            },
+        };
+        if hex(&Sha256::digest(&data)) != entry.file_sha256 {
+            problems.push(format!("{}: file bytes do not match the manifest", entry.file));
+        }
+        match HostTensors::parse(&path, &data) {
+            Ok(t) => {
+                let hashes = t.hashes();
+                let listed: Vec<&String> = entry.tensors.keys().collect();
+                let found: Vec<&String> = hashes.keys().collect();
+                if listed != found {
+                    problems.push(format!("{}: tensor names differ from the manifest", entry.file));
+                }
+                for (name, h) in &hashes {
+                    if entry.tensors.get(name) != Some(&hex(h)) {
+                        problems.push(format!("{}: tensor {name} does not match its hash", entry.file));
+                    }
+                }
+                if hex(&checkpoint::digest(hashes.values())) != entry.digest {
+                    problems.push(format!("{}: digest does not match", entry.file));
+                }
+            },
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    let root = root_of(&bytes, &manifest)?;
+    Ok(Inspection { manifest, root, problems })
+}

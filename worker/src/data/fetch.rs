@@ -1,0 +1,75 @@
+//! Getting a data file's bytes from a path, a `file://` URI or an http(s) URL, and the content root.
+
+use std::{io::Read, time::Duration};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{io, Error, Result};
+
+/// Largest data file the worker accepts (4 GiB).
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
+
+/// The bytes of the file at `uri`.
+pub fn fetch(uri: &str) -> Result<Vec<u8>> {
+    if uri.starts_with("http://") || uri.starts_with("https://") {
+        return download(uri);
+    }
+    let path = uri.strip_prefix("file://").unwrap_or(uri);
+    let meta = std::fs::metadata(path).map_err(io("reading", path))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(Error::Data { file: uri.into(), reason: format!("larger than {MAX_FILE_BYTES} bytes") });
+    }
+    std::fs::read(path).map_err(io("reading", path))
+}
+
+fn download(url: &str) -> Result<Vec<u8>> {
+    let fail = |reason: String| Error::Download { url: url.to_string(), reason };
+    let agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(10)))
+        .timeout_global(Some(Duration::from_secs(600)))
+        .build()
+        .new_agent();
+    let response = agent.get(url).call().map_err(|e| fail(e.to_string()))?;
+    let mut bytes = Vec::new();
+    response
+        .into_body()
+        .into_reader()
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(e.to_string()))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(fail(format!("larger than {MAX_FILE_BYTES} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// Content root of a dataset: `SHA-256(SHA-256(file₀) ‖ SHA-256(file₁) ‖ …)`, files in spec order.
+pub fn content_root<'a>(files: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
+    let mut outer = Sha256::new();
+    for bytes in files {
+        outer.update(Sha256::digest(bytes));
+    }
+    outer.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_and_unreachable_url_are_clear_errors() {
+        let err = fetch("/nonexistent/ergon/data.idx").unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/ergon/data.idx"), "{err}");
+        // Port 9 on loopback: nothing listens (discard service is not run here).
+        let err = fetch("http://127.0.0.1:9/data.csv").unwrap_err();
+        assert!(matches!(err, Error::Download { .. }), "{err}");
+    }
+
+    #[test]
+    fn content_root_depends_on_order_and_bytes() {
+        let a = content_root([&b"x"[..], &b"y"[..]]);
+        assert_ne!(a, content_root([&b"y"[..], &b"x"[..]]));
+        assert_ne!(a, content_root([&b"x"[..], &b"z"[..]]));
+        assert_eq!(a, content_root([&b"x"[..], &b"y"[..]]));
+    }
+}

@@ -1,0 +1,86 @@
+//! Training and validation data: fetched from a path or an http(s) URL, checked against the content root
+//! committed in the spec *before* anything is parsed, then decoded into an in-memory [`Samples`] set.
+
+mod fetch;
+mod formats;
+
+pub use fetch::{content_root, fetch, MAX_FILE_BYTES};
+
+use ergon_job_spec::{DataFormat, Dataset};
+
+use crate::error::{Error, Result};
+
+/// The inputs of a dataset, per its format.
+#[derive(Clone, Debug)]
+pub enum Inputs {
+    /// Float features, `sample_len` per sample, row-major.
+    Float(Vec<f32>),
+    /// Token ids, `sample_len` per sample.
+    Tokens(Vec<u32>),
+}
+
+/// A decoded dataset: `len` samples of `sample_len` inputs each, and their targets.
+#[derive(Clone, Debug)]
+pub struct Samples {
+    /// Shape of one input sample (`[1, H, W]`, `[features]` or `[seq_len]`).
+    pub sample_shape: Vec<usize>,
+    /// The inputs.
+    pub inputs: Inputs,
+    /// Targets: one class label per sample, or `seq_len` next-byte targets per sample for text.
+    pub targets: Vec<u32>,
+    /// Targets per sample (1, or `seq_len` for text).
+    pub targets_per_sample: usize,
+    /// Number of samples.
+    pub len: usize,
+}
+
+impl Samples {
+    /// Number of input values per sample.
+    pub fn sample_len(&self) -> usize {
+        self.sample_shape.iter().product()
+    }
+}
+
+/// Fetches `data`'s files, checks their content root and decodes them. `what` names the set in errors.
+pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
+    let mut files = Vec::with_capacity(data.files.len());
+    for uri in data.files.iter() {
+        let uri = uri.as_str().ok_or_else(|| Error::Data {
+            file: uri.to_string_lossy(),
+            reason: "the URI is not UTF-8".into(),
+        })?;
+        files.push((uri.to_string(), fetch(uri)?));
+    }
+    let actual = content_root(files.iter().map(|(_, bytes)| bytes.as_slice()));
+    if actual != data.content_root.0 {
+        return Err(Error::ContentRoot {
+            what,
+            expected: hex(&data.content_root.0),
+            actual: hex(&actual),
+        });
+    }
+    let samples = match data.format {
+        DataFormat::Idx { height, width, classes } => {
+            formats::idx(&files[0], &files[1], height as usize, width as usize, classes)?
+        },
+        DataFormat::Csv { features, classes } => formats::csv(&files[0], features as usize, classes)?,
+        DataFormat::Text { seq_len } => formats::text(&files[0], seq_len as usize),
+    };
+    if samples.len as u64 != data.samples {
+        return Err(Error::Data {
+            file: files[0].0.clone(),
+            reason: format!("the spec says {} samples, the data holds {}", data.samples, samples.len),
+        });
+    }
+    Ok(samples)
+}
+
+/// Lowercase hex with `0x`.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(2 + 2 * bytes.len());
+    s.push_str("0x");
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}

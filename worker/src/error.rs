@@ -1,0 +1,83 @@
+//! The worker's error type: every failure names what went wrong and where, never a panic.
+
+use std::path::PathBuf;
+
+/// Anything that can stop a training, loading or inspection.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The job spec is invalid.
+    #[error("invalid job spec: {0}")]
+    Spec(#[from] ergon_job_spec::SpecError),
+    /// The job spec file is not valid JSON for a spec.
+    #[error("cannot parse job spec {path}: {source}")]
+    SpecJson {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A file could not be read or written (missing file, permission, full disk, …).
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What was being done ("reading", "writing", …).
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A data file could not be downloaded.
+    #[error("downloading {url}: {reason}")]
+    Download {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The data's content root differs from the one committed in the spec.
+    #[error("content root mismatch for {what}: spec commits to {expected}, data hashes to {actual}")]
+    ContentRoot {
+        /// Which dataset.
+        what: &'static str,
+        /// The root in the spec.
+        expected: String,
+        /// The root of the data found.
+        actual: String,
+    },
+    /// A data file is malformed or does not match the spec's format.
+    #[error("bad data in {file}: {reason}")]
+    Data {
+        /// The file (URI).
+        file: String,
+        /// Why.
+        reason: String,
+    },
+    /// A bundle is incomplete, corrupted, or does not match its spec.
+    #[error("bad bundle at {path}: {reason}")]
+    Bundle {
+        /// The bundle directory or file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Training diverged (a non-finite loss).
+    #[error("training diverged at step {step}: loss is {loss}")]
+    Diverged {
+        /// The optimizer step.
+        step: u64,
+        /// The loss.
+        loss: f32,
+    },
+    /// An error inside candle (shapes, devices, CUDA).
+    #[error("tensor computation: {0}")]
+    Candle(#[from] candle_core::Error),
+}
+
+/// Result with the worker's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Attaches the action and path to an I/O error.
+pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io { action, path, source }
+}

@@ -1,0 +1,36 @@
+//! # ergon-worker
+//!
+//! The trainer process of Ergon. This crate trains a job spec with candle and writes the checkpoint
+//! bundle that Proof of Training checks:
+//!
+//! - [`data`]: fetch (path or http(s)), check the content root, decode IDX / CSV / text;
+//! - [`rng`]: the seed-derived randomness (initial weights, batch order as a PRF of seed, epoch, step);
+//! - [`model`]: the layer DSL as candle computations with our own seeded initialization;
+//! - [`optim`]: SGD with momentum and AdamW with checkpointable state;
+//! - [`train`]: the resumable training loop;
+//! - [`bundle`]: checkpoints, manifest, Merkle root and inclusion proofs.
+//!
+//! It depends on no node crate: it builds and tests on its own.
+
+pub mod bundle;
+pub mod data;
+pub mod error;
+pub mod model;
+pub mod optim;
+pub mod rng;
+pub mod train;
+
+pub use error::{Error, Result};
+
+use std::path::Path;
+
+use ergon_job_spec::JobSpec;
+
+/// Reads and validates a JSON job spec.
+pub fn load_spec(path: &Path) -> Result<JobSpec> {
+    let bytes = std::fs::read(path).map_err(error::io("reading", path))?;
+    let spec: JobSpec =
+        serde_json::from_slice(&bytes).map_err(|source| Error::SpecJson { path: path.into(), source })?;
+    spec.validate()?;
+    Ok(spec)
+}

@@ -1,0 +1,157 @@
+//! `ergon-worker`: the command line of Ergon's trainer process.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+use ergon_worker::{bundle, data, load_spec, rng, train, Error};
+
+#[derive(Parser)]
+#[command(name = "ergon-worker", version, about = "Ergon trainer: train job specs into verifiable bundles")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train a job spec into a checkpoint bundle (resumes an interrupted run in the same directory).
+    Train {
+        /// The job spec (JSON).
+        #[arg(long)]
+        spec: PathBuf,
+        /// Bundle directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Training seed as 64 hex digits; default: derived from --job-id and --trainer.
+        #[arg(long, conflicts_with_all = ["job_id", "trainer"])]
+        seed: Option<String>,
+        /// On-chain job id (seed derivation).
+        #[arg(long, default_value_t = 0)]
+        job_id: u64,
+        /// Trainer account (seed derivation), as text.
+        #[arg(long, default_value = "offline")]
+        trainer: String,
+        /// CPU threads for the tensor kernels (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Train on the first CUDA GPU (needs the `cuda` build feature).
+        #[arg(long)]
+        cuda: bool,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Print a bundle's manifest summary and check every file against it and the root.
+    Inspect {
+        /// Bundle directory.
+        bundle: PathBuf,
+    },
+    /// Validate a job spec and print its parameter count and FLOPs.
+    Check {
+        /// The job spec (JSON).
+        #[arg(long)]
+        spec: PathBuf,
+    },
+    /// Print the content root of data files (for writing specs).
+    ContentRoot {
+        /// Files or URLs, in the order the format names them.
+        files: Vec<String>,
+    },
+}
+
+fn parse_seed(s: &str) -> Result<rng::Seed, String> {
+    bundle::parse_hash(s).ok_or_else(|| format!("seed {s:?} is not 32 bytes of hex"))
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    match cli.command {
+        Command::Train { spec, out, seed, job_id, trainer, threads, cuda, quiet } => {
+            if let Some(t) = threads {
+                // Read by candle's CPU kernels at first use.
+                std::env::set_var("RAYON_NUM_THREADS", t.to_string());
+            }
+            let spec = load_spec(&spec)?;
+            let seed = match seed {
+                Some(s) => parse_seed(&s)?,
+                None => rng::job_seed(job_id, trainer.as_bytes()),
+            };
+            let device = if cuda { candle_core::Device::new_cuda(0)? } else { candle_core::Device::Cpu };
+            let summary = spec.validate()?;
+            eprintln!(
+                "training {} parameters, {} steps, {:.3} ut of work, seed {}",
+                summary.parameters,
+                summary.total_steps,
+                summary.training_micro_ut() as f64 / 1e6,
+                data::hex(&seed)
+            );
+            let opts = train::TrainOptions { out, seed, device, progress: !quiet, halt_after_step: None };
+            match train::train(&spec, &opts)? {
+                train::Outcome::Finished(r) => {
+                    println!("root {}", data::hex(&r.root));
+                    println!(
+                        "validation loss {:.4}, accuracy {:.2}%",
+                        r.manifest.metrics.validation_loss,
+                        100.0 * r.manifest.metrics.validation_accuracy
+                    );
+                    println!(
+                        "trained in {:.1} s ({:.1}% writing checkpoints)",
+                        r.train_seconds,
+                        100.0 * r.checkpoint_seconds / r.train_seconds.max(1e-9)
+                    );
+                },
+                train::Outcome::Halted(step) => println!("halted after step {step}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        },
+        Command::Inspect { bundle: dir } => {
+            let report = bundle::inspect(&dir)?;
+            let m = &report.manifest;
+            println!("spec hash      {}", m.spec_hash);
+            println!("seed           {}", m.seed);
+            println!("environment    {} {} threads={} [{}]", m.environment.device, m.environment.precision, m.environment.threads, m.environment.cpu_features.join(","));
+            println!("steps          {} ({} per epoch, batch {})", m.total_steps, m.steps_per_epoch, m.batch_size);
+            println!("checkpoints    {} (every {} steps)", m.checkpoints.len(), m.checkpoint_interval);
+            if let (Some(first), Some(last)) = (m.losses.first(), m.losses.last()) {
+                println!("loss           {first:.4} → {last:.4}");
+            }
+            println!("validation     loss {:.4}, accuracy {:.2}%", m.metrics.validation_loss, 100.0 * m.metrics.validation_accuracy);
+            println!("final model    {}", m.final_model_hash);
+            println!("root           {}", data::hex(&report.root));
+            if report.problems.is_empty() {
+                println!("ok: every checkpoint matches the manifest");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                for p in &report.problems {
+                    println!("PROBLEM: {p}");
+                }
+                Ok(ExitCode::FAILURE)
+            }
+        },
+        Command::Check { spec } => {
+            let spec = load_spec(&spec)?;
+            let s = spec.validate()?;
+            println!("parameters        {}", s.parameters);
+            println!("forward FLOPs     {} per sample", s.forward_flops_per_sample);
+            println!("training FLOPs    {}", s.training_flops);
+            println!("training work     {} micro-ut", s.training_micro_ut());
+            println!("steps             {} ({} per epoch)", s.total_steps, s.steps_per_epoch);
+            println!("checkpoints       {}", s.checkpoints);
+            Ok(ExitCode::SUCCESS)
+        },
+        Command::ContentRoot { files } => {
+            let bytes = files.iter().map(|f| data::fetch(f)).collect::<Result<Vec<_>, Error>>()?;
+            println!("{}", data::hex(&data::content_root(bytes.iter().map(|b| b.as_slice()))));
+            Ok(ExitCode::SUCCESS)
+        },
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        },
+    }
+}

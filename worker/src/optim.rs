@@ -1,0 +1,115 @@
+//! Our own optimizers, with their whole state in named tensors so a checkpoint captures it exactly
+//! (candle's AdamW keeps its moments private). The learning rate is constant over the run.
+
+use std::collections::BTreeMap;
+
+use candle_core::{backprop::GradStore, Tensor};
+use ergon_job_spec::Optimizer as OptimizerSpec;
+
+use crate::{
+    error::{Error, Result},
+    model::Param,
+};
+
+/// An optimizer and its state.
+pub struct Optimizer {
+    spec: OptimizerSpec,
+    /// Optimizer steps taken.
+    pub step: u64,
+    /// Per-parameter state, in parameter order: `[momentum]` for SGD, `[m, v]` for AdamW.
+    state: Vec<Vec<Tensor>>,
+}
+
+impl Optimizer {
+    /// Fresh state (zeros) for `params`.
+    pub fn new(spec: OptimizerSpec, params: &[Param]) -> Result<Optimizer> {
+        let slots = match spec {
+            OptimizerSpec::Sgd { .. } => 1,
+            OptimizerSpec::AdamW { .. } => 2,
+        };
+        let state = params
+            .iter()
+            .map(|p| (0..slots).map(|_| p.var.as_tensor().zeros_like()).collect::<Result<Vec<_>, _>>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Optimizer { spec, step: 0, state })
+    }
+
+    /// Names of the state slots of one parameter.
+    fn slot_names(&self) -> &'static [&'static str] {
+        match self.spec {
+            OptimizerSpec::Sgd { .. } => &["momentum"],
+            OptimizerSpec::AdamW { .. } => &["m", "v"],
+        }
+    }
+
+    /// The learning rate.
+    pub fn lr(&self) -> f64 {
+        self.spec.lr().to_f64()
+    }
+
+    /// One update of every parameter from `grads`. A parameter without a gradient (unused by the
+    /// loss) keeps its value but its state still decays, as in PyTorch with zero gradients.
+    pub fn step(&mut self, params: &[Param], grads: &GradStore) -> Result<()> {
+        self.step += 1;
+        for (param, state) in params.iter().zip(self.state.iter_mut()) {
+            let w = param.var.as_tensor();
+            let g = match grads.get(w) {
+                Some(g) => g.clone(),
+                None => w.zeros_like()?,
+            };
+            match self.spec {
+                OptimizerSpec::Sgd { lr, momentum, weight_decay } => {
+                    let g = (g + (w * weight_decay.to_f64())?)?;
+                    let v = ((&state[0] * momentum.to_f64())? + g)?;
+                    param.var.set(&(w - (&v * lr.to_f64())?)?)?;
+                    state[0] = v;
+                },
+                OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
+                    let (lr, b1, b2, eps) = (lr.to_f64(), beta1.to_f64(), beta2.to_f64(), eps.to_f64());
+                    let decayed = (w * (1.0 - lr * weight_decay.to_f64()))?;
+                    let m = ((&state[0] * b1)? + (&g * (1.0 - b1))?)?;
+                    let v = ((&state[1] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
+                    let t = self.step as i32;
+                    let m_hat = (&m * (1.0 / (1.0 - b1.powi(t))))?;
+                    let v_hat = (&v * (1.0 / (1.0 - b2.powi(t))))?;
+                    let update = m_hat.div(&(v_hat.sqrt()? + eps)?)?;
+                    param.var.set(&(decayed - (update * lr)?)?)?;
+                    state[0] = m;
+                    state[1] = v;
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// The state as named tensors (`opt.<param>.<slot>`), for checkpoints.
+    pub fn named_state(&self, params: &[Param]) -> BTreeMap<String, Tensor> {
+        let mut out = BTreeMap::new();
+        for (param, state) in params.iter().zip(&self.state) {
+            for (slot, t) in self.slot_names().iter().zip(state) {
+                out.insert(format!("opt.{}.{slot}", param.name), t.clone());
+            }
+        }
+        out
+    }
+
+    /// Restores the state saved by [`Optimizer::named_state`] at `step`.
+    pub fn load_state(&mut self, params: &[Param], tensors: &BTreeMap<String, Tensor>, step: u64) -> Result<()> {
+        let names = self.slot_names();
+        for (param, state) in params.iter().zip(self.state.iter_mut()) {
+            for (slot, t) in names.iter().zip(state.iter_mut()) {
+                let key = format!("opt.{}.{slot}", param.name);
+                let saved = tensors.get(&key).ok_or_else(|| Error::Bundle {
+                    path: key.clone().into(),
+                    reason: "optimizer state missing from checkpoint".into(),
+                })?;
+                if saved.dims() != t.dims() {
+                    return Err(Error::Bundle { path: key.into(), reason: "optimizer state has the wrong shape".into() });
+                }
+                *t = saved.to_device(t.device())?.to_dtype(t.dtype())?;
+            }
+        }
+        self.step = step;
+        Ok(())
+    }
+}
