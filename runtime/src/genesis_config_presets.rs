@@ -19,7 +19,10 @@ fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) 
     let ed = Ed25519Keyring::iter()
         .find(|k| <&'static str>::from(*k) == <&'static str>::from(who))
         .expect("every sr25519 dev keyring entry has an ed25519 twin; qed");
-    let keys = SessionKeys { babe: who.public().into(), grandpa: ed.public().into() };
+    let keys = SessionKeys {
+        babe: who.public().into(),
+        grandpa: ed.public().into(),
+    };
     (who.to_account_id(), who.to_account_id(), keys)
 }
 
@@ -50,7 +53,9 @@ fn testnet_genesis(
 pub fn development_config_genesis() -> Value {
     testnet_genesis(
         vec![Sr25519Keyring::Alice],
-        Sr25519Keyring::well_known().map(|k| k.to_account_id()).collect(),
+        Sr25519Keyring::well_known()
+            .map(|k| k.to_account_id())
+            .collect(),
         Sr25519Keyring::Alice.to_account_id(),
     )
 }
@@ -64,7 +69,9 @@ pub fn local_config_genesis() -> Value {
             Sr25519Keyring::Charlie,
             Sr25519Keyring::Dave,
         ],
-        Sr25519Keyring::well_known().map(|k| k.to_account_id()).collect(),
+        Sr25519Keyring::well_known()
+            .map(|k| k.to_account_id())
+            .collect(),
         Sr25519Keyring::Alice.to_account_id(),
     )
 }

@@ -23,14 +23,12 @@ pub use apis::RuntimeApi;
 pub mod configs;
 pub mod genesis_config_presets;
 
-use alloc::borrow::Cow;
+use alloc::{borrow::Cow, vec::Vec};
 use sp_runtime::{
     generic, impl_opaque_keys,
     traits::{BlakeTwo256, IdentifyAccount, Verify},
     MultiAddress, MultiSignature,
 };
-#[cfg(feature = "std")]
-use sp_version::NativeVersion;
 use sp_version::RuntimeVersion;
 
 pub use frame_support::{construct_runtime, derive_impl, parameter_types};
@@ -64,6 +62,7 @@ pub use primitives::*;
 /// runtime's concrete call type.
 pub mod opaque {
     use super::*;
+    use alloc::vec::Vec;
     pub use sp_runtime::OpaqueExtrinsic as UncheckedExtrinsic;
 
     /// Opaque block header type.
@@ -95,12 +94,6 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     transaction_version: 1,
     system_version: 1,
 };
-
-/// The version information used to identify this runtime when compiled natively.
-#[cfg(feature = "std")]
-pub fn native_version() -> NativeVersion {
-    NativeVersion { runtime_version: VERSION, can_author_with: Default::default() }
-}
 
 /// Time and token units.
 pub mod units {

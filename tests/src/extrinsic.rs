@@ -2,10 +2,8 @@
 //! laid out by the runtime's metadata, signed with a well-known dev key.
 
 use codec::{Compact, Decode, Encode};
-use sp_core::{
-    hashing::{blake2_128, blake2_256, twox_128},
-    sr25519, Pair, H256,
-};
+use sp_core::{sr25519, Pair, H256};
+use sp_crypto_hashing::{blake2_128, blake2_256, twox_128};
 
 /// `frame_system::AccountInfo<u32, pallet_balances::AccountData<u128>>` as stored on chain.
 #[derive(Clone, Debug, Decode, Encode, PartialEq, Eq)]
@@ -62,7 +60,12 @@ pub fn transfer_keep_alive_call(balances_index: u8, dest: &[u8; 32], value: u128
 /// A v4 signed, immortal extrinsic carrying `call`, with Ergon's transaction extensions:
 /// (CheckNonZeroSender, CheckSpecVersion, CheckTxVersion, CheckGenesis, CheckEra, CheckNonce,
 /// CheckWeight, ChargeTransactionPayment).
-pub fn signed_extrinsic(call: &[u8], signer: &sr25519::Pair, nonce: u32, ctx: ChainContext) -> Vec<u8> {
+pub fn signed_extrinsic(
+    call: &[u8],
+    signer: &sr25519::Pair,
+    nonce: u32,
+    ctx: ChainContext,
+) -> Vec<u8> {
     // Explicit extension data: Era::Immortal, Compact(nonce), Compact(tip = 0).
     let mut extra = vec![0u8];
     Compact(nonce).encode_to(&mut extra);

@@ -35,7 +35,9 @@ pub enum Error {
         reason: String,
     },
     /// The data's content root differs from the one committed in the spec.
-    #[error("content root mismatch for {what}: spec commits to {expected}, data hashes to {actual}")]
+    #[error(
+        "content root mismatch for {what}: spec commits to {expected}, data hashes to {actual}"
+    )]
     ContentRoot {
         /// Which dataset.
         what: &'static str,
@@ -77,7 +79,14 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Attaches the action and path to an I/O error.
-pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+pub(crate) fn io(
+    action: &'static str,
+    path: impl Into<PathBuf>,
+) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
-    move |source| Error::Io { action, path, source }
+    move |source| Error::Io {
+        action,
+        path,
+        source,
+    }
 }

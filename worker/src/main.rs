@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use ergon_worker::{bundle, data, load_spec, rng, train, Error};
 
 #[derive(Parser)]
-#[command(name = "ergon-worker", version, about = "Ergon trainer: train job specs into verifiable bundles")]
+#[command(
+    name = "ergon-worker",
+    version,
+    about = "Ergon trainer: train job specs into verifiable bundles"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,7 +69,16 @@ fn parse_seed(s: &str) -> Result<rng::Seed, String> {
 
 fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
-        Command::Train { spec, out, seed, job_id, trainer, threads, cuda, quiet } => {
+        Command::Train {
+            spec,
+            out,
+            seed,
+            job_id,
+            trainer,
+            threads,
+            cuda,
+            quiet,
+        } => {
             if let Some(t) = threads {
                 // Read by candle's CPU kernels at first use.
                 std::env::set_var("RAYON_NUM_THREADS", t.to_string());
@@ -75,7 +88,11 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 Some(s) => parse_seed(&s)?,
                 None => rng::job_seed(job_id, trainer.as_bytes()),
             };
-            let device = if cuda { candle_core::Device::new_cuda(0)? } else { candle_core::Device::Cpu };
+            let device = if cuda {
+                candle_core::Device::new_cuda(0)?
+            } else {
+                candle_core::Device::Cpu
+            };
             let summary = spec.validate()?;
             eprintln!(
                 "training {} parameters, {} steps, {:.3} ut of work, seed {}",
@@ -84,7 +101,13 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 summary.training_micro_ut() as f64 / 1e6,
                 data::hex(&seed)
             );
-            let opts = train::TrainOptions { out, seed, device, progress: !quiet, halt_after_step: None };
+            let opts = train::TrainOptions {
+                out,
+                seed,
+                device,
+                progress: !quiet,
+                halt_after_step: None,
+            };
             match train::train(&spec, &opts)? {
                 train::Outcome::Finished(r) => {
                     println!("root {}", data::hex(&r.root));
@@ -98,23 +121,40 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                         r.train_seconds,
                         100.0 * r.checkpoint_seconds / r.train_seconds.max(1e-9)
                     );
-                },
+                }
                 train::Outcome::Halted(step) => println!("halted after step {step}"),
             }
             Ok(ExitCode::SUCCESS)
-        },
+        }
         Command::Inspect { bundle: dir } => {
             let report = bundle::inspect(&dir)?;
             let m = &report.manifest;
             println!("spec hash      {}", m.spec_hash);
             println!("seed           {}", m.seed);
-            println!("environment    {} {} threads={} [{}]", m.environment.device, m.environment.precision, m.environment.threads, m.environment.cpu_features.join(","));
-            println!("steps          {} ({} per epoch, batch {})", m.total_steps, m.steps_per_epoch, m.batch_size);
-            println!("checkpoints    {} (every {} steps)", m.checkpoints.len(), m.checkpoint_interval);
+            println!(
+                "environment    {} {} threads={} [{}]",
+                m.environment.device,
+                m.environment.precision,
+                m.environment.threads,
+                m.environment.cpu_features.join(",")
+            );
+            println!(
+                "steps          {} ({} per epoch, batch {})",
+                m.total_steps, m.steps_per_epoch, m.batch_size
+            );
+            println!(
+                "checkpoints    {} (every {} steps)",
+                m.checkpoints.len(),
+                m.checkpoint_interval
+            );
             if let (Some(first), Some(last)) = (m.losses.first(), m.losses.last()) {
                 println!("loss           {first:.4} → {last:.4}");
             }
-            println!("validation     loss {:.4}, accuracy {:.2}%", m.metrics.validation_loss, 100.0 * m.metrics.validation_accuracy);
+            println!(
+                "validation     loss {:.4}, accuracy {:.2}%",
+                m.metrics.validation_loss,
+                100.0 * m.metrics.validation_accuracy
+            );
             println!("final model    {}", m.final_model_hash);
             println!("root           {}", data::hex(&report.root));
             if report.problems.is_empty() {
@@ -126,23 +166,35 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 }
                 Ok(ExitCode::FAILURE)
             }
-        },
+        }
         Command::Check { spec } => {
             let spec = load_spec(&spec)?;
             let s = spec.validate()?;
             println!("parameters        {}", s.parameters);
-            println!("forward FLOPs     {} per sample", s.forward_flops_per_sample);
+            println!(
+                "forward FLOPs     {} per sample",
+                s.forward_flops_per_sample
+            );
             println!("training FLOPs    {}", s.training_flops);
             println!("training work     {} micro-ut", s.training_micro_ut());
-            println!("steps             {} ({} per epoch)", s.total_steps, s.steps_per_epoch);
+            println!(
+                "steps             {} ({} per epoch)",
+                s.total_steps, s.steps_per_epoch
+            );
             println!("checkpoints       {}", s.checkpoints);
             Ok(ExitCode::SUCCESS)
-        },
+        }
         Command::ContentRoot { files } => {
-            let bytes = files.iter().map(|f| data::fetch(f)).collect::<Result<Vec<_>, Error>>()?;
-            println!("{}", data::hex(&data::content_root(bytes.iter().map(|b| b.as_slice()))));
+            let bytes = files
+                .iter()
+                .map(|f| data::fetch(f))
+                .collect::<Result<Vec<_>, Error>>()?;
+            println!(
+                "{}",
+                data::hex(&data::content_root(bytes.iter().map(|b| b.as_slice())))
+            );
             Ok(ExitCode::SUCCESS)
-        },
+        }
     }
 }
 
@@ -152,6 +204,6 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
-        },
+        }
     }
 }

@@ -35,14 +35,26 @@ enum Init {
 /// One layer, holding indices into [`Model::params`].
 enum Block {
     Linear(Lin),
-    Conv2d { w: usize, b: Option<usize>, stride: usize, padding: usize },
-    MaxPool2d { kernel: usize, stride: usize },
+    Conv2d {
+        w: usize,
+        b: Option<usize>,
+        stride: usize,
+        padding: usize,
+    },
+    MaxPool2d {
+        kernel: usize,
+        stride: usize,
+    },
     Flatten,
     Relu,
     Gelu,
     LayerNorm(Norm),
-    Embedding { w: usize },
-    Positional { w: usize },
+    Embedding {
+        w: usize,
+    },
+    Positional {
+        w: usize,
+    },
     Transformer(Box<TransformerBlock>),
 }
 
@@ -90,18 +102,25 @@ impl Builder<'_> {
             Init::FanIn(fan_in) => {
                 let bound = 1.0 / (fan_in as f32).sqrt();
                 (0..n).map(|_| rng.uniform(bound)).collect()
-            },
+            }
             Init::Normal(std) => (0..n).map(|_| rng.normal() * std).collect(),
             Init::Const(c) => vec![c; n],
         };
         let t = Tensor::from_vec(values, shape, self.device)?.to_dtype(self.dtype)?;
-        self.params.push(Param { name, var: Var::from_tensor(&t)? });
+        self.params.push(Param {
+            name,
+            var: Var::from_tensor(&t)?,
+        });
         Ok(self.params.len() - 1)
     }
 
     fn linear(&mut self, prefix: &str, inp: usize, out: usize, bias: bool) -> Result<Lin> {
         let w = self.param(format!("{prefix}.weight"), &[out, inp], Init::FanIn(inp))?;
-        let b = if bias { Some(self.param(format!("{prefix}.bias"), &[out], Init::FanIn(inp))?) } else { None };
+        let b = if bias {
+            Some(self.param(format!("{prefix}.bias"), &[out], Init::FanIn(inp))?)
+        } else {
+            None
+        };
         Ok(Lin { w, b })
     }
 
@@ -117,33 +136,81 @@ impl Model {
     /// Builds the model of `spec` with weights drawn from `seed` (C0 = Init(seed), bit for bit).
     /// The spec must have been validated.
     pub fn new(spec: &JobSpec, seed: &Seed, device: &Device, dtype: DType) -> Result<Model> {
-        let mut b = Builder { seed, device, dtype, params: Vec::new() };
+        let mut b = Builder {
+            seed,
+            device,
+            dtype,
+            params: Vec::new(),
+        };
         let mut blocks = Vec::new();
         for (i, layer) in spec.model.layers.iter().enumerate() {
             let p = format!("layers.{i}");
             let block = match *layer {
-                Layer::Linear { in_features, out_features, bias } => {
-                    Block::Linear(b.linear(&p, in_features as usize, out_features as usize, bias)?)
-                },
-                Layer::Conv2d { in_channels, out_channels, kernel_size, stride, padding, bias } => {
-                    let (cin, cout, k) = (in_channels as usize, out_channels as usize, kernel_size as usize);
+                Layer::Linear {
+                    in_features,
+                    out_features,
+                    bias,
+                } => Block::Linear(b.linear(
+                    &p,
+                    in_features as usize,
+                    out_features as usize,
+                    bias,
+                )?),
+                Layer::Conv2d {
+                    in_channels,
+                    out_channels,
+                    kernel_size,
+                    stride,
+                    padding,
+                    bias,
+                } => {
+                    let (cin, cout, k) = (
+                        in_channels as usize,
+                        out_channels as usize,
+                        kernel_size as usize,
+                    );
                     let fan_in = cin * k * k;
-                    let w = b.param(format!("{p}.weight"), &[cout, cin, k, k], Init::FanIn(fan_in))?;
-                    let bias = if bias { Some(b.param(format!("{p}.bias"), &[cout], Init::FanIn(fan_in))?) } else { None };
-                    Block::Conv2d { w, b: bias, stride: stride as usize, padding: padding as usize }
-                },
-                Layer::MaxPool2d { kernel_size, stride } => {
-                    Block::MaxPool2d { kernel: kernel_size as usize, stride: stride as usize }
+                    let w = b.param(
+                        format!("{p}.weight"),
+                        &[cout, cin, k, k],
+                        Init::FanIn(fan_in),
+                    )?;
+                    let bias = if bias {
+                        Some(b.param(format!("{p}.bias"), &[cout], Init::FanIn(fan_in))?)
+                    } else {
+                        None
+                    };
+                    Block::Conv2d {
+                        w,
+                        b: bias,
+                        stride: stride as usize,
+                        padding: padding as usize,
+                    }
+                }
+                Layer::MaxPool2d {
+                    kernel_size,
+                    stride,
+                } => Block::MaxPool2d {
+                    kernel: kernel_size as usize,
+                    stride: stride as usize,
                 },
                 Layer::Flatten => Block::Flatten,
                 Layer::ReLU => Block::Relu,
                 Layer::GELU => Block::Gelu,
                 Layer::LayerNorm { dim } => Block::LayerNorm(b.norm(&p, dim as usize)?),
                 Layer::Embedding { vocab_size, dim } => Block::Embedding {
-                    w: b.param(format!("{p}.weight"), &[vocab_size as usize, dim as usize], Init::Normal(1.0))?,
+                    w: b.param(
+                        format!("{p}.weight"),
+                        &[vocab_size as usize, dim as usize],
+                        Init::Normal(1.0),
+                    )?,
                 },
                 Layer::PositionalEmbedding { max_len, dim } => Block::Positional {
-                    w: b.param(format!("{p}.weight"), &[max_len as usize, dim as usize], Init::Normal(0.02))?,
+                    w: b.param(
+                        format!("{p}.weight"),
+                        &[max_len as usize, dim as usize],
+                        Init::Normal(0.02),
+                    )?,
                 },
                 Layer::TransformerBlock { dim, heads, hidden } => {
                     let (d, h) = (dim as usize, hidden as usize);
@@ -156,11 +223,14 @@ impl Model {
                         fc1: b.linear(&format!("{p}.mlp.fc1"), d, h, true)?,
                         fc2: b.linear(&format!("{p}.mlp.fc2"), h, d, true)?,
                     }))
-                },
+                }
             };
             blocks.push(block);
         }
-        Ok(Model { params: b.params, blocks })
+        Ok(Model {
+            params: b.params,
+            blocks,
+        })
     }
 
     fn p(&self, i: usize) -> &Tensor {
@@ -187,7 +257,9 @@ impl Model {
         let centered = x.broadcast_sub(&mean)?;
         let var = centered.sqr()?.mean_keepdim(D::Minus1)?;
         let normed = centered.broadcast_div(&(var + LAYER_NORM_EPS)?.sqrt()?)?;
-        Ok(normed.broadcast_mul(self.p(n.gamma))?.broadcast_add(self.p(n.beta))?)
+        Ok(normed
+            .broadcast_mul(self.p(n.gamma))?
+            .broadcast_add(self.p(n.beta))?)
     }
 
     fn attention(&self, x: &Tensor, blk: &TransformerBlock) -> Result<Tensor> {
@@ -195,16 +267,25 @@ impl Model {
         let (h, dh) = (blk.heads, d / blk.heads);
         let qkv = self.linear(x, blk.qkv)?; // [B, T, 3d]
         let split = |i: usize| -> Result<Tensor> {
-            Ok(qkv.narrow(2, i * d, d)?.reshape((bsz, t, h, dh))?.transpose(1, 2)?.contiguous()?)
+            Ok(qkv
+                .narrow(2, i * d, d)?
+                .reshape((bsz, t, h, dh))?
+                .transpose(1, 2)?
+                .contiguous()?)
         };
         let (q, k, v) = (split(0)?, split(1)?, split(2)?); // [B, H, T, dh]
         let scores = (q.matmul(&k.t()?)? * (1.0 / (dh as f64).sqrt()))?; // [B, H, T, T]
-        let mask: Vec<f32> =
-            (0..t * t).map(|i| if i % t > i / t { -1e9 } else { 0.0 }).collect();
+        let mask: Vec<f32> = (0..t * t)
+            .map(|i| if i % t > i / t { -1e9 } else { 0.0 })
+            .collect();
         let mask = Tensor::from_vec(mask, (t, t), x.device())?.to_dtype(x.dtype())?;
         let scores = scores.broadcast_add(&mask)?;
         let probs = softmax_last_dim(&scores)?;
-        let ctx = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((bsz, t, d))?;
+        let ctx = probs
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .contiguous()?
+            .reshape((bsz, t, d))?;
         self.linear(&ctx, blk.proj)
     }
 
@@ -214,14 +295,21 @@ impl Model {
         for block in &self.blocks {
             x = match block {
                 Block::Linear(lin) => self.linear(&x, *lin)?,
-                Block::Conv2d { w, b, stride, padding } => {
+                Block::Conv2d {
+                    w,
+                    b,
+                    stride,
+                    padding,
+                } => {
                     let y = x.conv2d(self.p(*w), *padding, *stride, 1, 1)?;
                     match b {
                         Some(b) => y.broadcast_add(&self.p(*b).reshape((1, (), 1, 1))?)?,
                         None => y,
                     }
-                },
-                Block::MaxPool2d { kernel, stride } => x.max_pool2d_with_stride(*kernel, *stride)?,
+                }
+                Block::MaxPool2d { kernel, stride } => {
+                    x.max_pool2d_with_stride(*kernel, *stride)?
+                }
                 Block::Flatten => x.flatten_from(1)?,
                 Block::Relu => x.relu()?,
                 Block::Gelu => x.gelu()?,
@@ -229,17 +317,21 @@ impl Model {
                 Block::Embedding { w } => {
                     let (bsz, t) = x.dims2()?;
                     let d = self.p(*w).dim(1)?;
-                    self.p(*w).index_select(&x.flatten_all()?, 0)?.reshape((bsz, t, d))?
-                },
+                    self.p(*w)
+                        .index_select(&x.flatten_all()?, 0)?
+                        .reshape((bsz, t, d))?
+                }
                 Block::Positional { w } => {
                     let t = x.dim(1)?;
                     x.broadcast_add(&self.p(*w).narrow(0, 0, t)?)?
-                },
+                }
                 Block::Transformer(blk) => {
                     let x1 = (&x + self.attention(&self.layer_norm(&x, &blk.ln1)?, blk)?)?;
-                    let hdn = self.linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?.gelu()?;
+                    let hdn = self
+                        .linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?
+                        .gelu()?;
                     (&x1 + self.linear(&hdn, blk.fc2)?)?
-                },
+                }
             };
         }
         Ok(x)
@@ -269,24 +361,42 @@ pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
 pub fn correct(logits: &Tensor, targets: &Tensor) -> Result<u64> {
     let classes = logits.dim(D::Minus1)?;
     let pred = logits.reshape(((), classes))?.argmax(1)?;
-    let hits = pred.eq(&targets.flatten_all()?)?.to_dtype(DType::U32)?.sum_all()?.to_scalar::<u32>()?;
+    let hits = pred
+        .eq(&targets.flatten_all()?)?
+        .to_dtype(DType::U32)?
+        .sum_all()?
+        .to_scalar::<u32>()?;
     Ok(hits as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ergon_job_spec::{Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model as ModelSpec, Optimizer, Ppb};
+    use ergon_job_spec::{
+        Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model as ModelSpec,
+        Optimizer, Ppb,
+    };
 
     /// A spec around `layers` whose data has `format` (the data itself is not read here).
     pub(crate) fn spec_of(layers: Vec<Layer>, format: DataFormat) -> JobSpec {
         let files = vec![BoundedString::from_str("/x").unwrap(); format.file_count()];
-        let data = Dataset { format, files: Bounded::new(files).unwrap(), content_root: Hash32([0; 32]), samples: 4 };
+        let data = Dataset {
+            format,
+            files: Bounded::new(files).unwrap(),
+            content_root: Hash32([0; 32]),
+            samples: 4,
+        };
         let spec = JobSpec {
-            model: ModelSpec { layers: Bounded::new(layers).unwrap() },
+            model: ModelSpec {
+                layers: Bounded::new(layers).unwrap(),
+            },
             train: data.clone(),
             validation: data,
-            optimizer: Optimizer::Sgd { lr: Ppb(1_000_000), momentum: Ppb(0), weight_decay: Ppb(0) },
+            optimizer: Optimizer::Sgd {
+                lr: Ppb(1_000_000),
+                momentum: Ppb(0),
+                weight_decay: Ppb(0),
+            },
             epochs: 1,
             batch_size: 2,
             checkpoint_interval: 1,
@@ -299,35 +409,65 @@ mod tests {
     fn grad_check(spec: &JobSpec, x: Tensor, y: Tensor) {
         let device = Device::Cpu;
         let model = Model::new(spec, &[3; 32], &device, DType::F64).unwrap();
-        let loss_of = |m: &Model| cross_entropy(&m.forward(&x).unwrap(), &y).unwrap().to_scalar::<f64>().unwrap();
-        let grads = cross_entropy(&model.forward(&x).unwrap(), &y).unwrap().backward().unwrap();
+        let loss_of = |m: &Model| {
+            cross_entropy(&m.forward(&x).unwrap(), &y)
+                .unwrap()
+                .to_scalar::<f64>()
+                .unwrap()
+        };
+        let grads = cross_entropy(&model.forward(&x).unwrap(), &y)
+            .unwrap()
+            .backward()
+            .unwrap();
         let mut pick = Stream::new(&[9; 32], "pick", b"");
         for p in &model.params {
-            let analytic = grads.get(p.var.as_tensor()).expect("every parameter gets a gradient");
+            let analytic = grads
+                .get(p.var.as_tensor())
+                .expect("every parameter gets a gradient");
             let analytic = analytic.flatten_all().unwrap().to_vec1::<f64>().unwrap();
-            let original = p.var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+            let original = p
+                .var
+                .as_tensor()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f64>()
+                .unwrap();
             for _ in 0..6.min(original.len()) {
                 let i = pick.below(original.len() as u64) as usize;
                 let eps = 1e-6;
                 let mut plus = original.clone();
                 plus[i] += eps;
-                p.var.set(&Tensor::from_vec(plus, p.var.dims(), &device).unwrap()).unwrap();
+                p.var
+                    .set(&Tensor::from_vec(plus, p.var.dims(), &device).unwrap())
+                    .unwrap();
                 let lp = loss_of(&model);
                 let mut minus = original.clone();
                 minus[i] -= eps;
-                p.var.set(&Tensor::from_vec(minus, p.var.dims(), &device).unwrap()).unwrap();
+                p.var
+                    .set(&Tensor::from_vec(minus, p.var.dims(), &device).unwrap())
+                    .unwrap();
                 let lm = loss_of(&model);
-                p.var.set(&Tensor::from_vec(original.clone(), p.var.dims(), &device).unwrap()).unwrap();
+                p.var
+                    .set(&Tensor::from_vec(original.clone(), p.var.dims(), &device).unwrap())
+                    .unwrap();
                 let numeric = (lp - lm) / (2.0 * eps);
-                let err = (numeric - analytic[i]).abs() / (numeric.abs() + analytic[i].abs()).max(1e-8);
-                assert!(err < 1e-5, "{}[{i}]: analytic {} vs numeric {numeric} (rel err {err})", p.name, analytic[i]);
+                let err =
+                    (numeric - analytic[i]).abs() / (numeric.abs() + analytic[i].abs()).max(1e-8);
+                assert!(
+                    err < 1e-5,
+                    "{}[{i}]: analytic {} vs numeric {numeric} (rel err {err})",
+                    p.name,
+                    analytic[i]
+                );
             }
         }
     }
 
     fn randn(shape: &[usize], seed: u8) -> Tensor {
         let mut s = Stream::new(&[seed; 32], "x", b"");
-        let v: Vec<f64> = (0..shape.iter().product()).map(|_| s.normal() as f64).collect();
+        let v: Vec<f64> = (0..shape.iter().product())
+            .map(|_| s.normal() as f64)
+            .collect();
         Tensor::from_vec(v, shape, &Device::Cpu).unwrap()
     }
 
@@ -339,14 +479,29 @@ mod tests {
     fn linear_relu_gelu_layernorm_gradients() {
         let spec = spec_of(
             vec![
-                Layer::Linear { in_features: 5, out_features: 6, bias: true },
+                Layer::Linear {
+                    in_features: 5,
+                    out_features: 6,
+                    bias: true,
+                },
                 Layer::GELU,
                 Layer::LayerNorm { dim: 6 },
-                Layer::Linear { in_features: 6, out_features: 4, bias: false },
+                Layer::Linear {
+                    in_features: 6,
+                    out_features: 4,
+                    bias: false,
+                },
                 Layer::ReLU,
-                Layer::Linear { in_features: 4, out_features: 3, bias: true },
+                Layer::Linear {
+                    in_features: 4,
+                    out_features: 3,
+                    bias: true,
+                },
             ],
-            DataFormat::Csv { features: 5, classes: 3 },
+            DataFormat::Csv {
+                features: 5,
+                classes: 3,
+            },
         );
         grad_check(&spec, randn(&[4, 5], 1), labels(&[0, 2, 1, 2]));
     }
@@ -355,13 +510,38 @@ mod tests {
     fn conv_maxpool_flatten_gradients() {
         let spec = spec_of(
             vec![
-                Layer::Conv2d { in_channels: 1, out_channels: 3, kernel_size: 3, stride: 1, padding: 1, bias: true },
-                Layer::MaxPool2d { kernel_size: 2, stride: 2 },
-                Layer::Conv2d { in_channels: 3, out_channels: 2, kernel_size: 2, stride: 1, padding: 0, bias: false },
+                Layer::Conv2d {
+                    in_channels: 1,
+                    out_channels: 3,
+                    kernel_size: 3,
+                    stride: 1,
+                    padding: 1,
+                    bias: true,
+                },
+                Layer::MaxPool2d {
+                    kernel_size: 2,
+                    stride: 2,
+                },
+                Layer::Conv2d {
+                    in_channels: 3,
+                    out_channels: 2,
+                    kernel_size: 2,
+                    stride: 1,
+                    padding: 0,
+                    bias: false,
+                },
                 Layer::Flatten,
-                Layer::Linear { in_features: 2, out_features: 3, bias: true },
+                Layer::Linear {
+                    in_features: 2,
+                    out_features: 3,
+                    bias: true,
+                },
             ],
-            DataFormat::Idx { height: 4, width: 4, classes: 3 },
+            DataFormat::Idx {
+                height: 4,
+                width: 4,
+                classes: 3,
+            },
         );
         grad_check(&spec, randn(&[3, 1, 4, 4], 2), labels(&[1, 0, 2]));
     }
@@ -370,11 +550,22 @@ mod tests {
     fn embedding_positional_transformer_gradients() {
         let spec = spec_of(
             vec![
-                Layer::Embedding { vocab_size: 256, dim: 8 },
+                Layer::Embedding {
+                    vocab_size: 256,
+                    dim: 8,
+                },
                 Layer::PositionalEmbedding { max_len: 4, dim: 8 },
-                Layer::TransformerBlock { dim: 8, heads: 2, hidden: 12 },
+                Layer::TransformerBlock {
+                    dim: 8,
+                    heads: 2,
+                    hidden: 12,
+                },
                 Layer::LayerNorm { dim: 8 },
-                Layer::Linear { in_features: 8, out_features: 256, bias: true },
+                Layer::Linear {
+                    in_features: 8,
+                    out_features: 256,
+                    bias: true,
+                },
             ],
             DataFormat::Text { seq_len: 4 },
         );
@@ -386,26 +577,62 @@ mod tests {
     fn attention_is_causal() {
         let spec = spec_of(
             vec![
-                Layer::Embedding { vocab_size: 256, dim: 8 },
-                Layer::TransformerBlock { dim: 8, heads: 2, hidden: 8 },
-                Layer::Linear { in_features: 8, out_features: 256, bias: true },
+                Layer::Embedding {
+                    vocab_size: 256,
+                    dim: 8,
+                },
+                Layer::TransformerBlock {
+                    dim: 8,
+                    heads: 2,
+                    hidden: 8,
+                },
+                Layer::Linear {
+                    in_features: 8,
+                    out_features: 256,
+                    bias: true,
+                },
             ],
             DataFormat::Text { seq_len: 4 },
         );
         let m = Model::new(&spec, &[1; 32], &Device::Cpu, DType::F64).unwrap();
-        let a = m.forward(&Tensor::new(&[[1u32, 2, 3, 4]], &Device::Cpu).unwrap()).unwrap();
-        let b = m.forward(&Tensor::new(&[[1u32, 2, 3, 99]], &Device::Cpu).unwrap()).unwrap();
+        let a = m
+            .forward(&Tensor::new(&[[1u32, 2, 3, 4]], &Device::Cpu).unwrap())
+            .unwrap();
+        let b = m
+            .forward(&Tensor::new(&[[1u32, 2, 3, 99]], &Device::Cpu).unwrap())
+            .unwrap();
         // Changing the last token leaves the first three positions' outputs unchanged.
-        let diff = (a.narrow(1, 0, 3).unwrap() - b.narrow(1, 0, 3).unwrap()).unwrap().abs().unwrap().max_all().unwrap();
+        let diff = (a.narrow(1, 0, 3).unwrap() - b.narrow(1, 0, 3).unwrap())
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap();
         assert_eq!(diff.to_scalar::<f64>().unwrap(), 0.0);
     }
 
     #[test]
     fn initialization_is_a_pure_function_of_the_seed() {
-        let spec = spec_of(vec![Layer::Linear { in_features: 5, out_features: 3, bias: true }], DataFormat::Csv { features: 5, classes: 3 });
+        let spec = spec_of(
+            vec![Layer::Linear {
+                in_features: 5,
+                out_features: 3,
+                bias: true,
+            }],
+            DataFormat::Csv {
+                features: 5,
+                classes: 3,
+            },
+        );
         let w = |seed: u8| {
             let m = Model::new(&spec, &[seed; 32], &Device::Cpu, DType::F32).unwrap();
-            m.params[0].var.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap()
+            m.params[0]
+                .var
+                .as_tensor()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap()
         };
         assert_eq!(w(1), w(1));
         assert_ne!(w(1), w(2));

@@ -29,9 +29,17 @@ impl Optimizer {
         };
         let state = params
             .iter()
-            .map(|p| (0..slots).map(|_| p.var.as_tensor().zeros_like()).collect::<Result<Vec<_>, _>>())
+            .map(|p| {
+                (0..slots)
+                    .map(|_| p.var.as_tensor().zeros_like())
+                    .collect::<Result<Vec<_>, _>>()
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Optimizer { spec, step: 0, state })
+        Ok(Optimizer {
+            spec,
+            step: 0,
+            state,
+        })
     }
 
     /// Names of the state slots of one parameter.
@@ -58,14 +66,25 @@ impl Optimizer {
                 None => w.zeros_like()?,
             };
             match self.spec {
-                OptimizerSpec::Sgd { lr, momentum, weight_decay } => {
+                OptimizerSpec::Sgd {
+                    lr,
+                    momentum,
+                    weight_decay,
+                } => {
                     let g = (g + (w * weight_decay.to_f64())?)?;
                     let v = ((&state[0] * momentum.to_f64())? + g)?;
                     param.var.set(&(w - (&v * lr.to_f64())?)?)?;
                     state[0] = v;
-                },
-                OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
-                    let (lr, b1, b2, eps) = (lr.to_f64(), beta1.to_f64(), beta2.to_f64(), eps.to_f64());
+                }
+                OptimizerSpec::AdamW {
+                    lr,
+                    beta1,
+                    beta2,
+                    eps,
+                    weight_decay,
+                } => {
+                    let (lr, b1, b2, eps) =
+                        (lr.to_f64(), beta1.to_f64(), beta2.to_f64(), eps.to_f64());
                     let decayed = (w * (1.0 - lr * weight_decay.to_f64()))?;
                     let m = ((&state[0] * b1)? + (&g * (1.0 - b1))?)?;
                     let v = ((&state[1] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
@@ -76,7 +95,7 @@ impl Optimizer {
                     param.var.set(&(decayed - (update * lr)?)?)?;
                     state[0] = m;
                     state[1] = v;
-                },
+                }
             }
         }
         Ok(())
@@ -94,7 +113,12 @@ impl Optimizer {
     }
 
     /// Restores the state saved by [`Optimizer::named_state`] at `step`.
-    pub fn load_state(&mut self, params: &[Param], tensors: &BTreeMap<String, Tensor>, step: u64) -> Result<()> {
+    pub fn load_state(
+        &mut self,
+        params: &[Param],
+        tensors: &BTreeMap<String, Tensor>,
+        step: u64,
+    ) -> Result<()> {
         let names = self.slot_names();
         for (param, state) in params.iter().zip(self.state.iter_mut()) {
             for (slot, t) in names.iter().zip(state.iter_mut()) {
@@ -104,7 +128,10 @@ impl Optimizer {
                     reason: "optimizer state missing from checkpoint".into(),
                 })?;
                 if saved.dims() != t.dims() {
-                    return Err(Error::Bundle { path: key.into(), reason: "optimizer state has the wrong shape".into() });
+                    return Err(Error::Bundle {
+                        path: key.into(),
+                        reason: "optimizer state has the wrong shape".into(),
+                    });
                 }
                 *t = saved.to_device(t.device())?.to_dtype(t.dtype())?;
             }

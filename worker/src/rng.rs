@@ -98,9 +98,24 @@ mod tests {
     #[test]
     fn streams_are_reproducible_and_independent() {
         let seed = job_seed(7, b"alice");
-        let a: Vec<u32> = (0..4).map({ let mut s = Stream::new(&seed, "init", b"w"); move |_| s.next_u32() }).collect();
-        let b: Vec<u32> = (0..4).map({ let mut s = Stream::new(&seed, "init", b"w"); move |_| s.next_u32() }).collect();
-        let c: Vec<u32> = (0..4).map({ let mut s = Stream::new(&seed, "init", b"b"); move |_| s.next_u32() }).collect();
+        let a: Vec<u32> = (0..4)
+            .map({
+                let mut s = Stream::new(&seed, "init", b"w");
+                move |_| s.next_u32()
+            })
+            .collect();
+        let b: Vec<u32> = (0..4)
+            .map({
+                let mut s = Stream::new(&seed, "init", b"w");
+                move |_| s.next_u32()
+            })
+            .collect();
+        let c: Vec<u32> = (0..4)
+            .map({
+                let mut s = Stream::new(&seed, "init", b"b");
+                move |_| s.next_u32()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(job_seed(7, b"alice"), job_seed(7, b"bob"));

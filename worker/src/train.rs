@@ -108,7 +108,11 @@ fn cpu_features() -> Vec<String> {
 
 /// A batch of `indices` from `samples`: inputs `[B, …]` (f32 or u32 tokens) and targets (u32).
 pub fn batch(samples: &Samples, indices: &[u64], device: &Device) -> Result<(Tensor, Tensor)> {
-    let (n, per, tps) = (indices.len(), samples.sample_len(), samples.targets_per_sample);
+    let (n, per, tps) = (
+        indices.len(),
+        samples.sample_len(),
+        samples.targets_per_sample,
+    );
     let mut shape = vec![n];
     shape.extend(&samples.sample_shape);
     let x = match &samples.inputs {
@@ -118,14 +122,14 @@ pub fn batch(samples: &Samples, indices: &[u64], device: &Device) -> Result<(Ten
                 buf.extend_from_slice(&v[i as usize * per..(i as usize + 1) * per]);
             }
             Tensor::from_vec(buf, shape, device)?
-        },
+        }
         Inputs::Tokens(v) => {
             let mut buf = Vec::with_capacity(n * per);
             for &i in indices {
                 buf.extend_from_slice(&v[i as usize * per..(i as usize + 1) * per]);
             }
             Tensor::from_vec(buf, shape, device)?
-        },
+        }
     };
     let mut y = Vec::with_capacity(n * tps);
     for &i in indices {
@@ -152,13 +156,21 @@ pub fn evaluate(model: &Model, samples: &Samples, device: &Device) -> Result<(f3
 
 /// The checkpoint tensors of the current state: `param.<name>` and `opt.<name>.<slot>`.
 fn state_tensors(model: &Model, opt: &Optimizer) -> BTreeMap<String, Tensor> {
-    let mut all: BTreeMap<String, Tensor> =
-        model.params.iter().map(|p| (format!("param.{}", p.name), p.var.as_tensor().clone())).collect();
+    let mut all: BTreeMap<String, Tensor> = model
+        .params
+        .iter()
+        .map(|p| (format!("param.{}", p.name), p.var.as_tensor().clone()))
+        .collect();
     all.extend(opt.named_state(&model.params));
     all
 }
 
-fn write_checkpoint(dir: &Path, step: u64, model: &Model, opt: &Optimizer) -> Result<CheckpointEntry> {
+fn write_checkpoint(
+    dir: &Path,
+    step: u64,
+    model: &Model,
+    opt: &Optimizer,
+) -> Result<CheckpointEntry> {
     let host = HostTensors::from_tensors(&state_tensors(model, opt))?;
     let file = bundle::checkpoint_file(step);
     let file_sha = host.write(&dir.join(&file))?;
@@ -173,21 +185,38 @@ fn write_checkpoint(dir: &Path, step: u64, model: &Model, opt: &Optimizer) -> Re
 }
 
 /// Loads checkpoint `entry` of `dir` into `model` and `opt`, checking its digest first.
-pub fn load_checkpoint(dir: &Path, entry: &CheckpointEntry, model: &Model, opt: &mut Optimizer) -> Result<()> {
+pub fn load_checkpoint(
+    dir: &Path,
+    entry: &CheckpointEntry,
+    model: &Model,
+    opt: &mut Optimizer,
+) -> Result<()> {
     let path = dir.join(&entry.file);
     let host = HostTensors::read(&path)?;
     if hex(&checkpoint::digest(host.hashes().values())) != entry.digest {
-        return Err(Error::Bundle { path, reason: "checkpoint does not match its recorded digest".into() });
+        return Err(Error::Bundle {
+            path,
+            reason: "checkpoint does not match its recorded digest".into(),
+        });
     }
-    let device = model.params.first().map(|p| p.var.device().clone()).unwrap_or(Device::Cpu);
+    let device = model
+        .params
+        .first()
+        .map(|p| p.var.device().clone())
+        .unwrap_or(Device::Cpu);
     let tensors = host.to_tensors(&device, DType::F32)?;
     for p in &model.params {
-        let t = tensors.get(&format!("param.{}", p.name)).ok_or_else(|| Error::Bundle {
-            path: path.clone(),
-            reason: format!("parameter {} missing", p.name),
-        })?;
+        let t = tensors
+            .get(&format!("param.{}", p.name))
+            .ok_or_else(|| Error::Bundle {
+                path: path.clone(),
+                reason: format!("parameter {} missing", p.name),
+            })?;
         if t.dims() != p.var.dims() {
-            return Err(Error::Bundle { path: path.clone(), reason: format!("parameter {} has the wrong shape", p.name) });
+            return Err(Error::Bundle {
+                path: path.clone(),
+                reason: format!("parameter {} has the wrong shape", p.name),
+            });
         }
         p.var.set(t)?;
     }
@@ -195,7 +224,10 @@ pub fn load_checkpoint(dir: &Path, entry: &CheckpointEntry, model: &Model, opt: 
 }
 
 fn write_progress(dir: &Path, progress: &Progress) -> Result<()> {
-    let bytes = serde_json::to_vec(progress).map_err(|e| Error::Bundle { path: dir.into(), reason: e.to_string() })?;
+    let bytes = serde_json::to_vec(progress).map_err(|e| Error::Bundle {
+        path: dir.into(),
+        reason: e.to_string(),
+    })?;
     checkpoint::write_atomic(&dir.join(PROGRESS_FILE), &bytes)
 }
 
@@ -232,8 +264,10 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     let progress_path = dir.join(PROGRESS_FILE);
     let mut progress = if progress_path.exists() {
         let bytes = fs::read(&progress_path).map_err(io("reading", &progress_path))?;
-        let p: Progress = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Bundle { path: progress_path.clone(), reason: e.to_string() })?;
+        let p: Progress = serde_json::from_slice(&bytes).map_err(|e| Error::Bundle {
+            path: progress_path.clone(),
+            reason: e.to_string(),
+        })?;
         if p.spec_hash != spec_hash || p.seed != seed_hex {
             return Err(Error::Bundle {
                 path: dir.clone(),
@@ -248,10 +282,18 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         p
     } else {
         if dir.join(bundle::MANIFEST_FILE).exists() {
-            return Err(Error::Bundle { path: dir.clone(), reason: "already holds a finished bundle".into() });
+            return Err(Error::Bundle {
+                path: dir.clone(),
+                reason: "already holds a finished bundle".into(),
+            });
         }
         let c0 = write_checkpoint(dir, 0, &model, &opt)?;
-        let p = Progress { spec_hash: spec_hash.clone(), seed: seed_hex.clone(), checkpoints: vec![c0], losses: vec![] };
+        let p = Progress {
+            spec_hash: spec_hash.clone(),
+            seed: seed_hex.clone(),
+            checkpoints: vec![c0],
+            losses: vec![],
+        };
         write_progress(dir, &p)?;
         p
     };
@@ -270,7 +312,10 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         if order.as_ref().map(|(e, _)| *e) != Some(epoch) {
             order = Some((epoch, rng::epoch_order(&opts.seed, epoch, n)));
         }
-        let perm = &order.as_ref().map(|(_, o)| o.as_slice()).unwrap_or_default();
+        let perm = &order
+            .as_ref()
+            .map(|(_, o)| o.as_slice())
+            .unwrap_or_default();
         let lo = (in_epoch * spec.batch_size as u64).min(n) as usize;
         let hi = ((in_epoch + 1) * spec.batch_size as u64).min(n) as usize;
         let (x, y) = batch(&train_set, &perm[lo..hi], device)?;
@@ -280,14 +325,19 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         opt.step(&model.params, &grads)?;
         let loss_value = loss.to_scalar::<f32>()?;
         if !loss_value.is_finite() {
-            return Err(Error::Diverged { step, loss: loss_value });
+            return Err(Error::Diverged {
+                step,
+                loss: loss_value,
+            });
         }
         progress.losses.push(loss_value);
 
         let done = step + 1;
         if done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps {
             let t = Instant::now();
-            progress.checkpoints.push(write_checkpoint(dir, done, &model, &opt)?);
+            progress
+                .checkpoints
+                .push(write_checkpoint(dir, done, &model, &opt)?);
             write_progress(dir, &progress)?;
             checkpoint_seconds += t.elapsed().as_secs_f64();
         }
@@ -307,13 +357,25 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
 
     let (validation_loss, validation_accuracy) = evaluate(&model, &val_set, device)?;
     if !validation_loss.is_finite() {
-        return Err(Error::Diverged { step: summary.total_steps, loss: validation_loss });
+        return Err(Error::Diverged {
+            step: summary.total_steps,
+            loss: validation_loss,
+        });
     }
-    let last = progress.checkpoints.last().cloned().ok_or_else(|| Error::Bundle {
-        path: dir.clone(),
-        reason: "no checkpoint written".into(),
-    })?;
-    let weight_hashes = last.tensors.iter().filter(|(n, _)| n.starts_with("param.")).filter_map(|(_, h)| bundle::parse_hash(h)).collect::<Vec<_>>();
+    let last = progress
+        .checkpoints
+        .last()
+        .cloned()
+        .ok_or_else(|| Error::Bundle {
+            path: dir.clone(),
+            reason: "no checkpoint written".into(),
+        })?;
+    let weight_hashes = last
+        .tensors
+        .iter()
+        .filter(|(n, _)| n.starts_with("param."))
+        .filter_map(|(_, h)| bundle::parse_hash(h))
+        .collect::<Vec<_>>();
     let manifest = Manifest {
         format_version: bundle::manifest::FORMAT_VERSION,
         spec_hash,
@@ -333,9 +395,17 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         losses: progress.losses,
         checkpoints: progress.checkpoints,
     };
-    let bytes = manifest.to_bytes().map_err(|e| Error::Bundle { path: dir.clone(), reason: e.to_string() })?;
+    let bytes = manifest.to_bytes().map_err(|e| Error::Bundle {
+        path: dir.clone(),
+        reason: e.to_string(),
+    })?;
     checkpoint::write_atomic(&dir.join(bundle::MANIFEST_FILE), &bytes)?;
     fs::remove_file(&progress_path).map_err(io("removing", &progress_path))?;
     let root = bundle::root_of(&bytes, &manifest)?;
-    Ok(Outcome::Finished(TrainReport { root, manifest, train_seconds, checkpoint_seconds }))
+    Ok(Outcome::Finished(TrainReport {
+        root,
+        manifest,
+        train_seconds,
+        checkpoint_seconds,
+    }))
 }

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use candle_core::Device;
-use ergon_job_spec::{Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb};
+use ergon_job_spec::{
+    Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
+};
 use ergon_worker::{
     bundle, data,
     train::{self, Outcome, TrainOptions},
@@ -16,7 +18,10 @@ fn dataset(dir: &Path, name: &str, format: DataFormat, bytes: &[u8], samples: u6
     std::fs::write(&path, bytes).unwrap();
     Dataset {
         format,
-        files: Bounded::new(vec![BoundedString::from_str(path.to_str().unwrap()).unwrap()]).unwrap(),
+        files: Bounded::new(vec![
+            BoundedString::from_str(path.to_str().unwrap()).unwrap()
+        ])
+        .unwrap(),
         content_root: Hash32(data::content_root([bytes])),
         samples,
     }
@@ -28,22 +33,43 @@ fn csv_spec(dir: &Path) -> JobSpec {
     for i in 0..150u32 {
         let class = i % 3;
         let f = |k: u32| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.5;
-        text.push_str(&format!("{class},{},{},{},{}\n", f(0) + class as f32, f(1), f(2) - class as f32, f(3)));
+        text.push_str(&format!(
+            "{class},{},{},{},{}\n",
+            f(0) + class as f32,
+            f(1),
+            f(2) - class as f32,
+            f(3)
+        ));
     }
-    let format = DataFormat::Csv { features: 4, classes: 3 };
+    let format = DataFormat::Csv {
+        features: 4,
+        classes: 3,
+    };
     let d = dataset(dir, "train.csv", format.clone(), text.as_bytes(), 150);
     JobSpec {
         model: Model {
             layers: Bounded::new(vec![
-                Layer::Linear { in_features: 4, out_features: 16, bias: true },
+                Layer::Linear {
+                    in_features: 4,
+                    out_features: 16,
+                    bias: true,
+                },
                 Layer::ReLU,
-                Layer::Linear { in_features: 16, out_features: 3, bias: true },
+                Layer::Linear {
+                    in_features: 16,
+                    out_features: 3,
+                    bias: true,
+                },
             ])
             .unwrap(),
         },
         train: d.clone(),
         validation: d,
-        optimizer: Optimizer::Sgd { lr: Ppb(50_000_000), momentum: Ppb(900_000_000), weight_decay: Ppb(1_000) },
+        optimizer: Optimizer::Sgd {
+            lr: Ppb(50_000_000),
+            momentum: Ppb(900_000_000),
+            weight_decay: Ppb(1_000),
+        },
         epochs: 3,
         batch_size: 16,
         checkpoint_interval: 4,
@@ -59,11 +85,25 @@ fn text_spec(dir: &Path) -> JobSpec {
     JobSpec {
         model: Model {
             layers: Bounded::new(vec![
-                Layer::Embedding { vocab_size: 256, dim: 16 },
-                Layer::PositionalEmbedding { max_len: 16, dim: 16 },
-                Layer::TransformerBlock { dim: 16, heads: 2, hidden: 32 },
+                Layer::Embedding {
+                    vocab_size: 256,
+                    dim: 16,
+                },
+                Layer::PositionalEmbedding {
+                    max_len: 16,
+                    dim: 16,
+                },
+                Layer::TransformerBlock {
+                    dim: 16,
+                    heads: 2,
+                    hidden: 32,
+                },
                 Layer::LayerNorm { dim: 16 },
-                Layer::Linear { in_features: 16, out_features: 256, bias: true },
+                Layer::Linear {
+                    in_features: 16,
+                    out_features: 256,
+                    bias: true,
+                },
             ])
             .unwrap(),
         },
@@ -83,7 +123,13 @@ fn text_spec(dir: &Path) -> JobSpec {
 }
 
 fn options(out: PathBuf, halt: Option<u64>) -> TrainOptions {
-    TrainOptions { out, seed: [42; 32], device: Device::Cpu, progress: false, halt_after_step: halt }
+    TrainOptions {
+        out,
+        seed: [42; 32],
+        device: Device::Cpu,
+        progress: false,
+        halt_after_step: halt,
+    }
 }
 
 fn finished(outcome: Outcome) -> train::TrainReport {
@@ -96,7 +142,10 @@ fn finished(outcome: Outcome) -> train::TrainReport {
 fn check_deterministic_and_resumable(spec: &JobSpec, dir: &Path, halt: u64) {
     let a = finished(train::train(spec, &options(dir.join("a"), None)).unwrap());
     let b = finished(train::train(spec, &options(dir.join("b"), None)).unwrap());
-    assert_eq!(a.root, b.root, "two runs of the same spec and seed give the same root");
+    assert_eq!(
+        a.root, b.root,
+        "two runs of the same spec and seed give the same root"
+    );
     assert_eq!(a.manifest, b.manifest);
 
     // Killed after `halt` steps (between checkpoints), a stale temporary file left behind…
@@ -114,7 +163,10 @@ fn check_deterministic_and_resumable(spec: &JobSpec, dir: &Path, halt: u64) {
     other.seed = [43; 32];
     let d = finished(train::train(spec, &other).unwrap());
     assert_ne!(d.root, a.root);
-    assert_ne!(d.manifest.checkpoints[0].digest, a.manifest.checkpoints[0].digest);
+    assert_ne!(
+        d.manifest.checkpoints[0].digest,
+        a.manifest.checkpoints[0].digest
+    );
 
     // inspect recomputes the same root and finds no problem.
     let inspection = bundle::inspect(&dir.join("a")).unwrap();
@@ -132,8 +184,18 @@ fn csv_mlp_sgd_is_deterministic_and_resumes_to_the_same_root() {
     let r = bundle::inspect(&dir.path().join("a")).unwrap();
     // 3 epochs × ceil(150/16) = 30 steps; checkpoints at 0, 4, …, 28 and 30.
     assert_eq!(r.manifest.total_steps, 30);
-    assert_eq!(r.manifest.checkpoints.iter().map(|c| c.step).collect::<Vec<_>>(), vec![0, 4, 8, 12, 16, 20, 24, 28, 30]);
-    assert!(r.manifest.losses.last().unwrap() < &r.manifest.losses[0], "the loss goes down");
+    assert_eq!(
+        r.manifest
+            .checkpoints
+            .iter()
+            .map(|c| c.step)
+            .collect::<Vec<_>>(),
+        vec![0, 4, 8, 12, 16, 20, 24, 28, 30]
+    );
+    assert!(
+        r.manifest.losses.last().unwrap() < &r.manifest.losses[0],
+        "the loss goes down"
+    );
 }
 
 #[test]
@@ -154,7 +216,11 @@ fn corrupted_or_truncated_checkpoints_are_reported_not_panics() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0x40;
     std::fs::write(&ckpt, &bytes).unwrap();
-    std::fs::write(out.join(bundle::checkpoint_file(12)), &bytes[..bytes.len() / 3]).unwrap();
+    std::fs::write(
+        out.join(bundle::checkpoint_file(12)),
+        &bytes[..bytes.len() / 3],
+    )
+    .unwrap();
     std::fs::remove_file(out.join(bundle::checkpoint_file(16))).unwrap();
     let r = bundle::inspect(&out).unwrap();
     let joined = r.problems.join("\n");
@@ -171,18 +237,27 @@ fn wrong_content_root_and_missing_files_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let mut spec = csv_spec(dir.path());
     spec.train.content_root = Hash32([0xab; 32]);
-    let err = train::train(&spec, &options(dir.path().join("x"), None)).err().unwrap();
+    let err = train::train(&spec, &options(dir.path().join("x"), None))
+        .err()
+        .unwrap();
     assert!(matches!(err, Error::ContentRoot { .. }), "{err}");
     assert!(err.to_string().contains("0xabab"), "{err}");
 
     let mut spec = csv_spec(dir.path());
-    spec.validation.files = Bounded::new(vec![BoundedString::from_str("/nonexistent/val.csv").unwrap()]).unwrap();
-    let err = train::train(&spec, &options(dir.path().join("y"), None)).err().unwrap();
+    spec.validation.files = Bounded::new(vec![
+        BoundedString::from_str("/nonexistent/val.csv").unwrap()
+    ])
+    .unwrap();
+    let err = train::train(&spec, &options(dir.path().join("y"), None))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("/nonexistent/val.csv"), "{err}");
 
     let mut spec = csv_spec(dir.path());
     spec.train.samples = 149;
-    let err = train::train(&spec, &options(dir.path().join("z"), None)).err().unwrap();
+    let err = train::train(&spec, &options(dir.path().join("z"), None))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("149"), "{err}");
 
     // A directory holding another run is refused rather than mixed.
@@ -190,13 +265,20 @@ fn wrong_content_root_and_missing_files_are_clear_errors() {
     train::train(&spec, &options(dir.path().join("w"), Some(2))).unwrap();
     let mut other = options(dir.path().join("w"), None);
     other.seed = [1; 32];
-    assert!(matches!(train::train(&spec, &other), Err(Error::Bundle { .. })));
+    assert!(matches!(
+        train::train(&spec, &other),
+        Err(Error::Bundle { .. })
+    ));
 }
 
 #[test]
 fn example_specs_are_valid() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    for name in ["fashion-mnist-mlp.json", "fashion-mnist-cnn.json", "char-transformer.json"] {
+    for name in [
+        "fashion-mnist-mlp.json",
+        "fashion-mnist-cnn.json",
+        "char-transformer.json",
+    ] {
         ergon_worker::load_spec(&examples.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }

@@ -68,7 +68,9 @@ impl<T: DecodeWithMemTracking, const N: u32> DecodeWithMemTracking for Bounded<T
 
 impl<T: MaxEncodedLen, const N: u32> MaxEncodedLen for Bounded<T, N> {
     fn max_encoded_len() -> usize {
-        Compact(N).encoded_size().saturating_add((N as usize).saturating_mul(T::max_encoded_len()))
+        Compact(N)
+            .encoded_size()
+            .saturating_add((N as usize).saturating_mul(T::max_encoded_len()))
     }
 }
 
@@ -85,7 +87,16 @@ impl<T: TypeInfo + 'static, const N: u32> TypeInfo for Bounded<T, N> {
 
 /// A UTF-8 string of at most `N` bytes (a URI, a name).
 #[derive(
-    Clone, PartialEq, Eq, Debug, Default, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+    Clone,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
 )]
 pub struct BoundedString<const N: u32>(pub Bounded<u8, N>);
 
@@ -135,8 +146,9 @@ mod serde_impls {
     impl<'de, const N: u32> Deserialize<'de> for BoundedString<N> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
             let s = String::deserialize(d)?;
-            BoundedString::from_str(&s)
-                .ok_or_else(|| D::Error::custom(format!("string of {} bytes, at most {N} allowed", s.len())))
+            BoundedString::from_str(&s).ok_or_else(|| {
+                D::Error::custom(format!("string of {} bytes, at most {N} allowed", s.len()))
+            })
         }
     }
 }
@@ -149,7 +161,10 @@ mod tests {
     fn decode_rejects_more_than_the_bound_before_allocating() {
         let five = vec![1u8, 2, 3, 4, 5].encode();
         assert!(Bounded::<u8, 4>::decode(&mut &five[..]).is_err());
-        assert_eq!(Bounded::<u8, 5>::decode(&mut &five[..]).unwrap().as_slice(), &[1, 2, 3, 4, 5]);
+        assert_eq!(
+            Bounded::<u8, 5>::decode(&mut &five[..]).unwrap().as_slice(),
+            &[1, 2, 3, 4, 5]
+        );
         // A huge claimed length with no data fails fast.
         let lie = Compact(u32::MAX).encode();
         assert!(Bounded::<u8, 1024>::decode(&mut &lie[..]).is_err());

@@ -48,13 +48,33 @@ pub const FLOPS_PER_UT: u128 = 432_000_000_000;
 
 /// A 32-byte hash (content roots). JSON: `0x`-prefixed hex.
 #[derive(
-    Clone, Copy, PartialEq, Eq, Debug, Default, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
 )]
 pub struct Hash32(pub [u8; 32]);
 
 /// A non-negative real number in parts per billion: `Ppb(1_000_000)` is 0.001. JSON: a plain number.
 #[derive(
-    Clone, Copy, PartialEq, Eq, Debug, Default, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
 )]
 pub struct Ppb(pub u32);
 
@@ -75,7 +95,9 @@ impl Ppb {
 }
 
 /// One layer of a sequential model. Shapes are per sample (no batch dimension).
-#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[derive(
+    Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
 pub enum Layer {
@@ -148,7 +170,9 @@ pub enum Layer {
 }
 
 /// A sequential model.
-#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[derive(
+    Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(deny_unknown_fields))]
 pub struct Model {
@@ -157,7 +181,9 @@ pub struct Model {
 }
 
 /// How a dataset's files are laid out, which fixes the input shape and the training target.
-#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[derive(
+    Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
 pub enum DataFormat {
@@ -187,7 +213,9 @@ pub enum DataFormat {
 }
 
 /// A dataset: its format, where its files are, and what their content must hash to.
-#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[derive(
+    Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(deny_unknown_fields))]
 pub struct Dataset {
@@ -202,7 +230,9 @@ pub struct Dataset {
 }
 
 /// The optimizer and its hyper-parameters. The learning rate is constant over the run.
-#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[derive(
+    Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
 pub enum Optimizer {
@@ -231,7 +261,9 @@ pub enum Optimizer {
 }
 
 /// A training job.
-#[derive(Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen)]
+#[derive(
+    Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(deny_unknown_fields))]
 pub struct JobSpec {

@@ -91,7 +91,9 @@ impl DataFormat {
     /// The per-sample input of the model.
     pub fn input(&self) -> Activation {
         match self {
-            DataFormat::Idx { height, width, .. } => Activation::Float(alloc::vec![1, *height, *width]),
+            DataFormat::Idx { height, width, .. } => {
+                Activation::Float(alloc::vec![1, *height, *width])
+            }
             DataFormat::Csv { features, .. } => Activation::Float(alloc::vec![*features]),
             DataFormat::Text { seq_len } => Activation::Tokens(*seq_len),
         }
@@ -100,14 +102,18 @@ impl DataFormat {
     /// The per-sample output the model must produce (logits).
     pub fn output(&self) -> Vec<u32> {
         match self {
-            DataFormat::Idx { classes, .. } | DataFormat::Csv { classes, .. } => alloc::vec![*classes],
+            DataFormat::Idx { classes, .. } | DataFormat::Csv { classes, .. } => {
+                alloc::vec![*classes]
+            }
             DataFormat::Text { seq_len } => alloc::vec![*seq_len, BYTE_VOCAB],
         }
     }
 }
 
 fn product(shape: &[u32]) -> Option<u128> {
-    shape.iter().try_fold(1u128, |acc, d| acc.checked_mul(*d as u128))
+    shape
+        .iter()
+        .try_fold(1u128, |acc, d| acc.checked_mul(*d as u128))
 }
 
 fn positive(values: &[u32]) -> Result<(), SpecError> {
@@ -126,7 +132,9 @@ fn check_uri(uri: &crate::BoundedString<{ crate::MAX_URI_LEN }>) -> Result<(), S
     }
     match s.split_once("://") {
         None => Ok(()), // a local path
-        Some((scheme, rest)) if (scheme == "http" || scheme == "https") && !rest.is_empty() => Ok(()),
+        Some((scheme, rest)) if (scheme == "http" || scheme == "https") && !rest.is_empty() => {
+            Ok(())
+        }
         Some(("file", rest)) if !rest.is_empty() => Ok(()),
         Some(_) => Err(SpecError::BadUri),
     }
@@ -141,14 +149,18 @@ fn check_dataset(data: &Dataset) -> Result<(), SpecError> {
         return Err(SpecError::NoSamples);
     }
     match data.format {
-        DataFormat::Idx { height, width, classes } => positive(&[height, width, classes])?,
+        DataFormat::Idx {
+            height,
+            width,
+            classes,
+        } => positive(&[height, width, classes])?,
         DataFormat::Csv { features, classes } => positive(&[features, classes])?,
         DataFormat::Text { seq_len } => positive(&[seq_len])?,
     }
     match data.format {
         DataFormat::Idx { classes, .. } | DataFormat::Csv { classes, .. } if classes < 2 => {
             Err(SpecError::OutOfBounds)
-        },
+        }
         _ => Ok(()),
     }
 }
@@ -156,16 +168,28 @@ fn check_dataset(data: &Dataset) -> Result<(), SpecError> {
 fn check_optimizer(opt: &Optimizer) -> Result<(), SpecError> {
     let below_one = |p: Ppb| p.0 < Ppb::ONE.0;
     let ok = match *opt {
-        Optimizer::Sgd { lr, momentum, weight_decay: _ } => lr.0 > 0 && below_one(momentum),
-        Optimizer::AdamW { lr, beta1, beta2, eps, weight_decay: _ } => {
-            lr.0 > 0 && below_one(beta1) && below_one(beta2) && eps.0 > 0
-        },
+        Optimizer::Sgd {
+            lr,
+            momentum,
+            weight_decay: _,
+        } => lr.0 > 0 && below_one(momentum),
+        Optimizer::AdamW {
+            lr,
+            beta1,
+            beta2,
+            eps,
+            weight_decay: _,
+        } => lr.0 > 0 && below_one(beta1) && below_one(beta2) && eps.0 > 0,
     };
     ok.then_some(()).ok_or(SpecError::BadHyperParameter)
 }
 
 /// Shape, parameter count and forward FLOPs of one layer on `input`.
-fn apply_layer(index: u32, layer: &Layer, input: &Activation) -> Result<(Activation, u128, u128), SpecError> {
+fn apply_layer(
+    index: u32,
+    layer: &Layer,
+    input: &Activation,
+) -> Result<(Activation, u128, u128), SpecError> {
     use Activation::*;
     let mismatch = SpecError::ShapeMismatch { layer: index };
     let overflow = |v: Option<u128>| v.ok_or(SpecError::Overflow);
@@ -178,19 +202,31 @@ fn apply_layer(index: u32, layer: &Layer, input: &Activation) -> Result<(Activat
     match layer {
         Layer::Embedding { vocab_size, dim } => {
             positive(&[*vocab_size, *dim])?;
-            let Tokens(t) = input else { return Err(SpecError::TokenInputMismatch { layer: index }) };
+            let Tokens(t) = input else {
+                return Err(SpecError::TokenInputMismatch { layer: index });
+            };
             // Byte-level text: every byte value must have an embedding row.
             if *vocab_size < BYTE_VOCAB {
                 return Err(mismatch);
             }
             let params = (*vocab_size as u128) * (*dim as u128);
-            Ok((Float(alloc::vec![*t, *dim]), params, overflow(flops::embedding())?))
-        },
+            Ok((
+                Float(alloc::vec![*t, *dim]),
+                params,
+                overflow(flops::embedding())?,
+            ))
+        }
         _ => {
-            let Float(shape) = input else { return Err(SpecError::TokenInputMismatch { layer: index }) };
+            let Float(shape) = input else {
+                return Err(SpecError::TokenInputMismatch { layer: index });
+            };
             let elements = overflow(product(shape))?;
             match *layer {
-                Layer::Linear { in_features, out_features, bias } => {
+                Layer::Linear {
+                    in_features,
+                    out_features,
+                    bias,
+                } => {
                     positive(&[in_features, out_features])?;
                     let (last, lead) = shape.split_last().ok_or(mismatch)?;
                     if *last != in_features {
@@ -203,18 +239,32 @@ fn apply_layer(index: u32, layer: &Layer, input: &Activation) -> Result<(Activat
                         + if bias { out_features as u128 } else { 0 };
                     let f = flops::linear(rows, in_features as u128, out_features as u128, bias);
                     Ok((Float(out), params, overflow(f)?))
-                },
-                Layer::Conv2d { in_channels, out_channels, kernel_size: k, stride, padding, bias } => {
+                }
+                Layer::Conv2d {
+                    in_channels,
+                    out_channels,
+                    kernel_size: k,
+                    stride,
+                    padding,
+                    bias,
+                } => {
                     positive(&[in_channels, out_channels, k, stride])?;
-                    let [c, h, w] = shape[..] else { return Err(mismatch) };
+                    let [c, h, w] = shape[..] else {
+                        return Err(mismatch);
+                    };
                     let (hp, wp) = (h as u64 + 2 * padding as u64, w as u64 + 2 * padding as u64);
                     if c != in_channels || hp < k as u64 || wp < k as u64 {
                         return Err(mismatch);
                     }
-                    let ho = u32::try_from((hp - k as u64) / stride as u64 + 1).map_err(|_| mismatch)?;
-                    let wo = u32::try_from((wp - k as u64) / stride as u64 + 1).map_err(|_| mismatch)?;
+                    let ho =
+                        u32::try_from((hp - k as u64) / stride as u64 + 1).map_err(|_| mismatch)?;
+                    let wo =
+                        u32::try_from((wp - k as u64) / stride as u64 + 1).map_err(|_| mismatch)?;
                     let weights = product(&[out_channels, in_channels, k, k]);
-                    let params = overflow(weights.and_then(|w| w.checked_add(if bias { out_channels as u128 } else { 0 })))?;
+                    let params =
+                        overflow(weights.and_then(|w| {
+                            w.checked_add(if bias { out_channels as u128 } else { 0 })
+                        }))?;
                     let f = flops::conv2d(
                         in_channels as u128,
                         out_channels as u128,
@@ -223,22 +273,31 @@ fn apply_layer(index: u32, layer: &Layer, input: &Activation) -> Result<(Activat
                         wo as u128,
                         bias,
                     );
-                    Ok((Float(alloc::vec![out_channels, ho, wo]), params, overflow(f)?))
-                },
-                Layer::MaxPool2d { kernel_size: k, stride } => {
+                    Ok((
+                        Float(alloc::vec![out_channels, ho, wo]),
+                        params,
+                        overflow(f)?,
+                    ))
+                }
+                Layer::MaxPool2d {
+                    kernel_size: k,
+                    stride,
+                } => {
                     positive(&[k, stride])?;
-                    let [c, h, w] = shape[..] else { return Err(mismatch) };
+                    let [c, h, w] = shape[..] else {
+                        return Err(mismatch);
+                    };
                     if h < k || w < k {
                         return Err(mismatch);
                     }
                     let (ho, wo) = ((h - k) / stride + 1, (w - k) / stride + 1);
                     let f = flops::max_pool2d(c as u128, ho as u128, wo as u128, k as u128);
                     Ok((Float(alloc::vec![c, ho, wo]), 0, overflow(f)?))
-                },
+                }
                 Layer::Flatten => {
                     let n = u32::try_from(elements).map_err(|_| mismatch)?;
                     Ok((Float(alloc::vec![n]), 0, 0))
-                },
+                }
                 Layer::ReLU => Ok((input.clone(), 0, overflow(flops::relu(elements))?)),
                 Layer::GELU => Ok((input.clone(), 0, overflow(flops::gelu(elements))?)),
                 Layer::LayerNorm { dim } => {
@@ -246,33 +305,42 @@ fn apply_layer(index: u32, layer: &Layer, input: &Activation) -> Result<(Activat
                     if shape.last() != Some(&dim) {
                         return Err(mismatch);
                     }
-                    Ok((input.clone(), 2 * dim as u128, overflow(flops::layer_norm(elements))?))
-                },
+                    Ok((
+                        input.clone(),
+                        2 * dim as u128,
+                        overflow(flops::layer_norm(elements))?,
+                    ))
+                }
                 Layer::PositionalEmbedding { max_len, dim } => {
                     positive(&[max_len, dim])?;
-                    let [t, d] = shape[..] else { return Err(mismatch) };
+                    let [t, d] = shape[..] else {
+                        return Err(mismatch);
+                    };
                     if d != dim || t > max_len {
                         return Err(mismatch);
                     }
                     let params = max_len as u128 * dim as u128;
                     let f = flops::positional_embedding(t as u128, d as u128);
                     Ok((input.clone(), params, overflow(f)?))
-                },
+                }
                 Layer::TransformerBlock { dim, heads, hidden } => {
                     positive(&[dim, heads, hidden])?;
-                    let [t, d] = shape[..] else { return Err(mismatch) };
+                    let [t, d] = shape[..] else {
+                        return Err(mismatch);
+                    };
                     if d != dim || dim % heads != 0 {
                         return Err(mismatch);
                     }
                     let (d, h) = (dim as u128, hidden as u128);
                     // LN ×2, QKV, output projection, MLP in and out.
-                    let params = 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * h + h) + (h * d + d);
+                    let params =
+                        2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * h + h) + (h * d + d);
                     let f = flops::transformer_block(t as u128, d, heads as u128, h);
                     Ok((input.clone(), params, overflow(f)?))
-                },
+                }
                 Layer::Embedding { .. } => unreachable!("handled above"),
             }
-        },
+        }
     }
 }
 
@@ -324,15 +392,22 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
         .ok_or(SpecError::Overflow)?;
 
     let steps_per_epoch = spec.steps_per_epoch();
-    let total_steps = steps_per_epoch.checked_mul(spec.epochs as u64).ok_or(SpecError::Overflow)?;
+    let total_steps = steps_per_epoch
+        .checked_mul(spec.epochs as u64)
+        .ok_or(SpecError::Overflow)?;
     let checkpoints = total_steps.div_ceil(spec.checkpoint_interval as u64) + 1;
     if checkpoints > MAX_CHECKPOINTS {
         return Err(SpecError::TooManyCheckpoints);
     }
-    let training_flops = [3u128, forward, spec.train.samples as u128, spec.epochs as u128]
-        .iter()
-        .try_fold(1u128, |acc, v| acc.checked_mul(*v))
-        .ok_or(SpecError::Overflow)?;
+    let training_flops = [
+        3u128,
+        forward,
+        spec.train.samples as u128,
+        spec.epochs as u128,
+    ]
+    .iter()
+    .try_fold(1u128, |acc, v| acc.checked_mul(*v))
+    .ok_or(SpecError::Overflow)?;
 
     Ok(SpecSummary {
         parameters: params as u64,

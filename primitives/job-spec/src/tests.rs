@@ -7,8 +7,16 @@ fn uri(s: &str) -> BoundedString<MAX_URI_LEN> {
 
 fn idx_data(samples: u64) -> Dataset {
     Dataset {
-        format: DataFormat::Idx { height: 28, width: 28, classes: 10 },
-        files: Bounded::new(vec![uri("/data/images.gz"), uri("https://example.org/labels.gz")]).unwrap(),
+        format: DataFormat::Idx {
+            height: 28,
+            width: 28,
+            classes: 10,
+        },
+        files: Bounded::new(vec![
+            uri("/data/images.gz"),
+            uri("https://example.org/labels.gz"),
+        ])
+        .unwrap(),
         content_root: Hash32([7; 32]),
         samples,
     }
@@ -16,10 +24,16 @@ fn idx_data(samples: u64) -> Dataset {
 
 fn spec(layers: Vec<Layer>, train: Dataset, validation: Dataset) -> JobSpec {
     JobSpec {
-        model: Model { layers: Bounded::new(layers).unwrap() },
+        model: Model {
+            layers: Bounded::new(layers).unwrap(),
+        },
         train,
         validation,
-        optimizer: Optimizer::Sgd { lr: Ppb(100_000_000), momentum: Ppb(900_000_000), weight_decay: Ppb(0) },
+        optimizer: Optimizer::Sgd {
+            lr: Ppb(100_000_000),
+            momentum: Ppb(900_000_000),
+            weight_decay: Ppb(0),
+        },
         epochs: 1,
         batch_size: 64,
         checkpoint_interval: 100,
@@ -30,9 +44,17 @@ fn mlp() -> JobSpec {
     spec(
         vec![
             Layer::Flatten,
-            Layer::Linear { in_features: 784, out_features: 128, bias: true },
+            Layer::Linear {
+                in_features: 784,
+                out_features: 128,
+                bias: true,
+            },
             Layer::ReLU,
-            Layer::Linear { in_features: 128, out_features: 10, bias: true },
+            Layer::Linear {
+                in_features: 128,
+                out_features: 10,
+                bias: true,
+            },
         ],
         idx_data(60_000),
         idx_data(10_000),
@@ -42,11 +64,25 @@ fn mlp() -> JobSpec {
 fn cnn() -> JobSpec {
     spec(
         vec![
-            Layer::Conv2d { in_channels: 1, out_channels: 8, kernel_size: 3, stride: 1, padding: 1, bias: true },
+            Layer::Conv2d {
+                in_channels: 1,
+                out_channels: 8,
+                kernel_size: 3,
+                stride: 1,
+                padding: 1,
+                bias: true,
+            },
             Layer::ReLU,
-            Layer::MaxPool2d { kernel_size: 2, stride: 2 },
+            Layer::MaxPool2d {
+                kernel_size: 2,
+                stride: 2,
+            },
             Layer::Flatten,
-            Layer::Linear { in_features: 8 * 14 * 14, out_features: 10, bias: true },
+            Layer::Linear {
+                in_features: 8 * 14 * 14,
+                out_features: 10,
+                bias: true,
+            },
         ],
         idx_data(60_000),
         idx_data(10_000),
@@ -65,11 +101,25 @@ fn text_data(seq_len: u32, samples: u64) -> Dataset {
 fn char_transformer() -> JobSpec {
     spec(
         vec![
-            Layer::Embedding { vocab_size: 256, dim: 32 },
-            Layer::PositionalEmbedding { max_len: 32, dim: 32 },
-            Layer::TransformerBlock { dim: 32, heads: 4, hidden: 64 },
+            Layer::Embedding {
+                vocab_size: 256,
+                dim: 32,
+            },
+            Layer::PositionalEmbedding {
+                max_len: 32,
+                dim: 32,
+            },
+            Layer::TransformerBlock {
+                dim: 32,
+                heads: 4,
+                hidden: 64,
+            },
             Layer::LayerNorm { dim: 32 },
-            Layer::Linear { in_features: 32, out_features: 256, bias: true },
+            Layer::Linear {
+                in_features: 32,
+                out_features: 256,
+                bias: true,
+            },
         ],
         text_data(32, 1000),
         text_data(32, 100),
@@ -123,7 +173,10 @@ fn transformer_flops_match_the_hand_count() {
     let forward = 0 + t * d + block + 8 * n + (2 * t * d * v + t * v) + 5 * t * v;
     assert_eq!(s.forward_flops_per_sample, forward);
     let block_params = 4 * d + 3 * d * d + 3 * d + d * d + d + d * hid + hid + hid * d + d;
-    assert_eq!(s.parameters as u128, v * d + 32 * d + block_params + 2 * d + d * v + v);
+    assert_eq!(
+        s.parameters as u128,
+        v * d + 32 * d + block_params + 2 * d + d * v + v
+    );
 }
 
 #[test]
@@ -134,9 +187,37 @@ fn each_layer_kind_costs_its_formula() {
     assert_eq!(one(Layer::GELU, vec![3, 5]).2, 8 * 15);
     assert_eq!(one(Layer::LayerNorm { dim: 5 }, vec![3, 5]).2, 8 * 15);
     assert_eq!(one(Layer::Flatten, vec![2, 3, 4]), (Float(vec![24]), 0, 0));
-    assert_eq!(one(Layer::Linear { in_features: 5, out_features: 7, bias: false }, vec![3, 5]).2, 2 * 3 * 5 * 7);
-    assert_eq!(one(Layer::MaxPool2d { kernel_size: 3, stride: 2 }, vec![4, 9, 9]).0, Float(vec![4, 4, 4]));
-    let conv = Layer::Conv2d { in_channels: 2, out_channels: 3, kernel_size: 5, stride: 2, padding: 0, bias: false };
+    assert_eq!(
+        one(
+            Layer::Linear {
+                in_features: 5,
+                out_features: 7,
+                bias: false
+            },
+            vec![3, 5]
+        )
+        .2,
+        2 * 3 * 5 * 7
+    );
+    assert_eq!(
+        one(
+            Layer::MaxPool2d {
+                kernel_size: 3,
+                stride: 2
+            },
+            vec![4, 9, 9]
+        )
+        .0,
+        Float(vec![4, 4, 4])
+    );
+    let conv = Layer::Conv2d {
+        in_channels: 2,
+        out_channels: 3,
+        kernel_size: 5,
+        stride: 2,
+        padding: 0,
+        bias: false,
+    };
     let (out, params, f) = one(conv, vec![2, 11, 11]);
     assert_eq!(out, Float(vec![3, 4, 4]));
     assert_eq!(params, 3 * 2 * 25);
@@ -150,11 +231,27 @@ fn invalid_specs_are_rejected_with_a_reason() {
     assert_eq!(s.validate(), Err(SpecError::EmptyModel));
 
     let mut s = mlp();
-    s.model.layers = Bounded::new(vec![Layer::Flatten, Layer::Linear { in_features: 100, out_features: 10, bias: true }]).unwrap();
+    s.model.layers = Bounded::new(vec![
+        Layer::Flatten,
+        Layer::Linear {
+            in_features: 100,
+            out_features: 10,
+            bias: true,
+        },
+    ])
+    .unwrap();
     assert_eq!(s.validate(), Err(SpecError::ShapeMismatch { layer: 1 }));
 
     let mut s = mlp();
-    s.model.layers = Bounded::new(vec![Layer::Flatten, Layer::Linear { in_features: 784, out_features: 9, bias: true }]).unwrap();
+    s.model.layers = Bounded::new(vec![
+        Layer::Flatten,
+        Layer::Linear {
+            in_features: 784,
+            out_features: 9,
+            bias: true,
+        },
+    ])
+    .unwrap();
     assert_eq!(s.validate(), Err(SpecError::OutputMismatch));
 
     let mut s = mlp();
@@ -179,11 +276,21 @@ fn invalid_specs_are_rejected_with_a_reason() {
     assert_eq!(s.validate(), Err(SpecError::TooManyCheckpoints));
 
     let mut s = mlp();
-    s.optimizer = Optimizer::Sgd { lr: Ppb(0), momentum: Ppb(0), weight_decay: Ppb(0) };
+    s.optimizer = Optimizer::Sgd {
+        lr: Ppb(0),
+        momentum: Ppb(0),
+        weight_decay: Ppb(0),
+    };
     assert_eq!(s.validate(), Err(SpecError::BadHyperParameter));
 
     let mut s = mlp();
-    s.optimizer = Optimizer::AdamW { lr: Ppb(1000), beta1: Ppb::ONE, beta2: Ppb(999_000_000), eps: Ppb(10), weight_decay: Ppb(0) };
+    s.optimizer = Optimizer::AdamW {
+        lr: Ppb(1000),
+        beta1: Ppb::ONE,
+        beta2: Ppb(999_000_000),
+        eps: Ppb(10),
+        weight_decay: Ppb(0),
+    };
     assert_eq!(s.validate(), Err(SpecError::BadHyperParameter));
 
     let mut s = mlp();
@@ -193,16 +300,34 @@ fn invalid_specs_are_rejected_with_a_reason() {
     // Float layers cannot take token input; embeddings cannot take float input.
     let mut s = char_transformer();
     s.model.layers = Bounded::new(vec![Layer::ReLU]).unwrap();
-    assert_eq!(s.validate(), Err(SpecError::TokenInputMismatch { layer: 0 }));
+    assert_eq!(
+        s.validate(),
+        Err(SpecError::TokenInputMismatch { layer: 0 })
+    );
     let mut s = mlp();
-    s.model.layers = Bounded::new(vec![Layer::Embedding { vocab_size: 256, dim: 4 }]).unwrap();
-    assert_eq!(s.validate(), Err(SpecError::TokenInputMismatch { layer: 0 }));
+    s.model.layers = Bounded::new(vec![Layer::Embedding {
+        vocab_size: 256,
+        dim: 4,
+    }])
+    .unwrap();
+    assert_eq!(
+        s.validate(),
+        Err(SpecError::TokenInputMismatch { layer: 0 })
+    );
 
     let mut s = mlp();
     s.model.layers = Bounded::new(vec![
         Layer::Flatten,
-        Layer::Linear { in_features: 784, out_features: 1 << 20, bias: true },
-        Layer::Linear { in_features: 1 << 20, out_features: 10, bias: true },
+        Layer::Linear {
+            in_features: 784,
+            out_features: 1 << 20,
+            bias: true,
+        },
+        Layer::Linear {
+            in_features: 1 << 20,
+            out_features: 10,
+            bias: true,
+        },
     ])
     .unwrap();
     assert_eq!(s.validate(), Err(SpecError::TooManyParameters));
@@ -217,9 +342,23 @@ fn huge_dimensions_never_overflow_or_panic() {
     s.batch_size = MAX_BATCH_SIZE;
     // Either a clean error or a value; never a panic.
     let _ = s.validate();
-    let big = Layer::Conv2d { in_channels: u32::MAX, out_channels: u32::MAX, kernel_size: u32::MAX, stride: 1, padding: u32::MAX, bias: true };
-    let _ = shape::infer(&[big], Activation::Float(vec![u32::MAX, u32::MAX, u32::MAX]));
-    let t = Layer::TransformerBlock { dim: u32::MAX, heads: 1, hidden: u32::MAX };
+    let big = Layer::Conv2d {
+        in_channels: u32::MAX,
+        out_channels: u32::MAX,
+        kernel_size: u32::MAX,
+        stride: 1,
+        padding: u32::MAX,
+        bias: true,
+    };
+    let _ = shape::infer(
+        &[big],
+        Activation::Float(vec![u32::MAX, u32::MAX, u32::MAX]),
+    );
+    let t = Layer::TransformerBlock {
+        dim: u32::MAX,
+        heads: 1,
+        hidden: u32::MAX,
+    };
     let _ = shape::infer(&[t], Activation::Float(vec![u32::MAX, u32::MAX]));
 }
 

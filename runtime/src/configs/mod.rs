@@ -1,7 +1,9 @@
 //! Configuration of every pallet in the runtime.
 
 use frame_support::{
-    derive_impl, parameter_types,
+    derive_impl,
+    dispatch::DispatchClass,
+    parameter_types,
     traits::{ConstU128, ConstU32, ConstU64, ConstU8, VariantCountOf},
     weights::{
         constants::{RocksDbWeight, WEIGHT_REF_TIME_PER_SECOND},
@@ -14,13 +16,15 @@ use sp_runtime::{traits::One, Perbill};
 use sp_version::RuntimeVersion;
 
 use crate::{
-    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, Hash, Nonce, Runtime,
-    RuntimeCall, RuntimeEvent, RuntimeFreezeReason, RuntimeHoldReason, Session, SessionKeys, System,
-    VERSION,
+    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, Hash, Nonce, PalletInfo,
+    Runtime, RuntimeCall, RuntimeEvent, RuntimeFreezeReason, RuntimeHoldReason, RuntimeOrigin,
+    RuntimeTask, Session, SessionKeys, System, VERSION,
 };
 
 /// Operational extrinsics may use the last 25% of a block.
 const NORMAL_DISPATCH_RATIO: Perbill = Perbill::from_percent(75);
+/// Largest block, in bytes.
+const MAX_BLOCK_LENGTH: u32 = 5 * 1024 * 1024;
 
 parameter_types! {
     pub const BlockHashCount: BlockNumber = 2400;
@@ -32,7 +36,13 @@ parameter_types! {
         Weight::from_parts(2u64 * WEIGHT_REF_TIME_PER_SECOND, u64::MAX),
         NORMAL_DISPATCH_RATIO,
     );
-    pub RuntimeBlockLength: BlockLength = BlockLength::max_with_normal_ratio(5 * 1024 * 1024, NORMAL_DISPATCH_RATIO);
+    /// 5 MiB blocks, of which normal extrinsics may fill 75%.
+    pub RuntimeBlockLength: BlockLength = BlockLength::builder()
+        .max_length(MAX_BLOCK_LENGTH)
+        .modify_max_length_for_class(DispatchClass::Normal, |max| {
+            *max = NORMAL_DISPATCH_RATIO * MAX_BLOCK_LENGTH
+        })
+        .build();
     /// Generic substrate prefix 42: addresses start with "5".
     pub const SS58Prefix: u8 = 42;
 }
@@ -150,4 +160,3 @@ impl pallet_sudo::Config for Runtime {
     type RuntimeCall = RuntimeCall;
     type WeightInfo = pallet_sudo::weights::SubstrateWeight<Runtime>;
 }
-

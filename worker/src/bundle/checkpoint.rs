@@ -51,14 +51,20 @@ impl HostTensors {
 
     /// Per-tensor hashes in name order.
     pub fn hashes(&self) -> BTreeMap<String, [u8; 32]> {
-        self.0.iter().map(|(n, (s, v))| (n.clone(), tensor_hash(n, s, v))).collect()
+        self.0
+            .iter()
+            .map(|(n, (s, v))| (n.clone(), tensor_hash(n, s, v)))
+            .collect()
     }
 
     /// Tensors on `device` in `dtype`.
     pub fn to_tensors(&self, device: &Device, dtype: DType) -> Result<BTreeMap<String, Tensor>> {
         let mut out = BTreeMap::new();
         for (name, (shape, values)) in &self.0 {
-            out.insert(name.clone(), Tensor::from_slice(values, shape.as_slice(), device)?.to_dtype(dtype)?);
+            out.insert(
+                name.clone(),
+                Tensor::from_slice(values, shape.as_slice(), device)?.to_dtype(dtype)?,
+            );
         }
         Ok(out)
     }
@@ -69,18 +75,29 @@ impl HostTensors {
         let bytes_le: Vec<(String, Vec<usize>, Vec<u8>)> = self
             .0
             .iter()
-            .map(|(n, (s, v))| (n.clone(), s.clone(), v.iter().flat_map(|x| x.to_le_bytes()).collect()))
+            .map(|(n, (s, v))| {
+                (
+                    n.clone(),
+                    s.clone(),
+                    v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                )
+            })
             .collect();
         let views = bytes_le
             .iter()
             .map(|(n, s, b)| {
                 TensorView::new(safetensors::Dtype::F32, s.clone(), b)
                     .map(|v| (n.clone(), v))
-                    .map_err(|e| Error::Bundle { path: path.into(), reason: e.to_string() })
+                    .map_err(|e| Error::Bundle {
+                        path: path.into(),
+                        reason: e.to_string(),
+                    })
             })
             .collect::<Result<Vec<_>>>()?;
-        let data = safetensors::serialize(views, None)
-            .map_err(|e| Error::Bundle { path: path.into(), reason: e.to_string() })?;
+        let data = safetensors::serialize(views, None).map_err(|e| Error::Bundle {
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
         write_atomic(path, &data)?;
         Ok(Sha256::digest(&data).into())
     }
@@ -93,12 +110,19 @@ impl HostTensors {
 
     /// Parses checkpoint bytes (already read from `path`).
     pub fn parse(path: &Path, data: &[u8]) -> Result<HostTensors> {
-        let bad = |reason: String| Error::Bundle { path: path.into(), reason };
-        let st = SafeTensors::deserialize(data).map_err(|e| bad(format!("not a safetensors file: {e}")))?;
+        let bad = |reason: String| Error::Bundle {
+            path: path.into(),
+            reason,
+        };
+        let st = SafeTensors::deserialize(data)
+            .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
         let mut out = BTreeMap::new();
         for (name, view) in st.tensors() {
             if view.dtype() != safetensors::Dtype::F32 {
-                return Err(bad(format!("tensor {name} is {:?}, expected F32", view.dtype())));
+                return Err(bad(format!(
+                    "tensor {name} is {:?}, expected F32",
+                    view.dtype()
+                )));
             }
             let values = view
                 .data()

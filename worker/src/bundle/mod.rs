@@ -71,8 +71,10 @@ pub struct Inspection {
 pub fn inspect(dir: &Path) -> Result<Inspection> {
     let manifest_path = dir.join(MANIFEST_FILE);
     let bytes = std::fs::read(&manifest_path).map_err(io("reading", &manifest_path))?;
-    let manifest: Manifest = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::Bundle { path: manifest_path.clone(), reason: format!("manifest: {e}") })?;
+    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::Bundle {
+        path: manifest_path.clone(),
+        reason: format!("manifest: {e}"),
+    })?;
     let mut problems = Vec::new();
     for entry in &manifest.checkpoints {
         let path: PathBuf = dir.join(&entry.file);
@@ -85,10 +87,13 @@ pub fn inspect(dir: &Path) -> Result<Inspection> {
             Err(e) => {
                 problems.push(format!("{}: {e}", entry.file));
                 continue;
-            },
+            }
         };
         if hex(&Sha256::digest(&data)) != entry.file_sha256 {
-            problems.push(format!("{}: file bytes do not match the manifest", entry.file));
+            problems.push(format!(
+                "{}: file bytes do not match the manifest",
+                entry.file
+            ));
         }
         match HostTensors::parse(&path, &data) {
             Ok(t) => {
@@ -96,20 +101,30 @@ pub fn inspect(dir: &Path) -> Result<Inspection> {
                 let listed: Vec<&String> = entry.tensors.keys().collect();
                 let found: Vec<&String> = hashes.keys().collect();
                 if listed != found {
-                    problems.push(format!("{}: tensor names differ from the manifest", entry.file));
+                    problems.push(format!(
+                        "{}: tensor names differ from the manifest",
+                        entry.file
+                    ));
                 }
                 for (name, h) in &hashes {
                     if entry.tensors.get(name) != Some(&hex(h)) {
-                        problems.push(format!("{}: tensor {name} does not match its hash", entry.file));
+                        problems.push(format!(
+                            "{}: tensor {name} does not match its hash",
+                            entry.file
+                        ));
                     }
                 }
                 if hex(&checkpoint::digest(hashes.values())) != entry.digest {
                     problems.push(format!("{}: digest does not match", entry.file));
                 }
-            },
+            }
             Err(e) => problems.push(e.to_string()),
         }
     }
     let root = root_of(&bytes, &manifest)?;
-    Ok(Inspection { manifest, root, problems })
+    Ok(Inspection {
+        manifest,
+        root,
+        problems,
+    })
 }

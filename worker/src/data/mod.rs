@@ -60,16 +60,29 @@ pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
         });
     }
     let samples = match data.format {
-        DataFormat::Idx { height, width, classes } => {
-            formats::idx(&files[0], &files[1], height as usize, width as usize, classes)?
-        },
-        DataFormat::Csv { features, classes } => formats::csv(&files[0], features as usize, classes)?,
+        DataFormat::Idx {
+            height,
+            width,
+            classes,
+        } => formats::idx(
+            &files[0],
+            &files[1],
+            height as usize,
+            width as usize,
+            classes,
+        )?,
+        DataFormat::Csv { features, classes } => {
+            formats::csv(&files[0], features as usize, classes)?
+        }
         DataFormat::Text { seq_len } => formats::text(&files[0], seq_len as usize),
     };
     if samples.len as u64 != data.samples {
         return Err(Error::Data {
             file: files[0].0.clone(),
-            reason: format!("the spec says {} samples, the data holds {}", data.samples, samples.len),
+            reason: format!(
+                "the spec says {} samples, the data holds {}",
+                data.samples, samples.len
+            ),
         });
     }
     Ok(samples)
