@@ -82,24 +82,12 @@ where
     use substrate_frame_rpc_system::{System, SystemApiServer};
 
     let mut module = RpcModule::new(());
-    let FullDeps {
-        client,
-        pool,
-        select_chain,
-        babe,
-        grandpa,
-    } = deps;
+    let FullDeps { client, pool, select_chain, babe, grandpa } = deps;
 
     module.merge(System::new(client.clone(), pool).into_rpc())?;
     module.merge(TransactionPayment::new(client.clone()).into_rpc())?;
     module.merge(
-        Babe::new(
-            client.clone(),
-            babe.babe_worker_handle,
-            babe.keystore,
-            select_chain,
-        )
-        .into_rpc(),
+        Babe::new(client.clone(), babe.babe_worker_handle, babe.keystore, select_chain).into_rpc(),
     )?;
     module.merge(
         Grandpa::new(

@@ -26,10 +26,8 @@ type FullGrandpaBlockImport =
     sc_consensus_grandpa::GrandpaBlockImport<FullBackend, Block, FullClient, FullSelectChain>;
 
 /// What BABE needs at each slot: the slot number and the timestamp.
-type BabeInherentDataProviders = (
-    sp_consensus_babe::inherents::InherentDataProvider,
-    sp_timestamp::InherentDataProvider,
-);
+type BabeInherentDataProviders =
+    (sp_consensus_babe::inherents::InherentDataProvider, sp_timestamp::InherentDataProvider);
 
 /// A named (boxed) creator of [`BabeInherentDataProviders`], so the block-import type can be written down.
 type BabeCreateInherentDataProviders = Arc<
@@ -106,9 +104,7 @@ pub fn new_partial(config: &Configuration) -> Result<Service, ServiceError> {
     let client = Arc::new(client);
 
     let telemetry = telemetry.map(|(worker, telemetry)| {
-        task_manager
-            .spawn_handle()
-            .spawn("telemetry", None, worker.run());
+        task_manager.spawn_handle().spawn("telemetry", None, worker.run());
         telemetry
     });
 
@@ -165,13 +161,7 @@ pub fn new_partial(config: &Configuration) -> Result<Service, ServiceError> {
         keystore_container,
         select_chain,
         transaction_pool,
-        other: (
-            block_import,
-            babe_link,
-            babe_worker_handle,
-            grandpa_link,
-            telemetry,
-        ),
+        other: (block_import, babe_link, babe_worker_handle, grandpa_link, telemetry),
     })
 }
 
@@ -262,9 +252,7 @@ pub fn new_full<
         task_manager.spawn_handle().spawn(
             "offchain-workers-runner",
             "offchain-worker",
-            offchain_workers
-                .run(client.clone(), task_manager.spawn_handle())
-                .boxed(),
+            offchain_workers.run(client.clone(), task_manager.spawn_handle()).boxed(),
         );
     }
 
@@ -282,27 +270,25 @@ pub fn new_full<
             Some(shared_authority_set.clone()),
         );
 
-        Box::new(
-            move |subscription_executor: sc_rpc::SubscriptionTaskExecutor| {
-                let deps = crate::rpc::FullDeps {
-                    client: client.clone(),
-                    pool: pool.clone(),
-                    select_chain: select_chain.clone(),
-                    babe: crate::rpc::BabeDeps {
-                        keystore: keystore.clone(),
-                        babe_worker_handle: babe_worker_handle.clone(),
-                    },
-                    grandpa: crate::rpc::GrandpaDeps {
-                        shared_voter_state: shared_voter_state.clone(),
-                        shared_authority_set: shared_authority_set.clone(),
-                        justification_stream: justification_stream.clone(),
-                        subscription_executor,
-                        finality_provider: finality_proof_provider.clone(),
-                    },
-                };
-                crate::rpc::create_full(deps).map_err(Into::into)
-            },
-        )
+        Box::new(move |subscription_executor: sc_rpc::SubscriptionTaskExecutor| {
+            let deps = crate::rpc::FullDeps {
+                client: client.clone(),
+                pool: pool.clone(),
+                select_chain: select_chain.clone(),
+                babe: crate::rpc::BabeDeps {
+                    keystore: keystore.clone(),
+                    babe_worker_handle: babe_worker_handle.clone(),
+                },
+                grandpa: crate::rpc::GrandpaDeps {
+                    shared_voter_state: shared_voter_state.clone(),
+                    shared_authority_set: shared_authority_set.clone(),
+                    justification_stream: justification_stream.clone(),
+                    subscription_executor,
+                    finality_provider: finality_proof_provider.clone(),
+                },
+            };
+            crate::rpc::create_full(deps).map_err(Into::into)
+        })
     };
 
     sc_service::spawn_tasks(sc_service::SpawnTasksParams {
@@ -360,11 +346,7 @@ pub fn new_full<
 
     if enable_grandpa {
         // Non-authorities run the full voter too, as observers are not production-ready.
-        let keystore = if role.is_authority() {
-            Some(keystore_container.keystore())
-        } else {
-            None
-        };
+        let keystore = if role.is_authority() { Some(keystore_container.keystore()) } else { None };
         let grandpa_config = sc_consensus_grandpa::Config {
             gossip_duration: Duration::from_millis(333),
             justification_generation_period: GRANDPA_JUSTIFICATION_PERIOD,

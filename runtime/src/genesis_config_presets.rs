@@ -19,10 +19,7 @@ fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) 
     let ed = Ed25519Keyring::iter()
         .find(|k| <&'static str>::from(*k) == <&'static str>::from(who))
         .expect("every sr25519 dev keyring entry has an ed25519 twin; qed");
-    let keys = SessionKeys {
-        babe: who.public().into(),
-        grandpa: ed.public().into(),
-    };
+    let keys = SessionKeys { babe: who.public().into(), grandpa: ed.public().into() };
     (who.to_account_id(), who.to_account_id(), keys)
 }
 
@@ -53,9 +50,7 @@ fn testnet_genesis(
 pub fn development_config_genesis() -> Value {
     testnet_genesis(
         vec![Sr25519Keyring::Alice],
-        Sr25519Keyring::well_known()
-            .map(|k| k.to_account_id())
-            .collect(),
+        Sr25519Keyring::well_known().map(|k| k.to_account_id()).collect(),
         Sr25519Keyring::Alice.to_account_id(),
     )
 }
@@ -69,9 +64,7 @@ pub fn local_config_genesis() -> Value {
             Sr25519Keyring::Charlie,
             Sr25519Keyring::Dave,
         ],
-        Sr25519Keyring::well_known()
-            .map(|k| k.to_account_id())
-            .collect(),
+        Sr25519Keyring::well_known().map(|k| k.to_account_id()).collect(),
         Sr25519Keyring::Alice.to_account_id(),
     )
 }

@@ -30,14 +30,10 @@ pub fn node_binary() -> PathBuf {
     if let Ok(path) = std::env::var("ERGON_NODE") {
         return PathBuf::from(path);
     }
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            // tests/ sits in the workspace root: ../target by default.
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join("target")
-        });
+    let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| {
+        // tests/ sits in the workspace root: ../target by default.
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("target")
+    });
     let bin = target.join("release").join("ergon-node");
     assert!(
         bin.exists(),
@@ -69,11 +65,7 @@ pub struct Ports {
 impl Ports {
     /// Three ports that were free a moment ago.
     pub fn free() -> Self {
-        Ports {
-            p2p: free_port(),
-            rpc: free_port(),
-            prometheus: free_port(),
-        }
+        Ports { p2p: free_port(), rpc: free_port(), prometheus: free_port() }
     }
 }
 
@@ -103,13 +95,7 @@ impl Node {
             "--no-mdns".into(),
         ]);
         let log = log_dir.join(format!("{name}.log"));
-        let mut node = Node {
-            name: name.to_string(),
-            ports,
-            child: None,
-            log,
-            args: all_args,
-        };
+        let mut node = Node { name: name.to_string(), ports, child: None, log, args: all_args };
         node.spawn();
         node
     }
@@ -122,10 +108,7 @@ impl Node {
             .expect("log file can be created");
         let err = out.try_clone().expect("log file handle clones");
         let mut cmd = Command::new(node_binary());
-        cmd.args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
+        cmd.args(&self.args).stdin(Stdio::null()).stdout(out).stderr(err);
         // SAFETY: prctl is async-signal-safe; it asks the kernel to kill the child with its parent.
         unsafe {
             cmd.pre_exec(|| {
@@ -213,16 +196,13 @@ impl Node {
 
     /// Raw storage at `key` in the best block.
     pub fn storage(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let value = self
-            .call("state_getStorage", json!([rpc::to_hex(key)]))
-            .ok()?;
+        let value = self.call("state_getStorage", json!([rpc::to_hex(key)])).ok()?;
         rpc::bytes(&value)
     }
 
     /// A decoded storage value in the best block.
     pub fn storage_decoded<T: Decode>(&self, key: &[u8]) -> Option<T> {
-        self.storage(key)
-            .and_then(|bytes| T::decode(&mut &bytes[..]).ok())
+        self.storage(key).and_then(|bytes| T::decode(&mut &bytes[..]).ok())
     }
 
     /// `state_call` of a runtime API function with SCALE-encoded `args`; the SCALE-encoded result.

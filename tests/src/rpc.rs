@@ -43,13 +43,9 @@ pub fn call(port: u16, method: &str, params: Value) -> Result<Value, RpcError> {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
     let text = String::from_utf8_lossy(&raw);
-    let (head, payload) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| RpcError::Malformed(text.to_string()))?;
-    let payload = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
+    let (head, payload) =
+        text.split_once("\r\n\r\n").ok_or_else(|| RpcError::Malformed(text.to_string()))?;
+    let payload = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
         dechunk(payload).ok_or_else(|| RpcError::Malformed(payload.to_string()))?
     } else {
         payload.to_string()
@@ -59,17 +55,10 @@ pub fn call(port: u16, method: &str, params: Value) -> Result<Value, RpcError> {
     if let Some(err) = reply.get("error") {
         return Err(RpcError::Rpc {
             code: err.get("code").and_then(Value::as_i64).unwrap_or_default(),
-            message: err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
+            message: err.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
         });
     }
-    reply
-        .get("result")
-        .cloned()
-        .ok_or(RpcError::Malformed(payload))
+    reply.get("result").cloned().ok_or(RpcError::Malformed(payload))
 }
 
 /// Decodes an HTTP/1.1 chunked body.

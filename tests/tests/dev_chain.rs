@@ -17,21 +17,9 @@ use sp_core::{sr25519, Pair};
 /// Pallet names and indices of a decoded metadata.
 fn pallets(metadata: &RuntimeMetadata) -> Vec<(String, u8)> {
     match metadata {
-        RuntimeMetadata::V14(m) => m
-            .pallets
-            .iter()
-            .map(|p| (p.name.clone(), p.index))
-            .collect(),
-        RuntimeMetadata::V15(m) => m
-            .pallets
-            .iter()
-            .map(|p| (p.name.clone(), p.index))
-            .collect(),
-        RuntimeMetadata::V16(m) => m
-            .pallets
-            .iter()
-            .map(|p| (p.name.clone(), p.index))
-            .collect(),
+        RuntimeMetadata::V14(m) => m.pallets.iter().map(|p| (p.name.clone(), p.index)).collect(),
+        RuntimeMetadata::V15(m) => m.pallets.iter().map(|p| (p.name.clone(), p.index)).collect(),
+        RuntimeMetadata::V16(m) => m.pallets.iter().map(|p| (p.name.clone(), p.index)).collect(),
         other => panic!("unexpected metadata version {}", other.version()),
     }
 }
@@ -51,21 +39,11 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     node.wait_finalized(3, Duration::from_secs(180));
 
     // The default metadata decodes and lists the consensus, session and balance pallets.
-    let raw = node
-        .call("state_getMetadata", json!([]))
-        .expect("state_getMetadata");
+    let raw = node.call("state_getMetadata", json!([])).expect("state_getMetadata");
     let raw = ergon_integration_tests::rpc::bytes(&raw).expect("hex metadata");
     let metadata = RuntimeMetadataPrefixed::decode(&mut &raw[..]).expect("metadata decodes");
     let pallets = pallets(&metadata.1);
-    for name in [
-        "System",
-        "Babe",
-        "Grandpa",
-        "Balances",
-        "Session",
-        "TransactionPayment",
-        "Sudo",
-    ] {
+    for name in ["System", "Babe", "Grandpa", "Balances", "Session", "TransactionPayment", "Sudo"] {
         assert!(
             pallets.iter().any(|(n, _)| n == name),
             "{name} missing from metadata: {pallets:?}"
@@ -73,20 +51,14 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     }
 
     // Metadata V15, what polkadot.js asks for, is served through the Metadata runtime API.
-    let versions = node
-        .runtime_call("Metadata_metadata_versions", &[])
-        .expect("metadata versions");
+    let versions = node.runtime_call("Metadata_metadata_versions", &[]).expect("metadata versions");
     let versions = Vec::<u32>::decode(&mut &versions[..]).expect("versions decode");
-    assert!(
-        versions.contains(&15),
-        "metadata V15 not offered: {versions:?}"
-    );
+    assert!(versions.contains(&15), "metadata V15 not offered: {versions:?}");
     let v15 = node
         .runtime_call("Metadata_metadata_at_version", &15u32.encode())
         .expect("metadata at version 15");
-    let v15 = Option::<Vec<u8>>::decode(&mut &v15[..])
-        .expect("Option<OpaqueMetadata>")
-        .expect("V15");
+    let v15 =
+        Option::<Vec<u8>>::decode(&mut &v15[..]).expect("Option<OpaqueMetadata>").expect("V15");
     let v15 = RuntimeMetadataPrefixed::decode(&mut &v15[..]).expect("V15 decodes");
     assert!(
         matches!(v15.1, RuntimeMetadata::V15(_)),
@@ -95,9 +67,7 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     );
 
     // Chain-spec properties, so polkadot.js shows ERG with 12 decimals and generic addresses.
-    let props = node
-        .call("system_properties", json!([]))
-        .expect("system_properties");
+    let props = node.call("system_properties", json!([])).expect("system_properties");
     assert_eq!(props["tokenSymbol"], "ERG");
     assert_eq!(props["tokenDecimals"], 12);
     assert_eq!(props["ss58Format"], 42);
@@ -107,24 +77,16 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     let bob = dev_pair("//Bob").public().0;
     let bob_key = system_account_key(&bob);
     let before: AccountInfo = node.storage_decoded(&bob_key).expect("Bob is endowed");
-    let sender: AccountInfo = node
-        .storage_decoded(&system_account_key(&alice.public().0))
-        .expect("Alice is endowed");
-    let version = node
-        .call("state_getRuntimeVersion", json!([]))
-        .expect("runtime version");
+    let sender: AccountInfo =
+        node.storage_decoded(&system_account_key(&alice.public().0)).expect("Alice is endowed");
+    let version = node.call("state_getRuntimeVersion", json!([])).expect("runtime version");
     let ctx = ChainContext {
         spec_version: version["specVersion"].as_u64().expect("specVersion") as u32,
-        transaction_version: version["transactionVersion"]
-            .as_u64()
-            .expect("transactionVersion") as u32,
+        transaction_version: version["transactionVersion"].as_u64().expect("transactionVersion")
+            as u32,
         genesis: node.block_hash(0).expect("genesis hash"),
     };
-    let balances_index = pallets
-        .iter()
-        .find(|(n, _)| n == "Balances")
-        .map(|(_, i)| *i)
-        .unwrap();
+    let balances_index = pallets.iter().find(|(n, _)| n == "Balances").map(|(_, i)| *i).unwrap();
     let amount: u128 = 1_234_567_890_123;
     let call = transfer_keep_alive_call(balances_index, &bob, amount);
     let xt = signed_extrinsic(&call, &alice, sender.nonce, ctx);
@@ -134,9 +96,5 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
         let now: AccountInfo = node.storage_decoded(&bob_key)?;
         (now.free != before.free).then_some(now)
     });
-    assert_eq!(
-        after.free - before.free,
-        amount,
-        "Bob received exactly the amount sent"
-    );
+    assert_eq!(after.free - before.free, amount, "Bob received exactly the amount sent");
 }

@@ -28,10 +28,7 @@ fn start_network(dir: &std::path::Path) -> Vec<Node> {
             ];
             if i != 0 {
                 args.push("--bootnodes".into());
-                args.push(format!(
-                    "/ip4/127.0.0.1/tcp/{}/p2p/{ALICE_PEER_ID}",
-                    alice_ports.p2p
-                ));
+                args.push(format!("/ip4/127.0.0.1/tcp/{}/p2p/{ALICE_PEER_ID}", alice_ports.p2p));
             }
             Node::start(name, ports, &args, dir)
         })
@@ -73,13 +70,8 @@ fn four_validators_finalize_survive_one_down_and_resync() {
     let (head_hash, head) = nodes[0].finalized().expect("alice answers");
     let dave = &nodes[3];
     dave.wait_finalized(head, Duration::from_secs(240));
-    let dave_hash = wait_for(
-        "Dave to serve the finalized block",
-        Duration::from_secs(30),
-        || dave.block_hash(head),
-    );
-    assert_eq!(
-        dave_hash, head_hash,
-        "Dave re-synced onto the same finalized chain"
-    );
+    let dave_hash = wait_for("Dave to serve the finalized block", Duration::from_secs(30), || {
+        dave.block_hash(head)
+    });
+    assert_eq!(dave_hash, head_hash, "Dave re-synced onto the same finalized chain");
 }

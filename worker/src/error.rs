@@ -84,9 +84,5 @@ pub(crate) fn io(
     path: impl Into<PathBuf>,
 ) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
-    move |source| Error::Io {
-        action,
-        path,
-        source,
-    }
+    move |source| Error::Io { action, path, source }
 }

@@ -29,10 +29,8 @@ use ergon_job_spec::JobSpec;
 /// Reads and validates a JSON job spec.
 pub fn load_spec(path: &Path) -> Result<JobSpec> {
     let bytes = std::fs::read(path).map_err(error::io("reading", path))?;
-    let spec: JobSpec = serde_json::from_slice(&bytes).map_err(|source| Error::SpecJson {
-        path: path.into(),
-        source,
-    })?;
+    let spec: JobSpec = serde_json::from_slice(&bytes)
+        .map_err(|source| Error::SpecJson { path: path.into(), source })?;
     spec.validate()?;
     Ok(spec)
 }

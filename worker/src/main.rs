@@ -69,16 +69,7 @@ fn parse_seed(s: &str) -> Result<rng::Seed, String> {
 
 fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
-        Command::Train {
-            spec,
-            out,
-            seed,
-            job_id,
-            trainer,
-            threads,
-            cuda,
-            quiet,
-        } => {
+        Command::Train { spec, out, seed, job_id, trainer, threads, cuda, quiet } => {
             if let Some(t) = threads {
                 // Read by candle's CPU kernels at first use.
                 std::env::set_var("RAYON_NUM_THREADS", t.to_string());
@@ -88,11 +79,8 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 Some(s) => parse_seed(&s)?,
                 None => rng::job_seed(job_id, trainer.as_bytes()),
             };
-            let device = if cuda {
-                candle_core::Device::new_cuda(0)?
-            } else {
-                candle_core::Device::Cpu
-            };
+            let device =
+                if cuda { candle_core::Device::new_cuda(0)? } else { candle_core::Device::Cpu };
             let summary = spec.validate()?;
             eprintln!(
                 "training {} parameters, {} steps, {:.3} ut of work, seed {}",
@@ -101,13 +89,8 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 summary.training_micro_ut() as f64 / 1e6,
                 data::hex(&seed)
             );
-            let opts = train::TrainOptions {
-                out,
-                seed,
-                device,
-                progress: !quiet,
-                halt_after_step: None,
-            };
+            let opts =
+                train::TrainOptions { out, seed, device, progress: !quiet, halt_after_step: None };
             match train::train(&spec, &opts)? {
                 train::Outcome::Finished(r) => {
                     println!("root {}", data::hex(&r.root));
@@ -171,28 +154,16 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let spec = load_spec(&spec)?;
             let s = spec.validate()?;
             println!("parameters        {}", s.parameters);
-            println!(
-                "forward FLOPs     {} per sample",
-                s.forward_flops_per_sample
-            );
+            println!("forward FLOPs     {} per sample", s.forward_flops_per_sample);
             println!("training FLOPs    {}", s.training_flops);
             println!("training work     {} micro-ut", s.training_micro_ut());
-            println!(
-                "steps             {} ({} per epoch)",
-                s.total_steps, s.steps_per_epoch
-            );
+            println!("steps             {} ({} per epoch)", s.total_steps, s.steps_per_epoch);
             println!("checkpoints       {}", s.checkpoints);
             Ok(ExitCode::SUCCESS)
         }
         Command::ContentRoot { files } => {
-            let bytes = files
-                .iter()
-                .map(|f| data::fetch(f))
-                .collect::<Result<Vec<_>, Error>>()?;
-            println!(
-                "{}",
-                data::hex(&data::content_root(bytes.iter().map(|b| b.as_slice())))
-            );
+            let bytes = files.iter().map(|f| data::fetch(f)).collect::<Result<Vec<_>, Error>>()?;
+            println!("{}", data::hex(&data::content_root(bytes.iter().map(|b| b.as_slice()))));
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -35,26 +35,14 @@ enum Init {
 /// One layer, holding indices into [`Model::params`].
 enum Block {
     Linear(Lin),
-    Conv2d {
-        w: usize,
-        b: Option<usize>,
-        stride: usize,
-        padding: usize,
-    },
-    MaxPool2d {
-        kernel: usize,
-        stride: usize,
-    },
+    Conv2d { w: usize, b: Option<usize>, stride: usize, padding: usize },
+    MaxPool2d { kernel: usize, stride: usize },
     Flatten,
     Relu,
     Gelu,
     LayerNorm(Norm),
-    Embedding {
-        w: usize,
-    },
-    Positional {
-        w: usize,
-    },
+    Embedding { w: usize },
+    Positional { w: usize },
     Transformer(Box<TransformerBlock>),
 }
 
@@ -107,10 +95,7 @@ impl Builder<'_> {
             Init::Const(c) => vec![c; n],
         };
         let t = Tensor::from_vec(values, shape, self.device)?.to_dtype(self.dtype)?;
-        self.params.push(Param {
-            name,
-            var: Var::from_tensor(&t)?,
-        });
+        self.params.push(Param { name, var: Var::from_tensor(&t)? });
         Ok(self.params.len() - 1)
     }
 
@@ -136,64 +121,33 @@ impl Model {
     /// Builds the model of `spec` with weights drawn from `seed` (C0 = Init(seed), bit for bit).
     /// The spec must have been validated.
     pub fn new(spec: &JobSpec, seed: &Seed, device: &Device, dtype: DType) -> Result<Model> {
-        let mut b = Builder {
-            seed,
-            device,
-            dtype,
-            params: Vec::new(),
-        };
+        let mut b = Builder { seed, device, dtype, params: Vec::new() };
         let mut blocks = Vec::new();
         for (i, layer) in spec.model.layers.iter().enumerate() {
             let p = format!("layers.{i}");
             let block = match *layer {
-                Layer::Linear {
-                    in_features,
-                    out_features,
-                    bias,
-                } => Block::Linear(b.linear(
+                Layer::Linear { in_features, out_features, bias } => Block::Linear(b.linear(
                     &p,
                     in_features as usize,
                     out_features as usize,
                     bias,
                 )?),
-                Layer::Conv2d {
-                    in_channels,
-                    out_channels,
-                    kernel_size,
-                    stride,
-                    padding,
-                    bias,
-                } => {
-                    let (cin, cout, k) = (
-                        in_channels as usize,
-                        out_channels as usize,
-                        kernel_size as usize,
-                    );
+                Layer::Conv2d { in_channels, out_channels, kernel_size, stride, padding, bias } => {
+                    let (cin, cout, k) =
+                        (in_channels as usize, out_channels as usize, kernel_size as usize);
                     let fan_in = cin * k * k;
-                    let w = b.param(
-                        format!("{p}.weight"),
-                        &[cout, cin, k, k],
-                        Init::FanIn(fan_in),
-                    )?;
+                    let w =
+                        b.param(format!("{p}.weight"), &[cout, cin, k, k], Init::FanIn(fan_in))?;
                     let bias = if bias {
                         Some(b.param(format!("{p}.bias"), &[cout], Init::FanIn(fan_in))?)
                     } else {
                         None
                     };
-                    Block::Conv2d {
-                        w,
-                        b: bias,
-                        stride: stride as usize,
-                        padding: padding as usize,
-                    }
+                    Block::Conv2d { w, b: bias, stride: stride as usize, padding: padding as usize }
                 }
-                Layer::MaxPool2d {
-                    kernel_size,
-                    stride,
-                } => Block::MaxPool2d {
-                    kernel: kernel_size as usize,
-                    stride: stride as usize,
-                },
+                Layer::MaxPool2d { kernel_size, stride } => {
+                    Block::MaxPool2d { kernel: kernel_size as usize, stride: stride as usize }
+                }
                 Layer::Flatten => Block::Flatten,
                 Layer::ReLU => Block::Relu,
                 Layer::GELU => Block::Gelu,
@@ -227,10 +181,7 @@ impl Model {
             };
             blocks.push(block);
         }
-        Ok(Model {
-            params: b.params,
-            blocks,
-        })
+        Ok(Model { params: b.params, blocks })
     }
 
     fn p(&self, i: usize) -> &Tensor {
@@ -257,9 +208,7 @@ impl Model {
         let centered = x.broadcast_sub(&mean)?;
         let var = centered.sqr()?.mean_keepdim(D::Minus1)?;
         let normed = centered.broadcast_div(&(var + LAYER_NORM_EPS)?.sqrt()?)?;
-        Ok(normed
-            .broadcast_mul(self.p(n.gamma))?
-            .broadcast_add(self.p(n.beta))?)
+        Ok(normed.broadcast_mul(self.p(n.gamma))?.broadcast_add(self.p(n.beta))?)
     }
 
     fn attention(&self, x: &Tensor, blk: &TransformerBlock) -> Result<Tensor> {
@@ -267,25 +216,15 @@ impl Model {
         let (h, dh) = (blk.heads, d / blk.heads);
         let qkv = self.linear(x, blk.qkv)?; // [B, T, 3d]
         let split = |i: usize| -> Result<Tensor> {
-            Ok(qkv
-                .narrow(2, i * d, d)?
-                .reshape((bsz, t, h, dh))?
-                .transpose(1, 2)?
-                .contiguous()?)
+            Ok(qkv.narrow(2, i * d, d)?.reshape((bsz, t, h, dh))?.transpose(1, 2)?.contiguous()?)
         };
         let (q, k, v) = (split(0)?, split(1)?, split(2)?); // [B, H, T, dh]
         let scores = (q.matmul(&k.t()?)? * (1.0 / (dh as f64).sqrt()))?; // [B, H, T, T]
-        let mask: Vec<f32> = (0..t * t)
-            .map(|i| if i % t > i / t { -1e9 } else { 0.0 })
-            .collect();
+        let mask: Vec<f32> = (0..t * t).map(|i| if i % t > i / t { -1e9 } else { 0.0 }).collect();
         let mask = Tensor::from_vec(mask, (t, t), x.device())?.to_dtype(x.dtype())?;
         let scores = scores.broadcast_add(&mask)?;
         let probs = softmax_last_dim(&scores)?;
-        let ctx = probs
-            .matmul(&v)?
-            .transpose(1, 2)?
-            .contiguous()?
-            .reshape((bsz, t, d))?;
+        let ctx = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((bsz, t, d))?;
         self.linear(&ctx, blk.proj)
     }
 
@@ -295,21 +234,14 @@ impl Model {
         for block in &self.blocks {
             x = match block {
                 Block::Linear(lin) => self.linear(&x, *lin)?,
-                Block::Conv2d {
-                    w,
-                    b,
-                    stride,
-                    padding,
-                } => {
+                Block::Conv2d { w, b, stride, padding } => {
                     let y = x.conv2d(self.p(*w), *padding, *stride, 1, 1)?;
                     match b {
                         Some(b) => y.broadcast_add(&self.p(*b).reshape((1, (), 1, 1))?)?,
                         None => y,
                     }
                 }
-                Block::MaxPool2d { kernel, stride } => {
-                    x.max_pool2d_with_stride(*kernel, *stride)?
-                }
+                Block::MaxPool2d { kernel, stride } => max_pool2d(&x, *kernel, *stride)?,
                 Block::Flatten => x.flatten_from(1)?,
                 Block::Relu => x.relu()?,
                 Block::Gelu => x.gelu()?,
@@ -317,9 +249,7 @@ impl Model {
                 Block::Embedding { w } => {
                     let (bsz, t) = x.dims2()?;
                     let d = self.p(*w).dim(1)?;
-                    self.p(*w)
-                        .index_select(&x.flatten_all()?, 0)?
-                        .reshape((bsz, t, d))?
+                    self.p(*w).index_select(&x.flatten_all()?, 0)?.reshape((bsz, t, d))?
                 }
                 Block::Positional { w } => {
                     let t = x.dim(1)?;
@@ -327,15 +257,40 @@ impl Model {
                 }
                 Block::Transformer(blk) => {
                     let x1 = (&x + self.attention(&self.layer_norm(&x, &blk.ln1)?, blk)?)?;
-                    let hdn = self
-                        .linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?
-                        .gelu()?;
+                    let hdn = self.linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?.gelu()?;
                     (&x1 + self.linear(&hdn, blk.fc2)?)?
                 }
             };
         }
         Ok(x)
     }
+}
+
+/// Max pooling over `kernel`×`kernel` windows every `stride` pixels of `[N, C, H, W]`.
+///
+/// Candle's own max-pool backward scales the gradient by 1/kernel² (and needs stride = kernel), so
+/// this one is built from differentiable primitives: gather the k² window positions with index
+/// selects, pick the first maximum of each window with a constant one-hot mask, and sum. Exactly one
+/// input per window receives the gradient, as in PyTorch.
+pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
+    let (_, _, h, w) = x.dims4()?;
+    let (ho, wo) = ((h - kernel) / stride + 1, (w - kernel) / stride + 1);
+    let positions = |offset: usize, n: usize| -> Result<Tensor> {
+        let idx: Vec<u32> = (0..n).map(|i| (i * stride + offset) as u32).collect();
+        Ok(Tensor::from_vec(idx, n, x.device())?)
+    };
+    let mut windows = Vec::with_capacity(kernel * kernel);
+    for di in 0..kernel {
+        let rows = x.index_select(&positions(di, ho)?, 2)?;
+        for dj in 0..kernel {
+            windows.push(rows.index_select(&positions(dj, wo)?, 3)?);
+        }
+    }
+    let stacked = Tensor::stack(&windows, 4)?; // [N, C, H', W', k²]
+    let first_max = stacked.detach().argmax_keepdim(4)?; // [N, C, H', W', 1]
+    let slots = Tensor::arange(0u32, (kernel * kernel) as u32, x.device())?;
+    let mask = slots.broadcast_as(stacked.dims())?.broadcast_eq(&first_max)?.to_dtype(x.dtype())?;
+    Ok((stacked * mask)?.sum(4)?)
 }
 
 /// Softmax over the last dimension from primitive ops (differentiable), shifted by the detached max.
@@ -361,11 +316,8 @@ pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
 pub fn correct(logits: &Tensor, targets: &Tensor) -> Result<u64> {
     let classes = logits.dim(D::Minus1)?;
     let pred = logits.reshape(((), classes))?.argmax(1)?;
-    let hits = pred
-        .eq(&targets.flatten_all()?)?
-        .to_dtype(DType::U32)?
-        .sum_all()?
-        .to_scalar::<u32>()?;
+    let hits =
+        pred.eq(&targets.flatten_all()?)?.to_dtype(DType::U32)?.sum_all()?.to_scalar::<u32>()?;
     Ok(hits as u64)
 }
 
@@ -387,9 +339,7 @@ mod tests {
             samples: 4,
         };
         let spec = JobSpec {
-            model: ModelSpec {
-                layers: Bounded::new(layers).unwrap(),
-            },
+            model: ModelSpec { layers: Bounded::new(layers).unwrap() },
             train: data.clone(),
             validation: data,
             optimizer: Optimizer::Sgd {
@@ -410,42 +360,24 @@ mod tests {
         let device = Device::Cpu;
         let model = Model::new(spec, &[3; 32], &device, DType::F64).unwrap();
         let loss_of = |m: &Model| {
-            cross_entropy(&m.forward(&x).unwrap(), &y)
-                .unwrap()
-                .to_scalar::<f64>()
-                .unwrap()
+            cross_entropy(&m.forward(&x).unwrap(), &y).unwrap().to_scalar::<f64>().unwrap()
         };
-        let grads = cross_entropy(&model.forward(&x).unwrap(), &y)
-            .unwrap()
-            .backward()
-            .unwrap();
+        let grads = cross_entropy(&model.forward(&x).unwrap(), &y).unwrap().backward().unwrap();
         let mut pick = Stream::new(&[9; 32], "pick", b"");
         for p in &model.params {
-            let analytic = grads
-                .get(p.var.as_tensor())
-                .expect("every parameter gets a gradient");
+            let analytic = grads.get(p.var.as_tensor()).expect("every parameter gets a gradient");
             let analytic = analytic.flatten_all().unwrap().to_vec1::<f64>().unwrap();
-            let original = p
-                .var
-                .as_tensor()
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f64>()
-                .unwrap();
+            let original = p.var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
             for _ in 0..6.min(original.len()) {
                 let i = pick.below(original.len() as u64) as usize;
                 let eps = 1e-6;
                 let mut plus = original.clone();
                 plus[i] += eps;
-                p.var
-                    .set(&Tensor::from_vec(plus, p.var.dims(), &device).unwrap())
-                    .unwrap();
+                p.var.set(&Tensor::from_vec(plus, p.var.dims(), &device).unwrap()).unwrap();
                 let lp = loss_of(&model);
                 let mut minus = original.clone();
                 minus[i] -= eps;
-                p.var
-                    .set(&Tensor::from_vec(minus, p.var.dims(), &device).unwrap())
-                    .unwrap();
+                p.var.set(&Tensor::from_vec(minus, p.var.dims(), &device).unwrap()).unwrap();
                 let lm = loss_of(&model);
                 p.var
                     .set(&Tensor::from_vec(original.clone(), p.var.dims(), &device).unwrap())
@@ -465,9 +397,7 @@ mod tests {
 
     fn randn(shape: &[usize], seed: u8) -> Tensor {
         let mut s = Stream::new(&[seed; 32], "x", b"");
-        let v: Vec<f64> = (0..shape.iter().product())
-            .map(|_| s.normal() as f64)
-            .collect();
+        let v: Vec<f64> = (0..shape.iter().product()).map(|_| s.normal() as f64).collect();
         Tensor::from_vec(v, shape, &Device::Cpu).unwrap()
     }
 
@@ -479,29 +409,14 @@ mod tests {
     fn linear_relu_gelu_layernorm_gradients() {
         let spec = spec_of(
             vec![
-                Layer::Linear {
-                    in_features: 5,
-                    out_features: 6,
-                    bias: true,
-                },
+                Layer::Linear { in_features: 5, out_features: 6, bias: true },
                 Layer::GELU,
                 Layer::LayerNorm { dim: 6 },
-                Layer::Linear {
-                    in_features: 6,
-                    out_features: 4,
-                    bias: false,
-                },
+                Layer::Linear { in_features: 6, out_features: 4, bias: false },
                 Layer::ReLU,
-                Layer::Linear {
-                    in_features: 4,
-                    out_features: 3,
-                    bias: true,
-                },
+                Layer::Linear { in_features: 4, out_features: 3, bias: true },
             ],
-            DataFormat::Csv {
-                features: 5,
-                classes: 3,
-            },
+            DataFormat::Csv { features: 5, classes: 3 },
         );
         grad_check(&spec, randn(&[4, 5], 1), labels(&[0, 2, 1, 2]));
     }
@@ -518,10 +433,7 @@ mod tests {
                     padding: 1,
                     bias: true,
                 },
-                Layer::MaxPool2d {
-                    kernel_size: 2,
-                    stride: 2,
-                },
+                Layer::MaxPool2d { kernel_size: 2, stride: 2 },
                 Layer::Conv2d {
                     in_channels: 3,
                     out_channels: 2,
@@ -531,41 +443,41 @@ mod tests {
                     bias: false,
                 },
                 Layer::Flatten,
-                Layer::Linear {
-                    in_features: 2,
-                    out_features: 3,
-                    bias: true,
-                },
+                Layer::Linear { in_features: 2, out_features: 3, bias: true },
             ],
-            DataFormat::Idx {
-                height: 4,
-                width: 4,
-                classes: 3,
-            },
+            DataFormat::Idx { height: 4, width: 4, classes: 3 },
         );
         grad_check(&spec, randn(&[3, 1, 4, 4], 2), labels(&[1, 0, 2]));
+
+        // Strided, padded convolution and overlapping pooling windows.
+        let spec = spec_of(
+            vec![
+                Layer::Conv2d {
+                    in_channels: 1,
+                    out_channels: 2,
+                    kernel_size: 3,
+                    stride: 2,
+                    padding: 1,
+                    bias: true,
+                },
+                Layer::MaxPool2d { kernel_size: 2, stride: 1 },
+                Layer::Flatten,
+                Layer::Linear { in_features: 8, out_features: 3, bias: true },
+            ],
+            DataFormat::Idx { height: 5, width: 5, classes: 3 },
+        );
+        grad_check(&spec, randn(&[3, 1, 5, 5], 4), labels(&[2, 2, 0]));
     }
 
     #[test]
     fn embedding_positional_transformer_gradients() {
         let spec = spec_of(
             vec![
-                Layer::Embedding {
-                    vocab_size: 256,
-                    dim: 8,
-                },
+                Layer::Embedding { vocab_size: 256, dim: 8 },
                 Layer::PositionalEmbedding { max_len: 4, dim: 8 },
-                Layer::TransformerBlock {
-                    dim: 8,
-                    heads: 2,
-                    hidden: 12,
-                },
+                Layer::TransformerBlock { dim: 8, heads: 2, hidden: 12 },
                 Layer::LayerNorm { dim: 8 },
-                Layer::Linear {
-                    in_features: 8,
-                    out_features: 256,
-                    bias: true,
-                },
+                Layer::Linear { in_features: 8, out_features: 256, bias: true },
             ],
             DataFormat::Text { seq_len: 4 },
         );
@@ -574,33 +486,36 @@ mod tests {
     }
 
     #[test]
+    fn max_pool_matches_candle_forward_and_routes_ties_to_one_input() {
+        let x = randn(&[2, 3, 6, 6], 5);
+        let ours = max_pool2d(&x, 2, 2).unwrap();
+        let theirs = x.max_pool2d_with_stride(2, 2).unwrap();
+        let diff =
+            (ours - theirs).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+        assert_eq!(diff, 0.0);
+        // Overlapping windows (stride < kernel) have the right shape.
+        assert_eq!(max_pool2d(&x, 3, 1).unwrap().dims(), &[2, 3, 4, 4]);
+        // A window of equal values passes the gradient to one input only.
+        let flat = Var::from_tensor(&Tensor::ones((1, 1, 2, 2), DType::F64, &Device::Cpu).unwrap())
+            .unwrap();
+        let g = max_pool2d(flat.as_tensor(), 2, 2).unwrap().sum_all().unwrap().backward().unwrap();
+        let g = g.get(flat.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        assert_eq!(g, vec![1.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
     fn attention_is_causal() {
         let spec = spec_of(
             vec![
-                Layer::Embedding {
-                    vocab_size: 256,
-                    dim: 8,
-                },
-                Layer::TransformerBlock {
-                    dim: 8,
-                    heads: 2,
-                    hidden: 8,
-                },
-                Layer::Linear {
-                    in_features: 8,
-                    out_features: 256,
-                    bias: true,
-                },
+                Layer::Embedding { vocab_size: 256, dim: 8 },
+                Layer::TransformerBlock { dim: 8, heads: 2, hidden: 8 },
+                Layer::Linear { in_features: 8, out_features: 256, bias: true },
             ],
             DataFormat::Text { seq_len: 4 },
         );
         let m = Model::new(&spec, &[1; 32], &Device::Cpu, DType::F64).unwrap();
-        let a = m
-            .forward(&Tensor::new(&[[1u32, 2, 3, 4]], &Device::Cpu).unwrap())
-            .unwrap();
-        let b = m
-            .forward(&Tensor::new(&[[1u32, 2, 3, 99]], &Device::Cpu).unwrap())
-            .unwrap();
+        let a = m.forward(&Tensor::new(&[[1u32, 2, 3, 4]], &Device::Cpu).unwrap()).unwrap();
+        let b = m.forward(&Tensor::new(&[[1u32, 2, 3, 99]], &Device::Cpu).unwrap()).unwrap();
         // Changing the last token leaves the first three positions' outputs unchanged.
         let diff = (a.narrow(1, 0, 3).unwrap() - b.narrow(1, 0, 3).unwrap())
             .unwrap()
@@ -614,25 +529,12 @@ mod tests {
     #[test]
     fn initialization_is_a_pure_function_of_the_seed() {
         let spec = spec_of(
-            vec![Layer::Linear {
-                in_features: 5,
-                out_features: 3,
-                bias: true,
-            }],
-            DataFormat::Csv {
-                features: 5,
-                classes: 3,
-            },
+            vec![Layer::Linear { in_features: 5, out_features: 3, bias: true }],
+            DataFormat::Csv { features: 5, classes: 3 },
         );
         let w = |seed: u8| {
             let m = Model::new(&spec, &[seed; 32], &Device::Cpu, DType::F32).unwrap();
-            m.params[0]
-                .var
-                .as_tensor()
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap()
+            m.params[0].var.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap()
         };
         assert_eq!(w(1), w(1));
         assert_ne!(w(1), w(2));

@@ -30,16 +30,10 @@ impl Optimizer {
         let state = params
             .iter()
             .map(|p| {
-                (0..slots)
-                    .map(|_| p.var.as_tensor().zeros_like())
-                    .collect::<Result<Vec<_>, _>>()
+                (0..slots).map(|_| p.var.as_tensor().zeros_like()).collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Optimizer {
-            spec,
-            step: 0,
-            state,
-        })
+        Ok(Optimizer { spec, step: 0, state })
     }
 
     /// Names of the state slots of one parameter.
@@ -66,23 +60,13 @@ impl Optimizer {
                 None => w.zeros_like()?,
             };
             match self.spec {
-                OptimizerSpec::Sgd {
-                    lr,
-                    momentum,
-                    weight_decay,
-                } => {
+                OptimizerSpec::Sgd { lr, momentum, weight_decay } => {
                     let g = (g + (w * weight_decay.to_f64())?)?;
                     let v = ((&state[0] * momentum.to_f64())? + g)?;
                     param.var.set(&(w - (&v * lr.to_f64())?)?)?;
                     state[0] = v;
                 }
-                OptimizerSpec::AdamW {
-                    lr,
-                    beta1,
-                    beta2,
-                    eps,
-                    weight_decay,
-                } => {
+                OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
                     let (lr, b1, b2, eps) =
                         (lr.to_f64(), beta1.to_f64(), beta2.to_f64(), eps.to_f64());
                     let decayed = (w * (1.0 - lr * weight_decay.to_f64()))?;

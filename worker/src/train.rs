@@ -108,11 +108,7 @@ fn cpu_features() -> Vec<String> {
 
 /// A batch of `indices` from `samples`: inputs `[B, …]` (f32 or u32 tokens) and targets (u32).
 pub fn batch(samples: &Samples, indices: &[u64], device: &Device) -> Result<(Tensor, Tensor)> {
-    let (n, per, tps) = (
-        indices.len(),
-        samples.sample_len(),
-        samples.targets_per_sample,
-    );
+    let (n, per, tps) = (indices.len(), samples.sample_len(), samples.targets_per_sample);
     let mut shape = vec![n];
     shape.extend(&samples.sample_shape);
     let x = match &samples.inputs {
@@ -199,19 +195,13 @@ pub fn load_checkpoint(
             reason: "checkpoint does not match its recorded digest".into(),
         });
     }
-    let device = model
-        .params
-        .first()
-        .map(|p| p.var.device().clone())
-        .unwrap_or(Device::Cpu);
+    let device = model.params.first().map(|p| p.var.device().clone()).unwrap_or(Device::Cpu);
     let tensors = host.to_tensors(&device, DType::F32)?;
     for p in &model.params {
-        let t = tensors
-            .get(&format!("param.{}", p.name))
-            .ok_or_else(|| Error::Bundle {
-                path: path.clone(),
-                reason: format!("parameter {} missing", p.name),
-            })?;
+        let t = tensors.get(&format!("param.{}", p.name)).ok_or_else(|| Error::Bundle {
+            path: path.clone(),
+            reason: format!("parameter {} missing", p.name),
+        })?;
         if t.dims() != p.var.dims() {
             return Err(Error::Bundle {
                 path: path.clone(),
@@ -224,10 +214,8 @@ pub fn load_checkpoint(
 }
 
 fn write_progress(dir: &Path, progress: &Progress) -> Result<()> {
-    let bytes = serde_json::to_vec(progress).map_err(|e| Error::Bundle {
-        path: dir.into(),
-        reason: e.to_string(),
-    })?;
+    let bytes = serde_json::to_vec(progress)
+        .map_err(|e| Error::Bundle { path: dir.into(), reason: e.to_string() })?;
     checkpoint::write_atomic(&dir.join(PROGRESS_FILE), &bytes)
 }
 
@@ -264,10 +252,8 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     let progress_path = dir.join(PROGRESS_FILE);
     let mut progress = if progress_path.exists() {
         let bytes = fs::read(&progress_path).map_err(io("reading", &progress_path))?;
-        let p: Progress = serde_json::from_slice(&bytes).map_err(|e| Error::Bundle {
-            path: progress_path.clone(),
-            reason: e.to_string(),
-        })?;
+        let p: Progress = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Bundle { path: progress_path.clone(), reason: e.to_string() })?;
         if p.spec_hash != spec_hash || p.seed != seed_hex {
             return Err(Error::Bundle {
                 path: dir.clone(),
@@ -312,10 +298,7 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         if order.as_ref().map(|(e, _)| *e) != Some(epoch) {
             order = Some((epoch, rng::epoch_order(&opts.seed, epoch, n)));
         }
-        let perm = &order
-            .as_ref()
-            .map(|(_, o)| o.as_slice())
-            .unwrap_or_default();
+        let perm = &order.as_ref().map(|(_, o)| o.as_slice()).unwrap_or_default();
         let lo = (in_epoch * spec.batch_size as u64).min(n) as usize;
         let hi = ((in_epoch + 1) * spec.batch_size as u64).min(n) as usize;
         let (x, y) = batch(&train_set, &perm[lo..hi], device)?;
@@ -325,19 +308,14 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         opt.step(&model.params, &grads)?;
         let loss_value = loss.to_scalar::<f32>()?;
         if !loss_value.is_finite() {
-            return Err(Error::Diverged {
-                step,
-                loss: loss_value,
-            });
+            return Err(Error::Diverged { step, loss: loss_value });
         }
         progress.losses.push(loss_value);
 
         let done = step + 1;
         if done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps {
             let t = Instant::now();
-            progress
-                .checkpoints
-                .push(write_checkpoint(dir, done, &model, &opt)?);
+            progress.checkpoints.push(write_checkpoint(dir, done, &model, &opt)?);
             write_progress(dir, &progress)?;
             checkpoint_seconds += t.elapsed().as_secs_f64();
         }
@@ -357,19 +335,12 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
 
     let (validation_loss, validation_accuracy) = evaluate(&model, &val_set, device)?;
     if !validation_loss.is_finite() {
-        return Err(Error::Diverged {
-            step: summary.total_steps,
-            loss: validation_loss,
-        });
+        return Err(Error::Diverged { step: summary.total_steps, loss: validation_loss });
     }
-    let last = progress
-        .checkpoints
-        .last()
-        .cloned()
-        .ok_or_else(|| Error::Bundle {
-            path: dir.clone(),
-            reason: "no checkpoint written".into(),
-        })?;
+    let last = progress.checkpoints.last().cloned().ok_or_else(|| Error::Bundle {
+        path: dir.clone(),
+        reason: "no checkpoint written".into(),
+    })?;
     let weight_hashes = last
         .tensors
         .iter()
@@ -395,17 +366,11 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         losses: progress.losses,
         checkpoints: progress.checkpoints,
     };
-    let bytes = manifest.to_bytes().map_err(|e| Error::Bundle {
-        path: dir.clone(),
-        reason: e.to_string(),
-    })?;
+    let bytes = manifest
+        .to_bytes()
+        .map_err(|e| Error::Bundle { path: dir.clone(), reason: e.to_string() })?;
     checkpoint::write_atomic(&dir.join(bundle::MANIFEST_FILE), &bytes)?;
     fs::remove_file(&progress_path).map_err(io("removing", &progress_path))?;
     let root = bundle::root_of(&bytes, &manifest)?;
-    Ok(Outcome::Finished(TrainReport {
-        root,
-        manifest,
-        train_seconds,
-        checkpoint_seconds,
-    }))
+    Ok(Outcome::Finished(TrainReport { root, manifest, train_seconds, checkpoint_seconds }))
 }

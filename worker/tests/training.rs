@@ -18,10 +18,8 @@ fn dataset(dir: &Path, name: &str, format: DataFormat, bytes: &[u8], samples: u6
     std::fs::write(&path, bytes).unwrap();
     Dataset {
         format,
-        files: Bounded::new(vec![
-            BoundedString::from_str(path.to_str().unwrap()).unwrap()
-        ])
-        .unwrap(),
+        files: Bounded::new(vec![BoundedString::from_str(path.to_str().unwrap()).unwrap()])
+            .unwrap(),
         content_root: Hash32(data::content_root([bytes])),
         samples,
     }
@@ -41,25 +39,14 @@ fn csv_spec(dir: &Path) -> JobSpec {
             f(3)
         ));
     }
-    let format = DataFormat::Csv {
-        features: 4,
-        classes: 3,
-    };
+    let format = DataFormat::Csv { features: 4, classes: 3 };
     let d = dataset(dir, "train.csv", format.clone(), text.as_bytes(), 150);
     JobSpec {
         model: Model {
             layers: Bounded::new(vec![
-                Layer::Linear {
-                    in_features: 4,
-                    out_features: 16,
-                    bias: true,
-                },
+                Layer::Linear { in_features: 4, out_features: 16, bias: true },
                 Layer::ReLU,
-                Layer::Linear {
-                    in_features: 16,
-                    out_features: 3,
-                    bias: true,
-                },
+                Layer::Linear { in_features: 16, out_features: 3, bias: true },
             ])
             .unwrap(),
         },
@@ -85,25 +72,11 @@ fn text_spec(dir: &Path) -> JobSpec {
     JobSpec {
         model: Model {
             layers: Bounded::new(vec![
-                Layer::Embedding {
-                    vocab_size: 256,
-                    dim: 16,
-                },
-                Layer::PositionalEmbedding {
-                    max_len: 16,
-                    dim: 16,
-                },
-                Layer::TransformerBlock {
-                    dim: 16,
-                    heads: 2,
-                    hidden: 32,
-                },
+                Layer::Embedding { vocab_size: 256, dim: 16 },
+                Layer::PositionalEmbedding { max_len: 16, dim: 16 },
+                Layer::TransformerBlock { dim: 16, heads: 2, hidden: 32 },
                 Layer::LayerNorm { dim: 16 },
-                Layer::Linear {
-                    in_features: 16,
-                    out_features: 256,
-                    bias: true,
-                },
+                Layer::Linear { in_features: 16, out_features: 256, bias: true },
             ])
             .unwrap(),
         },
@@ -142,10 +115,7 @@ fn finished(outcome: Outcome) -> train::TrainReport {
 fn check_deterministic_and_resumable(spec: &JobSpec, dir: &Path, halt: u64) {
     let a = finished(train::train(spec, &options(dir.join("a"), None)).unwrap());
     let b = finished(train::train(spec, &options(dir.join("b"), None)).unwrap());
-    assert_eq!(
-        a.root, b.root,
-        "two runs of the same spec and seed give the same root"
-    );
+    assert_eq!(a.root, b.root, "two runs of the same spec and seed give the same root");
     assert_eq!(a.manifest, b.manifest);
 
     // Killed after `halt` steps (between checkpoints), a stale temporary file left behind…
@@ -163,10 +133,7 @@ fn check_deterministic_and_resumable(spec: &JobSpec, dir: &Path, halt: u64) {
     other.seed = [43; 32];
     let d = finished(train::train(spec, &other).unwrap());
     assert_ne!(d.root, a.root);
-    assert_ne!(
-        d.manifest.checkpoints[0].digest,
-        a.manifest.checkpoints[0].digest
-    );
+    assert_ne!(d.manifest.checkpoints[0].digest, a.manifest.checkpoints[0].digest);
 
     // inspect recomputes the same root and finds no problem.
     let inspection = bundle::inspect(&dir.join("a")).unwrap();
@@ -185,17 +152,10 @@ fn csv_mlp_sgd_is_deterministic_and_resumes_to_the_same_root() {
     // 3 epochs × ceil(150/16) = 30 steps; checkpoints at 0, 4, …, 28 and 30.
     assert_eq!(r.manifest.total_steps, 30);
     assert_eq!(
-        r.manifest
-            .checkpoints
-            .iter()
-            .map(|c| c.step)
-            .collect::<Vec<_>>(),
+        r.manifest.checkpoints.iter().map(|c| c.step).collect::<Vec<_>>(),
         vec![0, 4, 8, 12, 16, 20, 24, 28, 30]
     );
-    assert!(
-        r.manifest.losses.last().unwrap() < &r.manifest.losses[0],
-        "the loss goes down"
-    );
+    assert!(r.manifest.losses.last().unwrap() < &r.manifest.losses[0], "the loss goes down");
 }
 
 #[test]
@@ -216,11 +176,7 @@ fn corrupted_or_truncated_checkpoints_are_reported_not_panics() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0x40;
     std::fs::write(&ckpt, &bytes).unwrap();
-    std::fs::write(
-        out.join(bundle::checkpoint_file(12)),
-        &bytes[..bytes.len() / 3],
-    )
-    .unwrap();
+    std::fs::write(out.join(bundle::checkpoint_file(12)), &bytes[..bytes.len() / 3]).unwrap();
     std::fs::remove_file(out.join(bundle::checkpoint_file(16))).unwrap();
     let r = bundle::inspect(&out).unwrap();
     let joined = r.problems.join("\n");
@@ -237,27 +193,19 @@ fn wrong_content_root_and_missing_files_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let mut spec = csv_spec(dir.path());
     spec.train.content_root = Hash32([0xab; 32]);
-    let err = train::train(&spec, &options(dir.path().join("x"), None))
-        .err()
-        .unwrap();
+    let err = train::train(&spec, &options(dir.path().join("x"), None)).err().unwrap();
     assert!(matches!(err, Error::ContentRoot { .. }), "{err}");
     assert!(err.to_string().contains("0xabab"), "{err}");
 
     let mut spec = csv_spec(dir.path());
-    spec.validation.files = Bounded::new(vec![
-        BoundedString::from_str("/nonexistent/val.csv").unwrap()
-    ])
-    .unwrap();
-    let err = train::train(&spec, &options(dir.path().join("y"), None))
-        .err()
-        .unwrap();
+    spec.validation.files =
+        Bounded::new(vec![BoundedString::from_str("/nonexistent/val.csv").unwrap()]).unwrap();
+    let err = train::train(&spec, &options(dir.path().join("y"), None)).err().unwrap();
     assert!(err.to_string().contains("/nonexistent/val.csv"), "{err}");
 
     let mut spec = csv_spec(dir.path());
     spec.train.samples = 149;
-    let err = train::train(&spec, &options(dir.path().join("z"), None))
-        .err()
-        .unwrap();
+    let err = train::train(&spec, &options(dir.path().join("z"), None)).err().unwrap();
     assert!(err.to_string().contains("149"), "{err}");
 
     // A directory holding another run is refused rather than mixed.
@@ -265,20 +213,13 @@ fn wrong_content_root_and_missing_files_are_clear_errors() {
     train::train(&spec, &options(dir.path().join("w"), Some(2))).unwrap();
     let mut other = options(dir.path().join("w"), None);
     other.seed = [1; 32];
-    assert!(matches!(
-        train::train(&spec, &other),
-        Err(Error::Bundle { .. })
-    ));
+    assert!(matches!(train::train(&spec, &other), Err(Error::Bundle { .. })));
 }
 
 #[test]
 fn example_specs_are_valid() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    for name in [
-        "fashion-mnist-mlp.json",
-        "fashion-mnist-cnn.json",
-        "char-transformer.json",
-    ] {
+    for name in ["fashion-mnist-mlp.json", "fashion-mnist-cnn.json", "char-transformer.json"] {
         ergon_worker::load_spec(&examples.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }

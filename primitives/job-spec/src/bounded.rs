@@ -68,9 +68,7 @@ impl<T: DecodeWithMemTracking, const N: u32> DecodeWithMemTracking for Bounded<T
 
 impl<T: MaxEncodedLen, const N: u32> MaxEncodedLen for Bounded<T, N> {
     fn max_encoded_len() -> usize {
-        Compact(N)
-            .encoded_size()
-            .saturating_add((N as usize).saturating_mul(T::max_encoded_len()))
+        Compact(N).encoded_size().saturating_add((N as usize).saturating_mul(T::max_encoded_len()))
     }
 }
 
@@ -161,10 +159,7 @@ mod tests {
     fn decode_rejects_more_than_the_bound_before_allocating() {
         let five = vec![1u8, 2, 3, 4, 5].encode();
         assert!(Bounded::<u8, 4>::decode(&mut &five[..]).is_err());
-        assert_eq!(
-            Bounded::<u8, 5>::decode(&mut &five[..]).unwrap().as_slice(),
-            &[1, 2, 3, 4, 5]
-        );
+        assert_eq!(Bounded::<u8, 5>::decode(&mut &five[..]).unwrap().as_slice(), &[1, 2, 3, 4, 5]);
         // A huge claimed length with no data fails fast.
         let lie = Compact(u32::MAX).encode();
         assert!(Bounded::<u8, 1024>::decode(&mut &lie[..]).is_err());

@@ -21,25 +21,17 @@ fn mul(values: &[u128]) -> Option<u128> {
 }
 
 fn sum(values: &[Option<u128>]) -> Option<u128> {
-    values
-        .iter()
-        .try_fold(0u128, |acc, v| acc.checked_add((*v)?))
+    values.iter().try_fold(0u128, |acc, v| acc.checked_add((*v)?))
 }
 
 /// Linear on `rows` rows: `2·rows·in·out`, plus `rows·out` for the bias.
 pub fn linear(rows: u128, inp: u128, out: u128, bias: bool) -> Option<u128> {
-    sum(&[
-        mul(&[2, rows, inp, out]),
-        if bias { mul(&[rows, out]) } else { Some(0) },
-    ])
+    sum(&[mul(&[2, rows, inp, out]), if bias { mul(&[rows, out]) } else { Some(0) }])
 }
 
 /// Conv2d: `2·in·k²·out·H'·W'`, plus `out·H'·W'` for the bias.
 pub fn conv2d(inp: u128, out: u128, k: u128, ho: u128, wo: u128, bias: bool) -> Option<u128> {
-    sum(&[
-        mul(&[2, inp, k, k, out, ho, wo]),
-        if bias { mul(&[out, ho, wo]) } else { Some(0) },
-    ])
+    sum(&[mul(&[2, inp, k, k, out, ho, wo]), if bias { mul(&[out, ho, wo]) } else { Some(0) }])
 }
 
 /// MaxPool2d: one comparison per window element, `C·H'·W'·k²`.

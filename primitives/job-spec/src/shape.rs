@@ -111,9 +111,7 @@ impl DataFormat {
 }
 
 fn product(shape: &[u32]) -> Option<u128> {
-    shape
-        .iter()
-        .try_fold(1u128, |acc, d| acc.checked_mul(*d as u128))
+    shape.iter().try_fold(1u128, |acc, d| acc.checked_mul(*d as u128))
 }
 
 fn positive(values: &[u32]) -> Result<(), SpecError> {
@@ -149,11 +147,7 @@ fn check_dataset(data: &Dataset) -> Result<(), SpecError> {
         return Err(SpecError::NoSamples);
     }
     match data.format {
-        DataFormat::Idx {
-            height,
-            width,
-            classes,
-        } => positive(&[height, width, classes])?,
+        DataFormat::Idx { height, width, classes } => positive(&[height, width, classes])?,
         DataFormat::Csv { features, classes } => positive(&[features, classes])?,
         DataFormat::Text { seq_len } => positive(&[seq_len])?,
     }
@@ -168,18 +162,10 @@ fn check_dataset(data: &Dataset) -> Result<(), SpecError> {
 fn check_optimizer(opt: &Optimizer) -> Result<(), SpecError> {
     let below_one = |p: Ppb| p.0 < Ppb::ONE.0;
     let ok = match *opt {
-        Optimizer::Sgd {
-            lr,
-            momentum,
-            weight_decay: _,
-        } => lr.0 > 0 && below_one(momentum),
-        Optimizer::AdamW {
-            lr,
-            beta1,
-            beta2,
-            eps,
-            weight_decay: _,
-        } => lr.0 > 0 && below_one(beta1) && below_one(beta2) && eps.0 > 0,
+        Optimizer::Sgd { lr, momentum, weight_decay: _ } => lr.0 > 0 && below_one(momentum),
+        Optimizer::AdamW { lr, beta1, beta2, eps, weight_decay: _ } => {
+            lr.0 > 0 && below_one(beta1) && below_one(beta2) && eps.0 > 0
+        }
     };
     ok.then_some(()).ok_or(SpecError::BadHyperParameter)
 }
@@ -210,11 +196,7 @@ fn apply_layer(
                 return Err(mismatch);
             }
             let params = (*vocab_size as u128) * (*dim as u128);
-            Ok((
-                Float(alloc::vec![*t, *dim]),
-                params,
-                overflow(flops::embedding())?,
-            ))
+            Ok((Float(alloc::vec![*t, *dim]), params, overflow(flops::embedding())?))
         }
         _ => {
             let Float(shape) = input else {
@@ -222,11 +204,7 @@ fn apply_layer(
             };
             let elements = overflow(product(shape))?;
             match *layer {
-                Layer::Linear {
-                    in_features,
-                    out_features,
-                    bias,
-                } => {
+                Layer::Linear { in_features, out_features, bias } => {
                     positive(&[in_features, out_features])?;
                     let (last, lead) = shape.split_last().ok_or(mismatch)?;
                     if *last != in_features {
@@ -273,16 +251,9 @@ fn apply_layer(
                         wo as u128,
                         bias,
                     );
-                    Ok((
-                        Float(alloc::vec![out_channels, ho, wo]),
-                        params,
-                        overflow(f)?,
-                    ))
+                    Ok((Float(alloc::vec![out_channels, ho, wo]), params, overflow(f)?))
                 }
-                Layer::MaxPool2d {
-                    kernel_size: k,
-                    stride,
-                } => {
+                Layer::MaxPool2d { kernel_size: k, stride } => {
                     positive(&[k, stride])?;
                     let [c, h, w] = shape[..] else {
                         return Err(mismatch);
@@ -305,11 +276,7 @@ fn apply_layer(
                     if shape.last() != Some(&dim) {
                         return Err(mismatch);
                     }
-                    Ok((
-                        input.clone(),
-                        2 * dim as u128,
-                        overflow(flops::layer_norm(elements))?,
-                    ))
+                    Ok((input.clone(), 2 * dim as u128, overflow(flops::layer_norm(elements))?))
                 }
                 Layer::PositionalEmbedding { max_len, dim } => {
                     positive(&[max_len, dim])?;
@@ -392,22 +359,15 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
         .ok_or(SpecError::Overflow)?;
 
     let steps_per_epoch = spec.steps_per_epoch();
-    let total_steps = steps_per_epoch
-        .checked_mul(spec.epochs as u64)
-        .ok_or(SpecError::Overflow)?;
+    let total_steps = steps_per_epoch.checked_mul(spec.epochs as u64).ok_or(SpecError::Overflow)?;
     let checkpoints = total_steps.div_ceil(spec.checkpoint_interval as u64) + 1;
     if checkpoints > MAX_CHECKPOINTS {
         return Err(SpecError::TooManyCheckpoints);
     }
-    let training_flops = [
-        3u128,
-        forward,
-        spec.train.samples as u128,
-        spec.epochs as u128,
-    ]
-    .iter()
-    .try_fold(1u128, |acc, v| acc.checked_mul(*v))
-    .ok_or(SpecError::Overflow)?;
+    let training_flops = [3u128, forward, spec.train.samples as u128, spec.epochs as u128]
+        .iter()
+        .try_fold(1u128, |acc, v| acc.checked_mul(*v))
+        .ok_or(SpecError::Overflow)?;
 
     Ok(SpecSummary {
         parameters: params as u64,

@@ -7,16 +7,9 @@ fn uri(s: &str) -> BoundedString<MAX_URI_LEN> {
 
 fn idx_data(samples: u64) -> Dataset {
     Dataset {
-        format: DataFormat::Idx {
-            height: 28,
-            width: 28,
-            classes: 10,
-        },
-        files: Bounded::new(vec![
-            uri("/data/images.gz"),
-            uri("https://example.org/labels.gz"),
-        ])
-        .unwrap(),
+        format: DataFormat::Idx { height: 28, width: 28, classes: 10 },
+        files: Bounded::new(vec![uri("/data/images.gz"), uri("https://example.org/labels.gz")])
+            .unwrap(),
         content_root: Hash32([7; 32]),
         samples,
     }
@@ -24,9 +17,7 @@ fn idx_data(samples: u64) -> Dataset {
 
 fn spec(layers: Vec<Layer>, train: Dataset, validation: Dataset) -> JobSpec {
     JobSpec {
-        model: Model {
-            layers: Bounded::new(layers).unwrap(),
-        },
+        model: Model { layers: Bounded::new(layers).unwrap() },
         train,
         validation,
         optimizer: Optimizer::Sgd {
@@ -44,17 +35,9 @@ fn mlp() -> JobSpec {
     spec(
         vec![
             Layer::Flatten,
-            Layer::Linear {
-                in_features: 784,
-                out_features: 128,
-                bias: true,
-            },
+            Layer::Linear { in_features: 784, out_features: 128, bias: true },
             Layer::ReLU,
-            Layer::Linear {
-                in_features: 128,
-                out_features: 10,
-                bias: true,
-            },
+            Layer::Linear { in_features: 128, out_features: 10, bias: true },
         ],
         idx_data(60_000),
         idx_data(10_000),
@@ -73,16 +56,9 @@ fn cnn() -> JobSpec {
                 bias: true,
             },
             Layer::ReLU,
-            Layer::MaxPool2d {
-                kernel_size: 2,
-                stride: 2,
-            },
+            Layer::MaxPool2d { kernel_size: 2, stride: 2 },
             Layer::Flatten,
-            Layer::Linear {
-                in_features: 8 * 14 * 14,
-                out_features: 10,
-                bias: true,
-            },
+            Layer::Linear { in_features: 8 * 14 * 14, out_features: 10, bias: true },
         ],
         idx_data(60_000),
         idx_data(10_000),
@@ -101,25 +77,11 @@ fn text_data(seq_len: u32, samples: u64) -> Dataset {
 fn char_transformer() -> JobSpec {
     spec(
         vec![
-            Layer::Embedding {
-                vocab_size: 256,
-                dim: 32,
-            },
-            Layer::PositionalEmbedding {
-                max_len: 32,
-                dim: 32,
-            },
-            Layer::TransformerBlock {
-                dim: 32,
-                heads: 4,
-                hidden: 64,
-            },
+            Layer::Embedding { vocab_size: 256, dim: 32 },
+            Layer::PositionalEmbedding { max_len: 32, dim: 32 },
+            Layer::TransformerBlock { dim: 32, heads: 4, hidden: 64 },
             Layer::LayerNorm { dim: 32 },
-            Layer::Linear {
-                in_features: 32,
-                out_features: 256,
-                bias: true,
-            },
+            Layer::Linear { in_features: 32, out_features: 256, bias: true },
         ],
         text_data(32, 1000),
         text_data(32, 100),
@@ -173,10 +135,7 @@ fn transformer_flops_match_the_hand_count() {
     let forward = 0 + t * d + block + 8 * n + (2 * t * d * v + t * v) + 5 * t * v;
     assert_eq!(s.forward_flops_per_sample, forward);
     let block_params = 4 * d + 3 * d * d + 3 * d + d * d + d + d * hid + hid + hid * d + d;
-    assert_eq!(
-        s.parameters as u128,
-        v * d + 32 * d + block_params + 2 * d + d * v + v
-    );
+    assert_eq!(s.parameters as u128, v * d + 32 * d + block_params + 2 * d + d * v + v);
 }
 
 #[test]
@@ -188,26 +147,11 @@ fn each_layer_kind_costs_its_formula() {
     assert_eq!(one(Layer::LayerNorm { dim: 5 }, vec![3, 5]).2, 8 * 15);
     assert_eq!(one(Layer::Flatten, vec![2, 3, 4]), (Float(vec![24]), 0, 0));
     assert_eq!(
-        one(
-            Layer::Linear {
-                in_features: 5,
-                out_features: 7,
-                bias: false
-            },
-            vec![3, 5]
-        )
-        .2,
+        one(Layer::Linear { in_features: 5, out_features: 7, bias: false }, vec![3, 5]).2,
         2 * 3 * 5 * 7
     );
     assert_eq!(
-        one(
-            Layer::MaxPool2d {
-                kernel_size: 3,
-                stride: 2
-            },
-            vec![4, 9, 9]
-        )
-        .0,
+        one(Layer::MaxPool2d { kernel_size: 3, stride: 2 }, vec![4, 9, 9]).0,
         Float(vec![4, 4, 4])
     );
     let conv = Layer::Conv2d {
@@ -233,11 +177,7 @@ fn invalid_specs_are_rejected_with_a_reason() {
     let mut s = mlp();
     s.model.layers = Bounded::new(vec![
         Layer::Flatten,
-        Layer::Linear {
-            in_features: 100,
-            out_features: 10,
-            bias: true,
-        },
+        Layer::Linear { in_features: 100, out_features: 10, bias: true },
     ])
     .unwrap();
     assert_eq!(s.validate(), Err(SpecError::ShapeMismatch { layer: 1 }));
@@ -245,11 +185,7 @@ fn invalid_specs_are_rejected_with_a_reason() {
     let mut s = mlp();
     s.model.layers = Bounded::new(vec![
         Layer::Flatten,
-        Layer::Linear {
-            in_features: 784,
-            out_features: 9,
-            bias: true,
-        },
+        Layer::Linear { in_features: 784, out_features: 9, bias: true },
     ])
     .unwrap();
     assert_eq!(s.validate(), Err(SpecError::OutputMismatch));
@@ -276,11 +212,7 @@ fn invalid_specs_are_rejected_with_a_reason() {
     assert_eq!(s.validate(), Err(SpecError::TooManyCheckpoints));
 
     let mut s = mlp();
-    s.optimizer = Optimizer::Sgd {
-        lr: Ppb(0),
-        momentum: Ppb(0),
-        weight_decay: Ppb(0),
-    };
+    s.optimizer = Optimizer::Sgd { lr: Ppb(0), momentum: Ppb(0), weight_decay: Ppb(0) };
     assert_eq!(s.validate(), Err(SpecError::BadHyperParameter));
 
     let mut s = mlp();
@@ -300,34 +232,16 @@ fn invalid_specs_are_rejected_with_a_reason() {
     // Float layers cannot take token input; embeddings cannot take float input.
     let mut s = char_transformer();
     s.model.layers = Bounded::new(vec![Layer::ReLU]).unwrap();
-    assert_eq!(
-        s.validate(),
-        Err(SpecError::TokenInputMismatch { layer: 0 })
-    );
+    assert_eq!(s.validate(), Err(SpecError::TokenInputMismatch { layer: 0 }));
     let mut s = mlp();
-    s.model.layers = Bounded::new(vec![Layer::Embedding {
-        vocab_size: 256,
-        dim: 4,
-    }])
-    .unwrap();
-    assert_eq!(
-        s.validate(),
-        Err(SpecError::TokenInputMismatch { layer: 0 })
-    );
+    s.model.layers = Bounded::new(vec![Layer::Embedding { vocab_size: 256, dim: 4 }]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::TokenInputMismatch { layer: 0 }));
 
     let mut s = mlp();
     s.model.layers = Bounded::new(vec![
         Layer::Flatten,
-        Layer::Linear {
-            in_features: 784,
-            out_features: 1 << 20,
-            bias: true,
-        },
-        Layer::Linear {
-            in_features: 1 << 20,
-            out_features: 10,
-            bias: true,
-        },
+        Layer::Linear { in_features: 784, out_features: 1 << 20, bias: true },
+        Layer::Linear { in_features: 1 << 20, out_features: 10, bias: true },
     ])
     .unwrap();
     assert_eq!(s.validate(), Err(SpecError::TooManyParameters));
@@ -350,15 +264,8 @@ fn huge_dimensions_never_overflow_or_panic() {
         padding: u32::MAX,
         bias: true,
     };
-    let _ = shape::infer(
-        &[big],
-        Activation::Float(vec![u32::MAX, u32::MAX, u32::MAX]),
-    );
-    let t = Layer::TransformerBlock {
-        dim: u32::MAX,
-        heads: 1,
-        hidden: u32::MAX,
-    };
+    let _ = shape::infer(&[big], Activation::Float(vec![u32::MAX, u32::MAX, u32::MAX]));
+    let t = Layer::TransformerBlock { dim: u32::MAX, heads: 1, hidden: u32::MAX };
     let _ = shape::infer(&[t], Activation::Float(vec![u32::MAX, u32::MAX]));
 }
 

@@ -51,10 +51,7 @@ impl HostTensors {
 
     /// Per-tensor hashes in name order.
     pub fn hashes(&self) -> BTreeMap<String, [u8; 32]> {
-        self.0
-            .iter()
-            .map(|(n, (s, v))| (n.clone(), tensor_hash(n, s, v)))
-            .collect()
+        self.0.iter().map(|(n, (s, v))| (n.clone(), tensor_hash(n, s, v))).collect()
     }
 
     /// Tensors on `device` in `dtype`.
@@ -76,11 +73,7 @@ impl HostTensors {
             .0
             .iter()
             .map(|(n, (s, v))| {
-                (
-                    n.clone(),
-                    s.clone(),
-                    v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-                )
+                (n.clone(), s.clone(), v.iter().flat_map(|x| x.to_le_bytes()).collect())
             })
             .collect();
         let views = bytes_le
@@ -88,16 +81,11 @@ impl HostTensors {
             .map(|(n, s, b)| {
                 TensorView::new(safetensors::Dtype::F32, s.clone(), b)
                     .map(|v| (n.clone(), v))
-                    .map_err(|e| Error::Bundle {
-                        path: path.into(),
-                        reason: e.to_string(),
-                    })
+                    .map_err(|e| Error::Bundle { path: path.into(), reason: e.to_string() })
             })
             .collect::<Result<Vec<_>>>()?;
-        let data = safetensors::serialize(views, None).map_err(|e| Error::Bundle {
-            path: path.into(),
-            reason: e.to_string(),
-        })?;
+        let data = safetensors::serialize(views, None)
+            .map_err(|e| Error::Bundle { path: path.into(), reason: e.to_string() })?;
         write_atomic(path, &data)?;
         Ok(Sha256::digest(&data).into())
     }
@@ -110,19 +98,13 @@ impl HostTensors {
 
     /// Parses checkpoint bytes (already read from `path`).
     pub fn parse(path: &Path, data: &[u8]) -> Result<HostTensors> {
-        let bad = |reason: String| Error::Bundle {
-            path: path.into(),
-            reason,
-        };
+        let bad = |reason: String| Error::Bundle { path: path.into(), reason };
         let st = SafeTensors::deserialize(data)
             .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
         let mut out = BTreeMap::new();
         for (name, view) in st.tensors() {
             if view.dtype() != safetensors::Dtype::F32 {
-                return Err(bad(format!(
-                    "tensor {name} is {:?}, expected F32",
-                    view.dtype()
-                )));
+                return Err(bad(format!("tensor {name} is {:?}, expected F32", view.dtype())));
             }
             let values = view
                 .data()

@@ -41,13 +41,7 @@ pub fn root(leaves: &[Hash]) -> Hash {
     while level.len() > 1 {
         level = level
             .chunks(2)
-            .map(|pair| {
-                if pair.len() == 2 {
-                    node(&pair[0], &pair[1])
-                } else {
-                    pair[0]
-                }
-            })
+            .map(|pair| if pair.len() == 2 { node(&pair[0], &pair[1]) } else { pair[0] })
             .collect();
     }
     level[0]
@@ -64,20 +58,11 @@ pub fn prove(leaves: &[Hash], index: usize) -> Option<Vec<ProofStep>> {
     while level.len() > 1 {
         let sibling = i ^ 1;
         if sibling < level.len() {
-            proof.push(ProofStep {
-                sibling: level[sibling],
-                sibling_is_left: sibling < i,
-            });
+            proof.push(ProofStep { sibling: level[sibling], sibling_is_left: sibling < i });
         }
         level = level
             .chunks(2)
-            .map(|pair| {
-                if pair.len() == 2 {
-                    node(&pair[0], &pair[1])
-                } else {
-                    pair[0]
-                }
-            })
+            .map(|pair| if pair.len() == 2 { node(&pair[0], &pair[1]) } else { pair[0] })
             .collect();
         i /= 2;
     }
@@ -88,11 +73,7 @@ pub fn prove(leaves: &[Hash], index: usize) -> Option<Vec<ProofStep>> {
 pub fn verify(root: &Hash, leaf_data: &Hash, proof: &[ProofStep]) -> bool {
     let mut h = leaf(leaf_data);
     for step in proof {
-        h = if step.sibling_is_left {
-            node(&step.sibling, &h)
-        } else {
-            node(&h, &step.sibling)
-        };
+        h = if step.sibling_is_left { node(&step.sibling, &h) } else { node(&h, &step.sibling) };
     }
     &h == root
 }

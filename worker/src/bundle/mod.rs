@@ -90,10 +90,7 @@ pub fn inspect(dir: &Path) -> Result<Inspection> {
             }
         };
         if hex(&Sha256::digest(&data)) != entry.file_sha256 {
-            problems.push(format!(
-                "{}: file bytes do not match the manifest",
-                entry.file
-            ));
+            problems.push(format!("{}: file bytes do not match the manifest", entry.file));
         }
         match HostTensors::parse(&path, &data) {
             Ok(t) => {
@@ -101,17 +98,12 @@ pub fn inspect(dir: &Path) -> Result<Inspection> {
                 let listed: Vec<&String> = entry.tensors.keys().collect();
                 let found: Vec<&String> = hashes.keys().collect();
                 if listed != found {
-                    problems.push(format!(
-                        "{}: tensor names differ from the manifest",
-                        entry.file
-                    ));
+                    problems.push(format!("{}: tensor names differ from the manifest", entry.file));
                 }
                 for (name, h) in &hashes {
                     if entry.tensors.get(name) != Some(&hex(h)) {
-                        problems.push(format!(
-                            "{}: tensor {name} does not match its hash",
-                            entry.file
-                        ));
+                        problems
+                            .push(format!("{}: tensor {name} does not match its hash", entry.file));
                     }
                 }
                 if hex(&checkpoint::digest(hashes.values())) != entry.digest {
@@ -122,9 +114,5 @@ pub fn inspect(dir: &Path) -> Result<Inspection> {
         }
     }
     let root = root_of(&bytes, &manifest)?;
-    Ok(Inspection {
-        manifest,
-        root,
-        problems,
-    })
+    Ok(Inspection { manifest, root, problems })
 }

@@ -26,10 +26,7 @@ pub fn fetch(uri: &str) -> Result<Vec<u8>> {
 }
 
 fn download(url: &str) -> Result<Vec<u8>> {
-    let fail = |reason: String| Error::Download {
-        url: url.to_string(),
-        reason,
-    };
+    let fail = |reason: String| Error::Download { url: url.to_string(), reason };
     let agent = ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(10)))
         .timeout_global(Some(Duration::from_secs(600)))
@@ -64,9 +61,7 @@ mod tests {
 
     #[test]
     fn missing_file_and_unreachable_url_are_clear_errors() {
-        let err = fetch("/nonexistent/ergon/data.idx")
-            .unwrap_err()
-            .to_string();
+        let err = fetch("/nonexistent/ergon/data.idx").unwrap_err().to_string();
         assert!(err.contains("/nonexistent/ergon/data.idx"), "{err}");
         // Port 9 on loopback: nothing listens (discard service is not run here).
         let err = fetch("http://127.0.0.1:9/data.csv").unwrap_err();

@@ -6,10 +6,7 @@ use super::{Inputs, Samples};
 use crate::error::{Error, Result};
 
 fn bad(file: &str, reason: impl Into<String>) -> Error {
-    Error::Data {
-        file: file.to_string(),
-        reason: reason.into(),
-    }
+    Error::Data { file: file.to_string(), reason: reason.into() }
 }
 
 /// Un-gzips `bytes` when they start with the gzip magic, else returns them as they are.
@@ -33,10 +30,7 @@ fn idx_u8(file: &str, bytes: &[u8], rank: u8) -> Result<(Vec<usize>, Vec<u8>)> {
         return Err(bad(file, "shorter than its IDX header"));
     }
     if bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08 || bytes[3] != rank {
-        return Err(bad(
-            file,
-            format!("not an IDX file of unsigned bytes with {rank} dimensions"),
-        ));
+        return Err(bad(file, format!("not an IDX file of unsigned bytes with {rank} dimensions")));
     }
     let dims: Vec<usize> = (0..rank as usize)
         .map(|i| {
@@ -70,23 +64,14 @@ pub fn idx(
     if img_dims[1] != height || img_dims[2] != width {
         return Err(bad(
             &images.0,
-            format!(
-                "images are {}×{}, the spec says {height}×{width}",
-                img_dims[1], img_dims[2]
-            ),
+            format!("images are {}×{}, the spec says {height}×{width}", img_dims[1], img_dims[2]),
         ));
     }
     if img_dims[0] != lab_dims[0] {
-        return Err(bad(
-            &labels.0,
-            format!("{} labels for {} images", lab_dims[0], img_dims[0]),
-        ));
+        return Err(bad(&labels.0, format!("{} labels for {} images", lab_dims[0], img_dims[0])));
     }
     if let Some(l) = labs.iter().find(|l| **l as u32 >= classes) {
-        return Err(bad(
-            &labels.0,
-            format!("label {l} is not below {classes} classes"),
-        ));
+        return Err(bad(&labels.0, format!("label {l} is not below {classes} classes")));
     }
     Ok(Samples {
         sample_shape: vec![1, height, width],
@@ -101,17 +86,10 @@ pub fn idx(
 pub fn csv(file: &(String, Vec<u8>), features: usize, classes: u32) -> Result<Samples> {
     let text = std::str::from_utf8(&file.1).map_err(|_| bad(&file.0, "not UTF-8 text"))?;
     let (mut inputs, mut targets) = (Vec::new(), Vec::new());
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let mut fields = line.split(',').map(str::trim);
         let label: u32 = fields.next().and_then(|f| f.parse().ok()).ok_or_else(|| {
-            bad(
-                &file.0,
-                format!("line {}: the first column is not a class label", i + 1),
-            )
+            bad(&file.0, format!("line {}: the first column is not a class label", i + 1))
         })?;
         if label >= classes {
             return Err(bad(
@@ -153,21 +131,13 @@ pub fn csv(file: &(String, Vec<u8>), features: usize, classes: u32) -> Result<Sa
 /// Byte-level text: sample `i` is bytes `[i·seq_len, (i+1)·seq_len)`, its targets the next byte of each.
 pub fn text(file: &(String, Vec<u8>), seq_len: usize) -> Samples {
     let bytes = &file.1;
-    let len = if bytes.is_empty() {
-        0
-    } else {
-        (bytes.len() - 1) / seq_len
-    };
+    let len = if bytes.is_empty() { 0 } else { (bytes.len() - 1) / seq_len };
     let mut inputs = Vec::with_capacity(len * seq_len);
     let mut targets = Vec::with_capacity(len * seq_len);
     for i in 0..len {
         let start = i * seq_len;
         inputs.extend(bytes[start..start + seq_len].iter().map(|b| *b as u32));
-        targets.extend(
-            bytes[start + 1..start + seq_len + 1]
-                .iter()
-                .map(|b| *b as u32),
-        );
+        targets.extend(bytes[start + 1..start + seq_len + 1].iter().map(|b| *b as u32));
     }
     Samples {
         sample_shape: vec![seq_len],
@@ -212,34 +182,14 @@ mod tests {
     fn idx_errors_are_clear() {
         let images = idx_file(3, &[2, 2, 2], &[0; 8]);
         let labels = idx_file(1, &[2], &[3, 10]);
-        let err = idx(
-            &("i".into(), images.clone()),
-            &("l".into(), labels),
-            2,
-            2,
-            10,
-        )
-        .unwrap_err();
+        let err = idx(&("i".into(), images.clone()), &("l".into(), labels), 2, 2, 10).unwrap_err();
         assert!(err.to_string().contains("label 10"), "{err}");
-        let err = idx(
-            &("i".into(), images[..10].to_vec()),
-            &("l".into(), vec![]),
-            2,
-            2,
-            10,
-        )
-        .unwrap_err();
+        let err =
+            idx(&("i".into(), images[..10].to_vec()), &("l".into(), vec![]), 2, 2, 10).unwrap_err();
         assert!(err.to_string().contains("i"), "{err}");
         let truncated = idx_file(3, &[2, 2, 2], &[0; 7]);
         let labels = idx_file(1, &[2], &[1, 2]);
-        assert!(idx(
-            &("i".into(), truncated),
-            &("l".into(), labels.clone()),
-            2,
-            2,
-            10
-        )
-        .is_err());
+        assert!(idx(&("i".into(), truncated), &("l".into(), labels.clone()), 2, 2, 10).is_err());
         let err = idx(&("i".into(), images), &("l".into(), labels), 3, 2, 10).unwrap_err();
         assert!(err.to_string().contains("2×2"), "{err}");
     }
@@ -259,13 +209,8 @@ mod tests {
     fn text_windows_and_next_byte_targets() {
         let s = text(&("t".into(), b"abcdefg".to_vec()), 3);
         assert_eq!(s.len, 2);
-        let Inputs::Tokens(x) = s.inputs else {
-            panic!()
-        };
+        let Inputs::Tokens(x) = s.inputs else { panic!() };
         assert_eq!(x, b"abcdef".iter().map(|b| *b as u32).collect::<Vec<_>>());
-        assert_eq!(
-            s.targets,
-            b"bcdefg".iter().map(|b| *b as u32).collect::<Vec<_>>()
-        );
+        assert_eq!(s.targets, b"bcdefg".iter().map(|b| *b as u32).collect::<Vec<_>>());
     }
 }

@@ -60,17 +60,9 @@ pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
         });
     }
     let samples = match data.format {
-        DataFormat::Idx {
-            height,
-            width,
-            classes,
-        } => formats::idx(
-            &files[0],
-            &files[1],
-            height as usize,
-            width as usize,
-            classes,
-        )?,
+        DataFormat::Idx { height, width, classes } => {
+            formats::idx(&files[0], &files[1], height as usize, width as usize, classes)?
+        }
         DataFormat::Csv { features, classes } => {
             formats::csv(&files[0], features as usize, classes)?
         }
