@@ -54,9 +54,11 @@ impl Optimizer {
     pub fn step(&mut self, params: &[Param], grads: &GradStore) -> Result<()> {
         self.step += 1;
         for (param, state) in params.iter().zip(self.state.iter_mut()) {
-            let w = param.var.as_tensor();
-            let g = match grads.get(w) {
-                Some(g) => g.clone(),
+            // Everything is detached: the gradients' and the state's op graphs would otherwise keep
+            // every step's activations alive.
+            let w = &param.var.as_tensor().detach();
+            let g = match grads.get(param.var.as_tensor()) {
+                Some(g) => g.detach(),
                 None => w.zeros_like()?,
             };
             match self.spec {
@@ -64,7 +66,7 @@ impl Optimizer {
                     let g = (g + (w * weight_decay.to_f64())?)?;
                     let v = ((&state[0] * momentum.to_f64())? + g)?;
                     param.var.set(&(w - (&v * lr.to_f64())?)?)?;
-                    state[0] = v;
+                    state[0] = v.detach();
                 }
                 OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
                     let (lr, b1, b2, eps) =
@@ -77,8 +79,8 @@ impl Optimizer {
                     let v_hat = (&v * (1.0 / (1.0 - b2.powi(t))))?;
                     let update = m_hat.div(&(v_hat.sqrt()? + eps)?)?;
                     param.var.set(&(decayed - (update * lr)?)?)?;
-                    state[0] = m;
-                    state[1] = v;
+                    state[0] = m.detach();
+                    state[1] = v.detach();
                 }
             }
         }
