@@ -14,6 +14,11 @@ scripts/setup.sh
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "job spec and trainer engine (ergon-job-spec, ergon-worker)"
+cargo test --release --locked -p ergon-job-spec -p ergon-worker
+# The spec crate is shared with the runtime: it must build without std for the wasm target.
+cargo build --release --locked --target wasm32v1-none -p ergon-job-spec --no-default-features
+
 step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node
 

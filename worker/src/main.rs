@@ -99,10 +99,15 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                         r.manifest.metrics.validation_loss,
                         100.0 * r.manifest.metrics.validation_accuracy
                     );
+                    let samples = spec.train.samples as f64 * spec.epochs as f64;
                     println!(
                         "trained in {:.1} s ({:.1}% writing checkpoints)",
                         r.train_seconds,
                         100.0 * r.checkpoint_seconds / r.train_seconds.max(1e-9)
+                    );
+                    println!(
+                        "throughput {:.0} samples/s (checkpoint writes excluded)",
+                        samples / (r.train_seconds - r.checkpoint_seconds).max(1e-9)
                     );
                 }
                 train::Outcome::Halted(step) => println!("halted after step {step}"),

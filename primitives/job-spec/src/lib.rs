@@ -82,12 +82,14 @@ impl Ppb {
     /// One billion parts: 1.0.
     pub const ONE: Ppb = Ppb(1_000_000_000);
 
-    /// The value as a float (worker side).
+    /// The value as a float (worker side; the runtime never uses floats).
+    #[cfg(feature = "std")]
     pub fn to_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
 
     /// The nearest representable value, or `None` outside [0, 4.294967295].
+    #[cfg(feature = "std")]
     pub fn from_f64(x: f64) -> Option<Ppb> {
         let scaled = (x * 1e9).round();
         (x.is_finite() && (0.0..=u32::MAX as f64).contains(&scaled)).then(|| Ppb(scaled as u32))

@@ -68,6 +68,32 @@ mod tests {
         assert!(matches!(err, Error::Download { .. }), "{err}");
     }
 
+    /// Serves `status` and `body` to one HTTP request on a loopback port; returns the base URL.
+    fn serve_once(status: &'static str, body: &'static [u8]) -> String {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            if let Ok((mut conn, _)) = listener.accept() {
+                let mut buf = [0u8; 1024];
+                let _ = conn.read(&mut buf);
+                let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                let _ = conn.write_all(head.as_bytes());
+                let _ = conn.write_all(body);
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn downloads_over_http_and_reports_http_errors() {
+        let url = serve_once("200 OK", b"1,0.5\n0,0.25\n");
+        assert_eq!(fetch(&format!("{url}/train.csv")).unwrap(), b"1,0.5\n0,0.25\n");
+        let url = serve_once("404 Not Found", b"");
+        let err = fetch(&format!("{url}/missing.csv")).unwrap_err();
+        assert!(matches!(err, Error::Download { .. }) && err.to_string().contains("404"), "{err}");
+    }
+
     #[test]
     fn content_root_depends_on_order_and_bytes() {
         let a = content_root([&b"x"[..], &b"y"[..]]);
