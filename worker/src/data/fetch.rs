@@ -77,7 +77,10 @@ mod tests {
             if let Ok((mut conn, _)) = listener.accept() {
                 let mut buf = [0u8; 1024];
                 let _ = conn.read(&mut buf);
-                let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
                 let _ = conn.write_all(head.as_bytes());
                 let _ = conn.write_all(body);
             }
