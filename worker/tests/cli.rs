@@ -1,0 +1,97 @@
+//! The `ergon-worker` binary: a training killed with SIGKILL at an arbitrary moment and started again
+//! produces the same bundle root as an uninterrupted run; bad input gives an error message, not a panic.
+
+use std::{
+    path::Path,
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ergon-worker");
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name).display().to_string()
+}
+
+fn train(spec: &str, out: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(["train", "--spec", spec, "--out"])
+        .arg(out)
+        .args(["--quiet", "--threads", "2"])
+        .output()
+        .expect("ergon-worker runs")
+}
+
+fn root_of(output: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout.lines().find_map(|l| l.strip_prefix("root ").map(str::to_string)).unwrap_or_else(|| {
+        panic!("no root in output: {stdout}\n{}", String::from_utf8_lossy(&output.stderr))
+    })
+}
+
+#[test]
+fn sigkill_mid_training_then_restart_gives_the_same_root() {
+    let spec = example("fashion-mnist-mlp.json");
+    let dir = tempfile::tempdir().unwrap();
+    let full = train(&spec, &dir.path().join("full"));
+    assert!(full.status.success(), "{}", String::from_utf8_lossy(&full.stderr));
+    let expected = root_of(&full);
+
+    // Kill the process once it has written its first checkpoints, wherever it then is.
+    let out = dir.path().join("killed");
+    let mut child = Command::new(BIN)
+        .args(["train", "--spec", &spec, "--out"])
+        .arg(&out)
+        .args(["--quiet", "--threads", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !out.join("ckpt-00000300.safetensors").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!out.join("manifest.json").exists(), "the run was killed before it finished");
+
+    let resumed = train(&spec, &out);
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(root_of(&resumed), expected);
+
+    let inspect = Command::new(BIN).arg("inspect").arg(&out).output().unwrap();
+    assert!(inspect.status.success());
+    assert!(String::from_utf8_lossy(&inspect.stdout).contains(&expected[2..]));
+}
+
+#[test]
+fn bad_input_is_an_error_message_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_json = dir.path().join("bad.json");
+    std::fs::write(&bad_json, b"{\"model\": 3}").unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "train".into(),
+            "--spec".into(),
+            "/nonexistent/spec.json".into(),
+            "--out".into(),
+            "x".into(),
+        ],
+        vec![
+            "train".into(),
+            "--spec".into(),
+            bad_json.display().to_string(),
+            "--out".into(),
+            "x".into(),
+        ],
+        vec!["inspect".into(), dir.path().display().to_string()],
+        vec!["content-root".into(), "/nonexistent/data".into()],
+    ];
+    for args in cases {
+        let out = Command::new(BIN).args(&args).current_dir(dir.path()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
