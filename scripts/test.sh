@@ -19,6 +19,9 @@ cargo test --release --locked -p ergon-job-spec -p ergon-worker
 # The spec crate is shared with the runtime: it must build without std for the wasm target.
 cargo build --release --locked --target wasm32v1-none -p ergon-job-spec --no-default-features
 
+step "pallets (mock runtimes)"
+cargo test --release --locked -p pallet-compute-power
+
 step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node
 
