@@ -15,8 +15,8 @@ use sp_runtime::{
 use sp_version::RuntimeVersion;
 
 use crate::{
-    AccountId, Babe, Balance, Block, Executive, Grandpa, InherentDataExt, Nonce, Runtime,
-    RuntimeCall, RuntimeGenesisConfig, SessionKeys, System, TransactionPayment, VERSION,
+    AccountId, Babe, Balance, Block, ComputePower, Executive, Grandpa, InherentDataExt, Nonce,
+    Runtime, RuntimeCall, RuntimeGenesisConfig, SessionKeys, System, TransactionPayment, VERSION,
 };
 
 impl_runtime_apis! {
@@ -220,6 +220,16 @@ impl_runtime_apis! {
 
         fn query_length_to_fee(length: u32) -> Balance {
             TransactionPayment::length_to_fee(length)
+        }
+    }
+
+    impl pallet_compute_power_runtime_api::ComputePowerApi<Block, AccountId> for Runtime {
+        fn compute_power(who: AccountId) -> pallet_compute_power::ComputePower {
+            ComputePower::compute_power(&who)
+        }
+
+        fn top_trainers(limit: u32) -> Vec<(AccountId, pallet_compute_power::ComputePower)> {
+            ComputePower::top_trainers(limit)
         }
     }
 

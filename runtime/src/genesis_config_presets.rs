@@ -23,13 +23,19 @@ fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) 
     (who.to_account_id(), who.to_account_id(), keys)
 }
 
-/// A genesis config in JSON: the given validators (with dev session keys), the endowed accounts and root.
+/// One ut in micro-ut.
+const UT: u128 = 1_000_000;
+
+/// A genesis config in JSON: the given validators (with dev session keys) and their initial ECP in ut
+/// (seeded as equal D and T, so ECP = 0.4·D + 0.6·T = the figure given), the endowed accounts and root.
 fn testnet_genesis(
-    validators: Vec<Sr25519Keyring>,
+    validators: Vec<(Sr25519Keyring, u128)>,
     endowed: Vec<AccountId>,
     root: AccountId,
 ) -> Value {
-    let session_keys: Vec<_> = validators.into_iter().map(dev_session_keys).collect();
+    let trainers: Vec<_> =
+        validators.iter().map(|(k, ecp)| (k.to_account_id(), ecp * UT, ecp * UT)).collect();
+    let session_keys: Vec<_> = validators.into_iter().map(|(k, _)| dev_session_keys(k)).collect();
     serde_json::json!({
         "balances": {
             "balances": endowed.into_iter().map(|a| (a, ENDOWMENT)).collect::<Vec<_>>(),
@@ -43,26 +49,30 @@ fn testnet_genesis(
         "sudo": {
             "key": Some(root),
         },
+        "computePower": {
+            "trainers": trainers,
+        },
     })
 }
 
 /// The `development` preset: Alice is the only validator and root.
 pub fn development_config_genesis() -> Value {
     testnet_genesis(
-        vec![Sr25519Keyring::Alice],
+        vec![(Sr25519Keyring::Alice, 1)],
         Sr25519Keyring::well_known().map(|k| k.to_account_id()).collect(),
         Sr25519Keyring::Alice.to_account_id(),
     )
 }
 
-/// The `local_testnet` preset: Alice, Bob, Charlie and Dave validate; Alice is root.
+/// The `local_testnet` preset: Alice, Bob, Charlie and Dave validate (ECP 1, 2, 4, 8 ut); Alice is root.
 pub fn local_config_genesis() -> Value {
     testnet_genesis(
+        // Unequal ECP, 1 : 2 : 4 : 8, so authorship weighting is visible from block 1.
         vec![
-            Sr25519Keyring::Alice,
-            Sr25519Keyring::Bob,
-            Sr25519Keyring::Charlie,
-            Sr25519Keyring::Dave,
+            (Sr25519Keyring::Alice, 1),
+            (Sr25519Keyring::Bob, 2),
+            (Sr25519Keyring::Charlie, 4),
+            (Sr25519Keyring::Dave, 8),
         ],
         Sr25519Keyring::well_known().map(|k| k.to_account_id()).collect(),
         Sr25519Keyring::Alice.to_account_id(),

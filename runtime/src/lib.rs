@@ -221,4 +221,7 @@ mod runtime {
 
     #[runtime::pallet_index(8)]
     pub type Sudo = pallet_sudo;
+
+    #[runtime::pallet_index(10)]
+    pub type ComputePower = pallet_compute_power;
 }

@@ -12,7 +12,7 @@ use ergon_integration_tests::{
 };
 use frame_metadata::{RuntimeMetadata, RuntimeMetadataPrefixed};
 use serde_json::json;
-use sp_core::{sr25519, Pair};
+use sp_core::{crypto::Ss58Codec, sr25519, Pair};
 
 /// Pallet names and indices of a decoded metadata.
 fn pallets(metadata: &RuntimeMetadata) -> Vec<(String, u8)> {
@@ -71,6 +71,15 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     assert_eq!(props["tokenSymbol"], "ERG");
     assert_eq!(props["tokenDecimals"], 12);
     assert_eq!(props["ss58Format"], 42);
+
+    // Alice's computing power, seeded at genesis (1 ut = 10^6 micro-ut), barely decayed (half-life a week).
+    let alice_ss58 = dev_pair("//Alice").public().to_ss58check();
+    let power = node.call("ergon_ecp", json!([alice_ss58])).expect("ergon_ecp");
+    let ecp: u128 = power["ecp"].as_str().expect("decimal string").parse().unwrap();
+    assert!((990_000..=1_000_000).contains(&ecp), "ECP of Alice: {power}");
+    let top = node.call("ergon_topTrainers", json!([10])).expect("ergon_topTrainers");
+    assert_eq!(top[0]["account"], alice_ss58);
+    assert!(node.call("ergon_topTrainers", json!([1_000_000])).is_err(), "limit is bounded");
 
     // A transfer signed by //Alice changes Bob's free balance by exactly the amount.
     let alice = dev_pair("//Alice");

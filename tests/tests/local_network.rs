@@ -59,6 +59,15 @@ fn four_validators_finalize_survive_one_down_and_resync() {
     let all: Vec<&Node> = nodes.iter().collect();
     assert_same_finalized_chain(&all, 3);
 
+    // Genesis seeds unequal computing power, 1 : 2 : 4 : 8 ut: Dave ranks first, Alice last.
+    let top = nodes[0].call("ergon_topTrainers", serde_json::json!([])).expect("ergon_topTrainers");
+    let ecps: Vec<u128> =
+        top.as_array().unwrap().iter().map(|t| t["ecp"].as_str().unwrap().parse().unwrap()).collect();
+    assert_eq!(ecps.len(), 4, "{top}");
+    assert!(ecps.windows(2).all(|w| w[0] > w[1]), "{top}");
+    let ratio = ecps[0] as f64 / ecps[3] as f64;
+    assert!((ratio - 8.0).abs() < 1e-3, "Dave : Alice should be 8 : 1, got {ratio}: {top}");
+
     // Stop Dave: three of four GRANDPA voters are a supermajority, so finality goes on.
     nodes[3].stop();
     let (_, base) = nodes[0].finalized().expect("alice answers");

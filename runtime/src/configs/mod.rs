@@ -12,7 +12,7 @@ use frame_support::{
 };
 use frame_system::limits::{BlockLength, BlockWeights};
 use pallet_transaction_payment::{ConstFeeMultiplier, FungibleAdapter, Multiplier};
-use sp_runtime::{traits::One, Perbill};
+use sp_runtime::{traits::One, Perbill, Permill};
 use sp_version::RuntimeVersion;
 
 use crate::{
@@ -159,4 +159,18 @@ impl pallet_sudo::Config for Runtime {
     type RuntimeEvent = RuntimeEvent;
     type RuntimeCall = RuntimeCall;
     type WeightInfo = pallet_sudo::weights::SubstrateWeight<Runtime>;
+}
+
+parameter_types! {
+    /// D and T halve every week of blocks.
+    pub const ComputePowerHalfLife: BlockNumber = 7 * DAYS;
+    /// ECP = 0.4·D + 0.6·T.
+    pub const DrillingWeight: Permill = Permill::from_percent(40);
+    pub const TrainingWeight: Permill = Permill::from_percent(60);
+}
+
+impl pallet_compute_power::Config for Runtime {
+    type HalfLife = ComputePowerHalfLife;
+    type DrillingWeight = DrillingWeight;
+    type TrainingWeight = TrainingWeight;
 }

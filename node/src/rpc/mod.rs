@@ -1,7 +1,7 @@
 //! The node's JSON-RPC extensions beyond Substrate's defaults (system, chain, state, author):
-//! account nonces, fee queries, BABE epoch authorship and GRANDPA finality.
+//! account nonces, fee queries, BABE epoch authorship, GRANDPA finality and trainers' computing power.
 
-#![warn(missing_docs)]
+pub mod compute_power;
 
 use std::sync::Arc;
 
@@ -71,11 +71,13 @@ where
     C::Api: pallet_transaction_payment_rpc::TransactionPaymentRuntimeApi<Block, Balance>,
     C::Api: BabeApi<Block>,
     C::Api: BlockBuilder<Block>,
+    C::Api: pallet_compute_power_runtime_api::ComputePowerApi<Block, AccountId>,
     P: TransactionPool + 'static,
     SC: SelectChain<Block> + 'static,
     B: sc_client_api::Backend<Block> + Send + Sync + 'static,
     B::State: sc_client_api::StateBackend<sp_runtime::traits::HashingFor<Block>>,
 {
+    use compute_power::{ComputePowerRpcImpl, ComputePowerRpcServer};
     use pallet_transaction_payment_rpc::{TransactionPayment, TransactionPaymentApiServer};
     use sc_consensus_babe_rpc::{Babe, BabeApiServer};
     use sc_consensus_grandpa_rpc::{Grandpa, GrandpaApiServer};
@@ -86,6 +88,7 @@ where
 
     module.merge(System::new(client.clone(), pool).into_rpc())?;
     module.merge(TransactionPayment::new(client.clone()).into_rpc())?;
+    module.merge(ComputePowerRpcImpl::new(client.clone()).into_rpc())?;
     module.merge(
         Babe::new(client.clone(), babe.babe_worker_handle, babe.keystore, select_chain).into_rpc(),
     )?;
