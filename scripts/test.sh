@@ -29,3 +29,6 @@ step "integration tests: real nodes on loopback"
 # Test binaries run one at a time: two networks of nodes at once would starve 2 cores of CPU
 # and make block production timing-dependent.
 cargo test --release --locked -p ergon-integration-tests -- --test-threads=1
+
+step "runtime tests (Proof-of-Hashrate weights, genesis presets; native only)"
+SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime

@@ -3,7 +3,8 @@
 //! The FRAME runtime of the Ergon chain, a decentralized AI-training compute market.
 //!
 //! Consensus: BABE produces blocks in primary VRF slots only (`AllowedSlots::PrimarySlots`), so each
-//! authority's chance to author is governed by its weight; GRANDPA finalizes. Sessions rotate with BABE
+//! authority's chance to author is governed by its weight, which [`proof_of_hashrate`] derives from
+//! its effective computing power; GRANDPA finalizes. Sessions rotate with BABE
 //! epochs and carry the BABE and GRANDPA session keys.
 //!
 //! Layout: [`configs`] holds the pallet configurations, [`apis`] the runtime APIs the node and clients
@@ -22,6 +23,7 @@ pub mod apis;
 pub use apis::RuntimeApi;
 pub mod configs;
 pub mod genesis_config_presets;
+pub mod proof_of_hashrate;
 
 use alloc::{borrow::Cow, vec::Vec};
 use sp_runtime::{
@@ -213,15 +215,17 @@ mod runtime {
     #[runtime::pallet_index(5)]
     pub type TransactionPayment = pallet_transaction_payment;
 
+    // Before Session: its genesis credit must exist when the session's genesis hands the first
+    // validators to Proof of Hashrate (genesis is built in pallet order).
     #[runtime::pallet_index(6)]
-    pub type Session = pallet_session;
+    pub type ComputePower = pallet_compute_power;
 
     #[runtime::pallet_index(7)]
-    pub type Grandpa = pallet_grandpa;
+    pub type Session = pallet_session;
 
     #[runtime::pallet_index(8)]
-    pub type Sudo = pallet_sudo;
+    pub type Grandpa = pallet_grandpa;
 
-    #[runtime::pallet_index(10)]
-    pub type ComputePower = pallet_compute_power;
+    #[runtime::pallet_index(9)]
+    pub type Sudo = pallet_sudo;
 }

@@ -61,8 +61,12 @@ fn four_validators_finalize_survive_one_down_and_resync() {
 
     // Genesis seeds unequal computing power, 1 : 2 : 4 : 8 ut: Dave ranks first, Alice last.
     let top = nodes[0].call("ergon_topTrainers", serde_json::json!([])).expect("ergon_topTrainers");
-    let ecps: Vec<u128> =
-        top.as_array().unwrap().iter().map(|t| t["ecp"].as_str().unwrap().parse().unwrap()).collect();
+    let ecps: Vec<u128> = top
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["ecp"].as_str().unwrap().parse().unwrap())
+        .collect();
     assert_eq!(ecps.len(), 4, "{top}");
     assert!(ecps.windows(2).all(|w| w[0] > w[1]), "{top}");
     let ratio = ecps[0] as f64 / ecps[3] as f64;

@@ -16,9 +16,9 @@ use sp_runtime::{traits::One, Perbill, Permill};
 use sp_version::RuntimeVersion;
 
 use crate::{
-    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, Hash, Nonce, PalletInfo,
-    Runtime, RuntimeCall, RuntimeEvent, RuntimeFreezeReason, RuntimeHoldReason, RuntimeOrigin,
-    RuntimeTask, Session, SessionKeys, System, VERSION,
+    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, Grandpa, Hash, Nonce,
+    PalletInfo, Runtime, RuntimeCall, RuntimeEvent, RuntimeFreezeReason, RuntimeHoldReason,
+    RuntimeOrigin, RuntimeTask, Session, SessionKeys, System, VERSION,
 };
 
 /// Operational extrinsics may use the last 25% of a block.
@@ -116,7 +116,9 @@ impl pallet_session::Config for Runtime {
     type NextSessionRotation = Babe;
     // The genesis validators stay until the trainer-staking pallet manages the set.
     type SessionManager = ();
-    type SessionHandler = <SessionKeys as sp_runtime::traits::OpaqueKeys>::KeyTypeIdProviders;
+    // Same key types as `SessionKeys` (BABE, GRANDPA); BABE's handler is Proof of Hashrate, which
+    // weights the authorities by ECP.
+    type SessionHandler = (crate::proof_of_hashrate::ProofOfHashrate, Grandpa);
     type Keys = SessionKeys;
     type DisablingStrategy = ();
     type WeightInfo = ();

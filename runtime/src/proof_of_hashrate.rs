@@ -1,0 +1,208 @@
+//! Proof of Hashrate: BABE's authority weights come from the validators' effective computing power.
+//!
+//! BABE's primary-slot rule already gives authority *i* the threshold `1 − (1 − c)^θᵢ` with
+//! `θᵢ = weightᵢ / Σ weight`; Ergon only chooses the weights. [`ProofOfHashrate`] takes the place of
+//! pallet-babe in the session handlers: at genesis it installs ECP-weighted authorities, and at every
+//! session (= epoch) change it enacts the epoch with the previously announced set as the current one and
+//! announces the next set weighted by the ECP of that moment.
+//!
+//! Invariants: a weight is never 0 (BABE panics), the weights sum to less than 2⁵³ (they travel through
+//! JavaScript clients and BABE's float threshold), and an empty next set is never announced (it would
+//! halt the chain for good): the current set is kept instead.
+
+use alloc::vec::Vec;
+use frame_support::{traits::OneSessionHandler, WeakBoundedVec};
+use pallet_compute_power::{ComputePowerLedger, MicroUt};
+use sp_consensus_babe::{AuthorityId as BabeId, BabeAuthorityWeight};
+use sp_runtime::BoundToRuntimeAppPublic;
+
+use crate::{configs::MaxAuthorities, AccountId, Babe, ComputePower, Runtime, Session};
+
+/// ECP per unit of BABE weight: one milli-ut.
+pub const MICRO_UT_PER_WEIGHT: MicroUt = 1_000;
+
+/// Upper bound of the sum of all weights (strictly below 2⁵³).
+pub const MAX_TOTAL_WEIGHT: u64 = (1 << 53) - 1;
+
+/// The largest weight one authority may get, so that even `MaxAuthorities` of them sum below 2⁵³.
+pub fn weight_cap() -> BabeAuthorityWeight {
+    use frame_support::traits::Get;
+    MAX_TOTAL_WEIGHT / (MaxAuthorities::get().max(1) as u64)
+}
+
+/// BABE weight of an ECP: `clamp(ecp / MICRO_UT_PER_WEIGHT, 1, weight_cap())`.
+pub fn weight_of(ecp: MicroUt) -> BabeAuthorityWeight {
+    let scaled = u64::try_from(ecp / MICRO_UT_PER_WEIGHT).unwrap_or(u64::MAX);
+    scaled.clamp(1, weight_cap())
+}
+
+/// The validators' BABE keys with ECP weights, in session order (BABE authority indices follow it).
+fn weigh<'a>(
+    validators: impl Iterator<Item = (&'a AccountId, BabeId)>,
+) -> Vec<(BabeId, BabeAuthorityWeight)> {
+    validators.map(|(who, key)| (key, weight_of(ComputePower::ecp(who)))).collect()
+}
+
+fn bounded(
+    authorities: Vec<(BabeId, BabeAuthorityWeight)>,
+) -> WeakBoundedVec<(BabeId, BabeAuthorityWeight), MaxAuthorities> {
+    WeakBoundedVec::force_from(
+        authorities,
+        Some("Proof of Hashrate: more authorities than MaxAuthorities"),
+    )
+}
+
+/// The session handler that feeds ECP weights to BABE (in place of pallet-babe's equal weights).
+pub struct ProofOfHashrate;
+
+impl BoundToRuntimeAppPublic for ProofOfHashrate {
+    type Public = BabeId;
+}
+
+impl OneSessionHandler<AccountId> for ProofOfHashrate {
+    type Key = BabeId;
+
+    fn on_genesis_session<'a, I: 'a>(validators: I)
+    where
+        I: Iterator<Item = (&'a AccountId, BabeId)>,
+    {
+        // What pallet-babe does at genesis, with weights: epochs 0 and 1 both use this set.
+        let authorities = weigh(validators);
+        if !authorities.is_empty() {
+            let authorities = bounded(authorities);
+            pallet_babe::Authorities::<Runtime>::put(&authorities);
+            pallet_babe::NextAuthorities::<Runtime>::put(&authorities);
+        }
+    }
+
+    fn on_new_session<'a, I: 'a>(_changed: bool, validators: I, queued_validators: I)
+    where
+        I: Iterator<Item = (&'a AccountId, BabeId)>,
+    {
+        // The epoch starting now runs with the set announced one epoch ago, weights included.
+        let mut current = pallet_babe::NextAuthorities::<Runtime>::get().into_inner();
+        if current.is_empty() {
+            current = weigh(validators);
+        }
+        let mut next = weigh(queued_validators);
+        if next.is_empty() {
+            next = current.clone();
+        }
+        Babe::enact_epoch_change(bounded(current), bounded(next), Some(Session::current_index()));
+    }
+
+    fn on_disabled(i: u32) {
+        <Babe as OneSessionHandler<AccountId>>::on_disabled(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{genesis_config_presets, RuntimeGenesisConfig, System};
+    use codec::Decode;
+    use pallet_compute_power::WorkKind;
+    use sp_consensus_babe::{ConsensusLog, BABE_ENGINE_ID};
+    use sp_keyring::Sr25519Keyring::{Alice, Bob, Charlie, Dave};
+    use sp_runtime::{generic::DigestItem, BuildStorage};
+
+    /// Merges a genesis preset (a JSON patch) into the default config, as the node's chain spec does.
+    fn merge(base: &mut serde_json::Value, patch: serde_json::Value) {
+        match (base, patch) {
+            (serde_json::Value::Object(b), serde_json::Value::Object(p)) => {
+                for (k, v) in p {
+                    merge(b.entry(k).or_insert(serde_json::Value::Null), v);
+                }
+            }
+            (b, p) => *b = p,
+        }
+    }
+
+    fn ext(preset: &str) -> sp_io::TestExternalities {
+        let patch = genesis_config_presets::get_preset(&preset.into()).expect("preset exists");
+        let mut config = serde_json::to_value(RuntimeGenesisConfig::default()).unwrap();
+        merge(&mut config, serde_json::from_slice(&patch).unwrap());
+        let config: RuntimeGenesisConfig = serde_json::from_value(config).unwrap();
+        config.build_storage().unwrap().into()
+    }
+
+    fn weights(set: &[(BabeId, BabeAuthorityWeight)]) -> Vec<BabeAuthorityWeight> {
+        set.iter().map(|(_, w)| *w).collect()
+    }
+
+    /// The `NextEpochData` BABE digest of the current block, if any.
+    fn next_epoch_log() -> Option<Vec<(BabeId, BabeAuthorityWeight)>> {
+        System::digest().logs.iter().find_map(|log| match log {
+            DigestItem::Consensus(id, data) if *id == BABE_ENGINE_ID => {
+                match ConsensusLog::decode(&mut &data[..]).ok()? {
+                    ConsensusLog::NextEpochData(next) => Some(next.authorities),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn genesis_authorities_are_weighted_by_ecp_1_2_4_8() {
+        ext("local_testnet").execute_with(|| {
+            let current = pallet_babe::Authorities::<Runtime>::get();
+            assert_eq!(weights(&current), vec![1_000, 2_000, 4_000, 8_000]);
+            assert_eq!(current.to_vec(), pallet_babe::NextAuthorities::<Runtime>::get().to_vec());
+            let keys: Vec<BabeId> = current.iter().map(|(k, _)| k.clone()).collect();
+            assert_eq!(
+                keys,
+                [Alice, Bob, Charlie, Dave].map(|k| BabeId::from(k.public())).to_vec()
+            );
+        });
+    }
+
+    #[test]
+    fn next_epoch_digest_carries_the_new_ecp_weights() {
+        ext("local_testnet").execute_with(|| {
+            System::set_block_number(1);
+            pallet_babe::CurrentSlot::<Runtime>::put(sp_consensus_babe::Slot::from(
+                crate::units::EPOCH_DURATION_IN_SLOTS,
+            ));
+            // Bob's ECP grows from 2 ut to 0.4·2 + 0.6·(2 + 10) = 8 ut.
+            ComputePower::credit(&Bob.to_account_id(), WorkKind::Training, 10_000_000);
+            pallet_session::Pallet::<Runtime>::rotate_session();
+            // The epoch that starts keeps the announced weights; the next one carries Bob's growth.
+            assert_eq!(
+                weights(&pallet_babe::Authorities::<Runtime>::get()),
+                vec![1_000, 2_000, 4_000, 8_000]
+            );
+            let announced = next_epoch_log().expect("NextEpochData digest");
+            assert_eq!(weights(&announced), vec![1_000, 8_000, 4_000, 8_000]);
+            assert_eq!(announced, pallet_babe::NextAuthorities::<Runtime>::get().to_vec());
+        });
+    }
+
+    #[test]
+    fn zero_ecp_never_gives_zero_weight_and_an_empty_set_is_never_announced() {
+        assert_eq!(weight_of(0), 1);
+        assert_eq!(weight_of(999), 1);
+        assert_eq!(weight_of(MicroUt::MAX), weight_cap());
+        assert!((weight_cap() as u128) * 100 < 1u128 << 53);
+
+        ext("development").execute_with(|| {
+            System::set_block_number(1);
+            let alice = Alice.to_account_id();
+            let key = BabeId::from(Alice.public());
+            // An account without credit still gets weight 1.
+            let none = Bob.to_account_id();
+            let weighted = weigh([(&none, key.clone())].into_iter());
+            assert_eq!(weights(&weighted), vec![1]);
+            // An empty queued set: the current one is announced again.
+            let current = pallet_babe::NextAuthorities::<Runtime>::get().to_vec();
+            assert!(!current.is_empty());
+            <ProofOfHashrate as OneSessionHandler<AccountId>>::on_new_session(
+                false,
+                vec![(&alice, key.clone())].into_iter(),
+                Vec::new().into_iter(),
+            );
+            assert_eq!(next_epoch_log().expect("NextEpochData digest"), current);
+            assert!(weights(&current).iter().all(|w| *w > 0));
+        });
+    }
+}
