@@ -26,7 +26,6 @@ pub const MAX_TOTAL_WEIGHT: u64 = (1 << 53) - 1;
 
 /// The largest weight one authority may get, so that even `MaxAuthorities` of them sum below 2⁵³.
 pub fn weight_cap() -> BabeAuthorityWeight {
-    use frame_support::traits::Get;
     MAX_TOTAL_WEIGHT / (MaxAuthorities::get().max(1) as u64)
 }
 
