@@ -7,6 +7,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
+. scripts/lib/localnet.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 node="$CARGO_TARGET_DIR/release/ergon-node"
 [ -x "$node" ] || cargo build --release --locked -p ergon-node
@@ -36,16 +37,8 @@ PY
 kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true; pids=()
 
 echo "== local network (4 validators): time to first finalized block"
-names=(alice bob charlie dave)
 start=$(date +%s.%N)
-for i in 0 1 2 3; do
-    args=(--chain local "--${names[$i]}" --validator --base-path "$work/${names[$i]}"
-        --node-key "$(printf '%064x' $((i + 1)))" --port $((31340 + i)) --rpc-port $((19950 + i))
-        --prometheus-port $((19620 + i)) --no-telemetry --no-mdns)
-    [ "$i" -eq 0 ] || args+=(--bootnodes /ip4/127.0.0.1/tcp/31340/p2p/12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDEp)
-    "$node" "${args[@]}" >"$work/${names[$i]}.log" 2>&1 &
-    pids+=($!)
-done
+start_localnet "$work" 31340 19950 19620
 python3 - "$start" <<'PY'
 import sys, time
 sys.path.insert(0, "scripts/lib")

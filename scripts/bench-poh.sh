@@ -12,6 +12,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
+. scripts/lib/localnet.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 slots="${SLOTS:-100000}"
 live_blocks="${LIVE_BLOCKS:-300}"
@@ -29,15 +30,7 @@ work="$(mktemp -d)"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-names=(alice bob charlie dave)
-for i in 0 1 2 3; do
-    args=(--chain local "--${names[$i]}" --validator --base-path "$work/${names[$i]}"
-        --node-key "$(printf '%064x' $((i + 1)))" --port $((31350 + i)) --rpc-port $((19960 + i))
-        --prometheus-port $((19630 + i)) --no-telemetry --no-mdns)
-    [ "$i" -eq 0 ] || args+=(--bootnodes /ip4/127.0.0.1/tcp/31350/p2p/12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDEp)
-    "$node" "${args[@]}" >"$work/${names[$i]}.log" 2>&1 &
-    pids+=($!)
-done
+start_localnet "$work" 31350 19960 19630
 echo "== live: 4 validators, $live_blocks blocks (about $((live_blocks / 10)) minutes)"
 python3 - "$live_blocks" <<'PY'
 import sys, time
