@@ -42,7 +42,9 @@ wait_rpc(port)
 while finalized_number(port) < n + 1:
     time.sleep(5)
 s = block_stats(port, 1, n + 1)
-weights = [1, 2, 4, 8]          # genesis ECP of Alice, Bob, Charlie, Dave (authority order)
+# BABE authority order is the session manager's: highest ECP first (genesis ECP 8, 4, 2, 1 ut).
+names = ['dave', 'charlie', 'bob', 'alice']
+weights = [8, 4, 2, 1]
 c = 1 / 3
 p = [1 - (1 - c) ** (w / sum(weights)) for w in weights]
 expected = [x / sum(p) for x in p]  # share of blocks if each slot's block goes to one of its winners
@@ -50,7 +52,7 @@ counts = [s["authors"].count(i) for i in range(4)]
 chi2 = sum((counts[i] - n * expected[i]) ** 2 / (n * expected[i]) for i in range(4))
 print(f"{'authority':>9} {'weight':>6} {'blocks':>6} {'share':>7} {'expected':>8}")
 for i in range(4):
-    print(f"{['alice','bob','charlie','dave'][i]:>9} {weights[i]:>6} {counts[i]:>6} {counts[i]/n:>7.3f} {expected[i]:>8.3f}")
+    print(f"{names[i]:>9} {weights[i]:>6} {counts[i]:>6} {counts[i]/n:>7.3f} {expected[i]:>8.3f}")
 print(f"chi-square {chi2:.2f} (3 dof; 95% bound 7.81); mean block time {s['mean_block_time_s']:.2f} s; "
       f"empty-slot rate {s['empty_slot_rate']:.3f} (expected {(1-c):.3f}, forks lower the canonical rate)")
 PY

@@ -20,7 +20,7 @@ cargo test --release --locked -p ergon-job-spec -p ergon-worker
 cargo build --release --locked --target wasm32v1-none -p ergon-job-spec --no-default-features
 
 step "pallets (mock runtimes)"
-cargo test --release --locked -p pallet-compute-power
+cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking -p pallet-job-market
 
 step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node
@@ -30,5 +30,5 @@ step "integration tests: real nodes on loopback"
 # and make block production timing-dependent.
 cargo test --release --locked -p ergon-integration-tests -- --test-threads=1
 
-step "runtime tests (Proof-of-Hashrate weights, genesis presets; native only)"
+step "runtime tests (Proof-of-Hashrate weights, genesis bonds, equivocation slashing; native only)"
 SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime

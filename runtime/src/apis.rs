@@ -15,8 +15,9 @@ use sp_runtime::{
 use sp_version::RuntimeVersion;
 
 use crate::{
-    AccountId, Babe, Balance, Block, ComputePower, Executive, Grandpa, InherentDataExt, Nonce,
-    Runtime, RuntimeCall, RuntimeGenesisConfig, SessionKeys, System, TransactionPayment, VERSION,
+    AccountId, Babe, Balance, Block, ComputePower, Executive, Grandpa, Historical, InherentDataExt,
+    Nonce, Runtime, RuntimeCall, RuntimeGenesisConfig, SessionKeys, System, TransactionPayment,
+    VERSION,
 };
 
 impl_runtime_apis! {
@@ -112,10 +113,13 @@ impl_runtime_apis! {
 
         fn generate_key_ownership_proof(
             _slot: sp_consensus_babe::Slot,
-            _authority_id: sp_consensus_babe::AuthorityId,
+            authority_id: sp_consensus_babe::AuthorityId,
         ) -> Option<sp_consensus_babe::OpaqueKeyOwnershipProof> {
-            // Key-ownership proofs need historical sessions; see `configs` (KeyOwnerProof).
-            None
+            use codec::Encode;
+            use frame_support::traits::KeyOwnerProofSystem;
+            Historical::prove((sp_consensus_babe::KEY_TYPE, authority_id))
+                .map(|proof| proof.encode())
+                .map(sp_consensus_babe::OpaqueKeyOwnershipProof::new)
         }
 
         fn submit_report_equivocation_unsigned_extrinsic(
@@ -137,20 +141,25 @@ impl_runtime_apis! {
         }
 
         fn submit_report_equivocation_unsigned_extrinsic(
-            _equivocation_proof: sp_consensus_grandpa::EquivocationProof<
+            equivocation_proof: sp_consensus_grandpa::EquivocationProof<
                 <Block as BlockT>::Hash,
                 NumberFor<Block>,
             >,
-            _key_owner_proof: sp_consensus_grandpa::OpaqueKeyOwnershipProof,
+            key_owner_proof: sp_consensus_grandpa::OpaqueKeyOwnershipProof,
         ) -> Option<()> {
-            None
+            let key_owner_proof = key_owner_proof.decode()?;
+            Grandpa::submit_unsigned_equivocation_report(equivocation_proof, key_owner_proof)
         }
 
         fn generate_key_ownership_proof(
             _set_id: sp_consensus_grandpa::SetId,
-            _authority_id: sp_consensus_grandpa::AuthorityId,
+            authority_id: sp_consensus_grandpa::AuthorityId,
         ) -> Option<sp_consensus_grandpa::OpaqueKeyOwnershipProof> {
-            None
+            use codec::Encode;
+            use frame_support::traits::KeyOwnerProofSystem;
+            Historical::prove((sp_consensus_grandpa::KEY_TYPE, authority_id))
+                .map(|proof| proof.encode())
+                .map(sp_consensus_grandpa::OpaqueKeyOwnershipProof::new)
         }
     }
 

@@ -13,6 +13,9 @@ use crate::{units::ERG, AccountId, Balance, SessionKeys, BABE_GENESIS_EPOCH_CONF
 /// Every well-known dev account starts with this much.
 const ENDOWMENT: Balance = 1_000_000 * ERG;
 
+/// What each genesis validator has bonded (the minimum is 1 000 ERG).
+const GENESIS_BOND: Balance = 10_000 * ERG;
+
 /// The session keys of a well-known dev account: the sr25519 key `//Name` for BABE, the ed25519 key
 /// `//Name` for GRANDPA (what `ergon-node --alice` puts in its keystore).
 fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) {
@@ -26,8 +29,9 @@ fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) 
 /// One ut in micro-ut.
 const UT: u128 = 1_000_000;
 
-/// A genesis config in JSON: the given validators (with dev session keys) and their initial ECP in ut
-/// (seeded as equal D and T, so ECP = 0.4·D + 0.6·T = the figure given), the endowed accounts and root.
+/// A genesis config in JSON: the given validators (bonded, with dev session keys) and their initial ECP
+/// in ut (seeded as equal D and T, so ECP = 0.4·D + 0.6·T = the figure given), the endowed accounts and
+/// root. Validators must be among the endowed accounts (their bond is held from that balance).
 fn testnet_genesis(
     validators: Vec<(Sr25519Keyring, u128)>,
     endowed: Vec<AccountId>,
@@ -35,6 +39,8 @@ fn testnet_genesis(
 ) -> Value {
     let trainers: Vec<_> =
         validators.iter().map(|(k, ecp)| (k.to_account_id(), ecp * UT, ecp * UT)).collect();
+    let stakers: Vec<_> =
+        validators.iter().map(|(k, _)| (k.to_account_id(), GENESIS_BOND)).collect();
     let session_keys: Vec<_> = validators.into_iter().map(|(k, _)| dev_session_keys(k)).collect();
     serde_json::json!({
         "balances": {
@@ -51,6 +57,9 @@ fn testnet_genesis(
         },
         "computePower": {
             "trainers": trainers,
+        },
+        "trainerStaking": {
+            "stakers": stakers,
         },
     })
 }

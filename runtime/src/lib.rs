@@ -24,6 +24,8 @@ pub use apis::RuntimeApi;
 pub mod configs;
 pub mod genesis_config_presets;
 pub mod proof_of_hashrate;
+#[cfg(test)]
+mod tests;
 
 use alloc::{borrow::Cow, vec::Vec};
 use sp_runtime::{
@@ -215,17 +217,27 @@ mod runtime {
     #[runtime::pallet_index(5)]
     pub type TransactionPayment = pallet_transaction_payment;
 
-    // Before Session: its genesis credit must exist when the session's genesis hands the first
-    // validators to Proof of Hashrate (genesis is built in pallet order).
+    // ComputePower and TrainerStaking come before Session: the genesis credit and bonds must exist
+    // when the session's genesis asks TrainerStaking for the first validators and hands them to
+    // Proof of Hashrate (genesis is built in pallet order).
     #[runtime::pallet_index(6)]
     pub type ComputePower = pallet_compute_power;
 
     #[runtime::pallet_index(7)]
-    pub type Session = pallet_session;
+    pub type TrainerStaking = pallet_trainer_staking;
 
     #[runtime::pallet_index(8)]
-    pub type Grandpa = pallet_grandpa;
+    pub type Offences = pallet_offences;
 
     #[runtime::pallet_index(9)]
+    pub type Historical = pallet_session::historical;
+
+    #[runtime::pallet_index(10)]
+    pub type Session = pallet_session;
+
+    #[runtime::pallet_index(11)]
+    pub type Grandpa = pallet_grandpa;
+
+    #[runtime::pallet_index(12)]
     pub type Sudo = pallet_sudo;
 }

@@ -35,6 +35,33 @@ pub fn system_account_key(who: &[u8; 32]) -> Vec<u8> {
     key
 }
 
+/// Storage key of `TrainerStaking::Ledgers(who)` (Blake2_128Concat hasher, counted map).
+pub fn staking_ledger_key(who: &[u8; 32]) -> Vec<u8> {
+    let mut key = twox_128(b"TrainerStaking").to_vec();
+    key.extend(twox_128(b"Ledgers"));
+    key.extend(blake2_128(who));
+    key.extend(who);
+    key
+}
+
+/// `pallet_trainer_staking::Ledger` as stored: active bond and unlocking chunks (value, unlock block).
+#[derive(Clone, Debug, Decode, Encode, PartialEq, Eq)]
+pub struct StakingLedger {
+    /// Active bond.
+    pub active: u128,
+    /// Unlocking chunks: (amount, first block it may be withdrawn).
+    pub unlocking: Vec<(u128, u32)>,
+}
+
+/// A `TrainerStaking::bond(amount)` call encoded for pallet index `staking_index`.
+pub fn bond_call(staking_index: u8, amount: u128) -> Vec<u8> {
+    /// `bond` is call index 0 of pallet-trainer-staking.
+    const BOND: u8 = 0;
+    let mut call = vec![staking_index, BOND];
+    Compact(amount).encode_to(&mut call);
+    call
+}
+
 /// What the signature commits to besides the call (the runtime's "implicit" extension data).
 #[derive(Clone, Copy, Debug)]
 pub struct ChainContext {

@@ -6,7 +6,8 @@ use std::time::Duration;
 use codec::{Decode, Encode};
 use ergon_integration_tests::{
     extrinsic::{
-        signed_extrinsic, system_account_key, transfer_keep_alive_call, AccountInfo, ChainContext,
+        bond_call, signed_extrinsic, staking_ledger_key, system_account_key,
+        transfer_keep_alive_call, AccountInfo, ChainContext, StakingLedger,
     },
     wait_for, Node, Ports,
 };
@@ -43,7 +44,19 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     let raw = ergon_integration_tests::rpc::bytes(&raw).expect("hex metadata");
     let metadata = RuntimeMetadataPrefixed::decode(&mut &raw[..]).expect("metadata decodes");
     let pallets = pallets(&metadata.1);
-    for name in ["System", "Babe", "Grandpa", "Balances", "Session", "TransactionPayment", "Sudo"] {
+    for name in [
+        "System",
+        "Babe",
+        "Grandpa",
+        "Balances",
+        "Session",
+        "TransactionPayment",
+        "Sudo",
+        "ComputePower",
+        "TrainerStaking",
+        "Offences",
+        "Historical",
+    ] {
         assert!(
             pallets.iter().any(|(n, _)| n == name),
             "{name} missing from metadata: {pallets:?}"
@@ -106,4 +119,30 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
         (now.free != before.free).then_some(now)
     });
     assert_eq!(after.free - before.free, amount, "Bob received exactly the amount sent");
+
+    // Bob bonds 2 000 ERG: the ledger shows it and the amount is held (reserved) on his account.
+    const ERG: u128 = 1_000_000_000_000;
+    let staking_index =
+        pallets.iter().find(|(n, _)| n == "TrainerStaking").map(|(_, i)| *i).unwrap();
+    let bob_pair = dev_pair("//Bob");
+    let bond = 2_000 * ERG;
+    let xt = signed_extrinsic(&bond_call(staking_index, bond), &bob_pair, after.nonce, ctx);
+    node.submit(&xt).expect("the pool accepts the bond");
+    let ledger: StakingLedger = wait_for("Bob's bond to appear", Duration::from_secs(120), || {
+        node.storage_decoded(&staking_ledger_key(&bob))
+    });
+    assert_eq!(ledger, StakingLedger { active: bond, unlocking: vec![] });
+    let bonded: AccountInfo = node.storage_decoded(&bob_key).expect("Bob exists");
+    assert_eq!(bonded.reserved, after.reserved + bond, "the bond is held on Bob's balance");
+
+    // Alice, the only author, is minted 1 ERG per block (and collects the fees): her balance grows
+    // although she paid for the transfer.
+    let alice_now: AccountInfo =
+        node.storage_decoded(&system_account_key(&alice.public().0)).expect("Alice exists");
+    assert!(
+        alice_now.free > sender.free - amount + ERG,
+        "Alice's balance did not grow with block rewards: {} -> {}",
+        sender.free,
+        alice_now.free
+    );
 }

@@ -368,9 +368,41 @@ mod serde_impls {
         }
     }
 
+    /// Reads a number written as a JSON number or a decimal string. Also takes serde_json's
+    /// `arbitrary_precision` form (a one-entry map holding the digits), which is what a number
+    /// looks like inside an internally tagged enum when any crate of the build (sp-genesis-builder
+    /// does) turns that serde_json feature on.
+    struct NumberVisitor;
+
+    impl<'de> serde::de::Visitor<'de> for NumberVisitor {
+        type Value = f64;
+
+        fn expecting(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+            f.write_str("a number")
+        }
+        fn visit_f64<E: Error>(self, v: f64) -> Result<f64, E> {
+            Ok(v)
+        }
+        fn visit_u64<E: Error>(self, v: u64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_i64<E: Error>(self, v: i64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<f64, E> {
+            v.trim().parse().map_err(|_| E::custom(format!("{v:?} is not a number")))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<f64, A::Error> {
+            let (_, digits): (alloc::string::String, alloc::string::String) = map
+                .next_entry()?
+                .ok_or_else(|| A::Error::custom("empty map, expected a number"))?;
+            self.visit_str(&digits)
+        }
+    }
+
     impl<'de> Deserialize<'de> for Ppb {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            let x = f64::deserialize(d)?;
+            let x = d.deserialize_any(NumberVisitor)?;
             Ppb::from_f64(x).ok_or_else(|| D::Error::custom(format!("{x} is outside [0, 4.29]")))
         }
     }

@@ -15,10 +15,13 @@ use pallet_transaction_payment::{ConstFeeMultiplier, FungibleAdapter, Multiplier
 use sp_runtime::{traits::One, Perbill, Permill};
 use sp_version::RuntimeVersion;
 
+use pallet_trainer_staking::rewards::FeesToAuthor;
+
 use crate::{
-    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, Grandpa, Hash, Nonce,
-    PalletInfo, Runtime, RuntimeCall, RuntimeEvent, RuntimeFreezeReason, RuntimeHoldReason,
-    RuntimeOrigin, RuntimeTask, Session, SessionKeys, System, VERSION,
+    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, ComputePower, Grandpa, Hash,
+    Historical, Nonce, Offences, PalletInfo, Runtime, RuntimeCall, RuntimeEvent,
+    RuntimeFreezeReason, RuntimeHoldReason, RuntimeOrigin, RuntimeTask, Session, SessionKeys,
+    System, TrainerStaking, UncheckedExtrinsic, VERSION,
 };
 
 /// Operational extrinsics may use the last 25% of a block.
@@ -80,10 +83,11 @@ impl pallet_babe::Config for Runtime {
     type WeightInfo = ();
     type MaxAuthorities = MaxAuthorities;
     type MaxNominators = ConstU32<0>;
-    // Equivocation reporting needs key-ownership proofs (historical sessions); it arrives with the
-    // trainer-staking pallet that slashes the offender.
-    type KeyOwnerProof = sp_core::Void;
-    type EquivocationReportSystem = ();
+    // Equivocations are proven against the historical session that held the key, reported to
+    // pallet-offences, and slashed by trainer-staking.
+    type KeyOwnerProof = sp_session::MembershipProof;
+    type EquivocationReportSystem =
+        pallet_babe::EquivocationReportSystem<Self, Offences, Historical, ReportLongevity>;
 }
 
 impl pallet_grandpa::Config for Runtime {
@@ -91,9 +95,11 @@ impl pallet_grandpa::Config for Runtime {
     type WeightInfo = ();
     type MaxAuthorities = MaxAuthorities;
     type MaxNominators = ConstU32<0>;
-    type MaxSetIdSessionEntries = ConstU64<0>;
-    type KeyOwnerProof = sp_core::Void;
-    type EquivocationReportSystem = ();
+    // GRANDPA set ids map to sessions for as long as offences can be reported.
+    type MaxSetIdSessionEntries = ConstU64<{ HISTORY_DEPTH as u64 }>;
+    type KeyOwnerProof = sp_session::MembershipProof;
+    type EquivocationReportSystem =
+        pallet_grandpa::EquivocationReportSystem<Self, Offences, Historical, ReportLongevity>;
 }
 
 impl pallet_timestamp::Config for Runtime {
@@ -105,7 +111,8 @@ impl pallet_timestamp::Config for Runtime {
 
 impl pallet_authorship::Config for Runtime {
     type FindAuthor = pallet_session::FindAccountFromAuthorIndex<Self, Babe>;
-    type EventHandler = ();
+    // Mints the block reward to the author.
+    type EventHandler = TrainerStaking;
 }
 
 impl pallet_session::Config for Runtime {
@@ -114,8 +121,9 @@ impl pallet_session::Config for Runtime {
     type ValidatorIdOf = sp_runtime::traits::ConvertInto;
     type ShouldEndSession = Babe;
     type NextSessionRotation = Babe;
-    // The genesis validators stay until the trainer-staking pallet manages the set.
-    type SessionManager = ();
+    // Trainer-staking picks the validators (bonded, with keys, by ECP); the historical wrapper keeps
+    // each session's set so equivocation reports can prove key ownership.
+    type SessionManager = pallet_session::historical::NoteHistoricalRoot<Self, TrainerStaking>;
     // Same key types as `SessionKeys` (BABE, GRANDPA); BABE's handler is Proof of Hashrate, which
     // weights the authorities by ECP.
     type SessionHandler = (crate::proof_of_hashrate::ProofOfHashrate, Grandpa);
@@ -149,7 +157,8 @@ parameter_types! {
 
 impl pallet_transaction_payment::Config for Runtime {
     type RuntimeEvent = RuntimeEvent;
-    type OnChargeTransaction = FungibleAdapter<Balances, ()>;
+    // Fees and tips go to the block's author.
+    type OnChargeTransaction = FungibleAdapter<Balances, FeesToAuthor<Runtime>>;
     type OperationalFeeMultiplier = ConstU8<5>;
     type WeightToFee = IdentityFee<Balance>;
     type LengthToFee = IdentityFee<Balance>;
@@ -175,4 +184,85 @@ impl pallet_compute_power::Config for Runtime {
     type HalfLife = ComputePowerHalfLife;
     type DrillingWeight = DrillingWeight;
     type TrainingWeight = TrainingWeight;
+}
+
+/// Sessions (= BABE epochs of 200 s) for which offences are accepted: six days. Shorter than the
+/// seven-day unbonding period, so an offender's stake is still held when the report lands.
+pub const HISTORY_DEPTH: u32 =
+    6 * 24 * 3600 * 1000 / (EPOCH_DURATION_IN_SLOTS * SLOT_DURATION) as u32;
+
+parameter_types! {
+    /// An equivocation report stays valid in the transaction pool as long as it can be processed.
+    pub const ReportLongevity: u64 = HISTORY_DEPTH as u64 * EPOCH_DURATION_IN_SLOTS;
+    /// The smallest active bond that lets a trainer author, bid, verify or drill.
+    pub const MinBond: Balance = 1_000 * ERG;
+    /// Unbonded stake stays held (and slashable) for a week.
+    pub const UnbondingPeriod: BlockNumber = 7 * DAYS;
+    /// An equivocation costs at least 10% of the bond...
+    pub const MinEquivocationSlash: Perbill = Perbill::from_percent(10);
+    /// ...and a day (432 sessions) out of the authority set.
+    pub const SuspensionSessions: u32 = 432;
+    /// Minted to each block's author.
+    pub const BlockReward: Balance = ERG;
+}
+
+/// Prunes pallet-session-historical's roots older than trainer-staking's history depth.
+pub struct PruneHistoricalRoots;
+
+impl pallet_trainer_staking::PruneSessionHistory for PruneHistoricalRoots {
+    fn prune_up_to(up_to: sp_staking::SessionIndex) {
+        Historical::prune_up_to(up_to)
+    }
+}
+
+impl pallet_trainer_staking::Config for Runtime {
+    type Currency = Balances;
+    type RuntimeHoldReason = RuntimeHoldReason;
+    type ComputePower = ComputePower;
+    type ValidatorRegistration = Session;
+    // Slashed stake is burnt (there is no treasury yet); `ResolveTo<TreasuryAccount, Balances>` would
+    // send it to a treasury account instead.
+    type Slashed = ();
+    type MinBond = MinBond;
+    type UnbondingPeriod = UnbondingPeriod;
+    type MaxUnlockingChunks = ConstU32<32>;
+    type MaxBonders = ConstU32<1_000>;
+    type MaxAuthorities = MaxAuthorities;
+    type MinEquivocationSlash = MinEquivocationSlash;
+    type SuspensionSessions = SuspensionSessions;
+    type HistoryDepth = ConstU32<HISTORY_DEPTH>;
+    type SessionHistory = PruneHistoricalRoots;
+    type BlockReward = BlockReward;
+    type WeightInfo = pallet_trainer_staking::weights::SubstrateWeight<Runtime>;
+}
+
+impl pallet_session::historical::Config for Runtime {
+    type RuntimeEvent = RuntimeEvent;
+    type FullIdentification = ();
+    type FullIdentificationOf = pallet_trainer_staking::session::UnitIdentification;
+}
+
+impl pallet_offences::Config for Runtime {
+    type RuntimeEvent = RuntimeEvent;
+    type IdentificationTuple = pallet_session::historical::IdentificationTuple<Self>;
+    type OnOffenceHandler = TrainerStaking;
+}
+
+// Unsigned transactions created inside the runtime (equivocation reports, offchain-worker
+// submissions) are bare extrinsics.
+impl<C> frame_system::offchain::CreateTransactionBase<C> for Runtime
+where
+    RuntimeCall: From<C>,
+{
+    type Extrinsic = UncheckedExtrinsic;
+    type RuntimeCall = RuntimeCall;
+}
+
+impl<C> frame_system::offchain::CreateBare<C> for Runtime
+where
+    RuntimeCall: From<C>,
+{
+    fn create_bare(call: RuntimeCall) -> UncheckedExtrinsic {
+        UncheckedExtrinsic::new_bare(call)
+    }
 }

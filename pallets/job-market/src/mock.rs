@@ -1,0 +1,158 @@
+//! A runtime for the job-market tests: balances, compute power and trainer staking as in Ergon, with
+//! short windows.
+//!
+//! Accounts 1–9 hold 1 000 000 each. Trainers bond with `MinBond` 1 000. Jobs: budget ≥ 100, bid window
+//! 2–20 blocks, at least 5 blocks to train, 3 verifiers per round, 2 segments, 2 rounds, commit and
+//! reveal windows of 5 blocks, records kept 10 blocks. 10% of the budget pays verifiers; a rejected or
+//! late trainer loses 10% of its bond, a silent or outvoted verifier 1%.
+
+use crate as pallet_job_market;
+use frame_support::{
+    derive_impl, parameter_types,
+    traits::{ConstU128, ConstU32, ConstU64, Hooks, Randomness},
+};
+use sp_core::H256;
+use sp_runtime::{BuildStorage, Perbill, Permill};
+
+type Block = frame_system::mocking::MockBlock<Test>;
+
+frame_support::construct_runtime!(
+    pub enum Test {
+        System: frame_system,
+        Balances: pallet_balances,
+        ComputePower: pallet_compute_power,
+        TrainerStaking: pallet_trainer_staking,
+        JobMarket: pallet_job_market,
+    }
+);
+
+#[derive_impl(frame_system::config_preludes::TestDefaultConfig)]
+impl frame_system::Config for Test {
+    type Block = Block;
+    type AccountData = pallet_balances::AccountData<u128>;
+}
+
+#[derive_impl(pallet_balances::config_preludes::TestDefaultConfig)]
+impl pallet_balances::Config for Test {
+    type Balance = u128;
+    type ExistentialDeposit = ConstU128<1>;
+    type AccountStore = System;
+    type RuntimeHoldReason = RuntimeHoldReason;
+}
+
+parameter_types! {
+    pub const HalfLife: u64 = 100_000;
+    pub const DrillingWeight: Permill = Permill::from_percent(40);
+    pub const TrainingWeight: Permill = Permill::from_percent(60);
+}
+
+impl pallet_compute_power::Config for Test {
+    type HalfLife = HalfLife;
+    type DrillingWeight = DrillingWeight;
+    type TrainingWeight = TrainingWeight;
+}
+
+/// Every account counts as having session keys.
+pub struct AllRegistered;
+impl frame_support::traits::ValidatorRegistration<u64> for AllRegistered {
+    fn is_registered(_: &u64) -> bool {
+        true
+    }
+}
+
+impl pallet_trainer_staking::Config for Test {
+    type Currency = Balances;
+    type RuntimeHoldReason = RuntimeHoldReason;
+    type ComputePower = ComputePower;
+    type ValidatorRegistration = AllRegistered;
+    type Slashed = ();
+    type MinBond = ConstU128<1_000>;
+    type UnbondingPeriod = ConstU64<50>;
+    type MaxUnlockingChunks = ConstU32<4>;
+    type MaxBonders = ConstU32<50>;
+    type MaxAuthorities = ConstU32<10>;
+    type MinEquivocationSlash = MinEquivocationSlash;
+    type SuspensionSessions = ConstU32<1>;
+    type HistoryDepth = ConstU32<10>;
+    type SessionHistory = ();
+    type BlockReward = ConstU128<0>;
+    type WeightInfo = ();
+}
+
+parameter_types! {
+    pub const MinEquivocationSlash: Perbill = Perbill::from_percent(10);
+    /// When false, the randomness source has nothing (as before BABE's first VRF output).
+    pub static RandomnessAvailable: bool = true;
+}
+
+/// The previous block's "VRF output": a hash of the subject and the block number.
+pub struct TestRandomness;
+impl Randomness<Option<H256>, u64> for TestRandomness {
+    fn random(subject: &[u8]) -> (Option<H256>, u64) {
+        let parent = System::block_number().saturating_sub(1);
+        let value = RandomnessAvailable::get()
+            .then(|| H256(sp_io::hashing::blake2_256(&codec::Encode::encode(&(subject, parent)))));
+        (value, parent)
+    }
+}
+
+parameter_types! {
+    pub const VerificationShare: Permill = Permill::from_percent(10);
+    pub const TrainerSlash: Perbill = Perbill::from_percent(10);
+    pub const VerifierSlash: Perbill = Perbill::from_percent(1);
+}
+
+impl pallet_job_market::Config for Test {
+    type Currency = Balances;
+    type RuntimeHoldReason = RuntimeHoldReason;
+    type Staking = TrainerStaking;
+    type ComputePower = ComputePower;
+    type Randomness = TestRandomness;
+    type MinBudget = ConstU128<100>;
+    type MinBidWindow = ConstU64<2>;
+    type MaxBidWindow = ConstU64<20>;
+    type MinTrainingTime = ConstU64<5>;
+    type MaxJobDuration = ConstU64<200>;
+    type MaxBids = ConstU32<4>;
+    type MaxActiveJobs = ConstU32<8>;
+    type MaxTimeoutsPerBlock = ConstU32<2>;
+    type Verifiers = ConstU32<3>;
+    type SegmentsPerRound = ConstU32<2>;
+    type MaxRounds = ConstU32<2>;
+    type CommitWindow = ConstU64<5>;
+    type RevealWindow = ConstU64<5>;
+    type Retention = ConstU64<10>;
+    type VerificationShare = VerificationShare;
+    type TrainerSlash = TrainerSlash;
+    type VerifierSlash = VerifierSlash;
+    type WeightInfo = ();
+}
+
+/// Funds of each account at genesis.
+pub const ENDOWMENT: u128 = 1_000_000;
+
+/// Accounts 1–9 endowed, block 1.
+pub fn new_test_ext() -> sp_io::TestExternalities {
+    let mut storage = frame_system::GenesisConfig::<Test>::default().build_storage().unwrap();
+    pallet_balances::GenesisConfig::<Test> {
+        balances: (1..=9).map(|who| (who, ENDOWMENT)).collect(),
+        ..Default::default()
+    }
+    .assimilate_storage(&mut storage)
+    .unwrap();
+    let mut ext = sp_io::TestExternalities::new(storage);
+    ext.execute_with(|| {
+        System::set_block_number(1);
+        RandomnessAvailable::set(true);
+    });
+    ext
+}
+
+/// Runs `on_initialize` of every block up to `n`.
+pub fn run_to_block(n: u64) {
+    while System::block_number() < n {
+        let next = System::block_number() + 1;
+        System::set_block_number(next);
+        JobMarket::on_initialize(next);
+    }
+}

@@ -1,0 +1,796 @@
+//! The job lifecycle in the mock runtime: every path to a terminal state, every refusal, and property
+//! tests over random call sequences that check the escrow and issuance invariants.
+
+use crate::{mock::*, verification::verdict_commitment, *};
+use ergon_job_spec::JobSpec;
+use frame_support::{
+    assert_noop, assert_ok,
+    traits::fungible::{Inspect, InspectHold},
+};
+use sp_core::H256;
+
+const OWNER: u64 = 1;
+const TRAINER: u64 = 2;
+const BOND: u128 = 10_000;
+
+fn origin(who: u64) -> RuntimeOrigin {
+    RuntimeOrigin::signed(who)
+}
+
+/// The Fashion-MNIST MLP example the worker trains (60 000 samples, 1 epoch, 11 checkpoints).
+fn spec() -> JobSpec {
+    serde_json::from_str(include_str!("../../../worker/examples/fashion-mnist-mlp.json"))
+        .expect("the example spec parses")
+}
+
+fn escrow_held(who: u64) -> u128 {
+    Balances::balance_on_hold(&RuntimeHoldReason::JobMarket(HoldReason::Escrow), &who)
+}
+
+fn bond_held(who: u64) -> u128 {
+    Balances::balance_on_hold(
+        &RuntimeHoldReason::TrainerStaking(pallet_trainer_staking::HoldReason::Bonded),
+        &who,
+    )
+}
+
+fn bond(who: u64) {
+    assert_ok!(TrainerStaking::bond(origin(who), BOND));
+}
+
+fn events() -> Vec<Event<Test>> {
+    System::events()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            RuntimeEvent::JobMarket(e) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+fn state(job: JobId) -> JobState<u64, u128, u64> {
+    Jobs::<Test>::get(job).expect("job exists").state
+}
+
+/// Posts a job of `budget` with a 5-block bid window and a deadline 20 blocks out.
+fn post(budget: u128) -> JobId {
+    let id = NextJobId::<Test>::get();
+    let now = System::block_number();
+    assert_ok!(JobMarket::post_job(origin(OWNER), Box::new(spec()), budget, 5, now + 20));
+    id
+}
+
+/// Posts, takes `TRAINER`'s bid at `price` and assigns it (through `accept_bid`).
+fn assigned(budget: u128, price: u128) -> JobId {
+    let job = post(budget);
+    assert_ok!(JobMarket::bid(origin(TRAINER), job, price));
+    assert_ok!(JobMarket::accept_bid(origin(OWNER), job, TRAINER));
+    job
+}
+
+fn uri() -> BundleUri {
+    BundleUri::truncate_from(b"http://127.0.0.1:8000/bundle/".to_vec())
+}
+
+fn submit(job: JobId) {
+    assert_ok!(JobMarket::submit_bundle(
+        origin(TRAINER),
+        job,
+        H256::repeat_byte(7),
+        uri(),
+        H256::repeat_byte(8),
+        ClaimedMetrics::default()
+    ));
+}
+
+/// The drawn verifiers of the job's current round (after running to the draw).
+fn verifiers(job: JobId) -> Vec<u64> {
+    Rounds::<Test>::get(job).expect("round").votes.iter().map(|v| v.verifier).collect()
+}
+
+fn salt(who: u64) -> H256 {
+    H256::repeat_byte(who as u8)
+}
+
+fn commit(job: JobId, who: u64, verdict: Verdict) {
+    let round = Rounds::<Test>::get(job).expect("round").number;
+    let c = verdict_commitment(job, round, &who, verdict, H256::zero(), salt(who));
+    assert_ok!(JobMarket::commit_verdict(origin(who), job, c));
+}
+
+fn reveal(job: JobId, who: u64, verdict: Verdict) {
+    assert_ok!(JobMarket::reveal_verdict(origin(who), job, verdict, H256::zero(), salt(who)));
+}
+
+/// Runs `test` with accounts 2–9 bonded, then checks the pallet invariants.
+fn run(test: impl FnOnce()) {
+    new_test_ext().execute_with(|| {
+        for who in 2..=9 {
+            bond(who);
+        }
+        test();
+        JobMarket::do_try_state().expect("job-market invariants");
+        TrainerStaking::do_try_state().expect("staking invariants");
+    })
+}
+
+#[test]
+fn post_job_validates_and_holds_the_budget() {
+    run(|| {
+        let mut bad = spec();
+        bad.batch_size = 0;
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(bad), 1_000, 5, 30),
+            Error::<Test>::InvalidSpec
+        );
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(spec()), 99, 5, 30),
+            Error::<Test>::BudgetTooLow
+        );
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(spec()), 1_000, 1, 30),
+            Error::<Test>::BidWindowOutOfRange
+        );
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(spec()), 1_000, 21, 300),
+            Error::<Test>::BidWindowOutOfRange
+        );
+        // Bidding ends at block 6; training needs 5 more blocks.
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(spec()), 1_000, 5, 10),
+            Error::<Test>::DeadlineOutOfRange
+        );
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(spec()), 1_000, 5, 202),
+            Error::<Test>::DeadlineOutOfRange
+        );
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(spec()), ENDOWMENT, 5, 30),
+            Error::<Test>::InsufficientBalance
+        );
+
+        let job = post(1_000);
+        let work = spec().validate().unwrap().training_micro_ut();
+        assert!(work > 0);
+        assert_eq!(
+            events().last(),
+            Some(&Event::JobPosted { job, owner: OWNER, budget: 1_000, work_micro_ut: work })
+        );
+        assert_eq!(escrow_held(OWNER), 1_000);
+        let record = Jobs::<Test>::get(job).unwrap();
+        assert_eq!((record.checkpoints, record.escrow, record.timeout), (11, 1_000, 7));
+    });
+}
+
+#[test]
+fn the_number_of_stored_jobs_is_bounded() {
+    run(|| {
+        for _ in 0..8 {
+            post(100);
+        }
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(spec()), 100, 5, 30),
+            Error::<Test>::TooManyJobs
+        );
+    });
+}
+
+#[test]
+fn cancel_before_assignment_refunds_in_full() {
+    run(|| {
+        let job = post(1_000);
+        assert_noop!(JobMarket::cancel_job(origin(TRAINER), job), Error::<Test>::NotOwner);
+        assert_noop!(JobMarket::cancel_job(origin(OWNER), 42), Error::<Test>::JobNotFound);
+        assert_ok!(JobMarket::cancel_job(origin(OWNER), job));
+        assert_eq!((escrow_held(OWNER), Balances::balance(&OWNER)), (0, ENDOWMENT));
+        assert_eq!(
+            state(job),
+            JobState::Failed { trainer: None, reason: FailureReason::Cancelled }
+        );
+        assert_noop!(JobMarket::cancel_job(origin(OWNER), job), Error::<Test>::NotOpen);
+        // The record stays readable for `Retention` blocks, then goes.
+        run_to_block(10);
+        assert!(Jobs::<Test>::get(job).is_some());
+        run_to_block(11);
+        assert!(Jobs::<Test>::get(job).is_none());
+        assert_eq!(events().last(), Some(&Event::JobRemoved { job }));
+    });
+}
+
+#[test]
+fn cancel_after_assignment_is_refused() {
+    run(|| {
+        let job = assigned(1_000, 500);
+        assert_noop!(JobMarket::cancel_job(origin(OWNER), job), Error::<Test>::NotOpen);
+    });
+}
+
+#[test]
+fn bid_refusals() {
+    run(|| {
+        let job = post(1_000);
+        assert_noop!(JobMarket::bid(origin(TRAINER), 9, 10), Error::<Test>::JobNotFound);
+        assert_noop!(JobMarket::bid(origin(OWNER), job, 10), Error::<Test>::OwnJob);
+        assert_ok!(TrainerStaking::unbond(origin(9), BOND));
+        assert_noop!(JobMarket::bid(origin(9), job, 10), Error::<Test>::NotEligible);
+        assert_noop!(JobMarket::bid(origin(TRAINER), job, 0), Error::<Test>::ZeroPrice);
+        // 10% of the budget is the verification reserve.
+        assert_noop!(JobMarket::bid(origin(TRAINER), job, 901), Error::<Test>::PriceAboveBudget);
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, 900));
+        // A second bid replaces the first.
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, 800));
+        assert_eq!(Bids::<Test>::get(job).to_vec(), vec![Bid { trainer: TRAINER, price: 800 }]);
+        for who in 3..=5 {
+            assert_ok!(JobMarket::bid(origin(who), job, 800));
+        }
+        assert_noop!(JobMarket::bid(origin(6), job, 800), Error::<Test>::TooManyBids);
+        run_to_block(7);
+        assert_noop!(JobMarket::bid(origin(3), job, 700), Error::<Test>::NotOpen);
+    });
+}
+
+#[test]
+fn bid_after_the_window_is_refused() {
+    run(|| {
+        let job = post(1_000);
+        // The window's last block is 6; assignment runs at 7. Bids at 6 count.
+        System::set_block_number(6);
+        assert_ok!(JobMarket::bid(origin(3), job, 500));
+        Jobs::<Test>::mutate(job, |j| j.as_mut().unwrap().bid_window_end = 5);
+        assert_noop!(JobMarket::bid(origin(4), job, 400), Error::<Test>::BidWindowClosed);
+    });
+}
+
+#[test]
+fn the_cheapest_eligible_bid_wins_ties_by_ecp() {
+    use pallet_compute_power::{ComputePowerLedger, WorkKind};
+    run(|| {
+        let job = post(1_000);
+        assert_ok!(JobMarket::bid(origin(3), job, 400));
+        assert_ok!(JobMarket::bid(origin(4), job, 300));
+        assert_ok!(JobMarket::bid(origin(5), job, 300));
+        assert_ok!(JobMarket::bid(origin(6), job, 200));
+        // 6 is cheapest but unbonds (no longer eligible); 5 has more ECP than 4.
+        assert_ok!(TrainerStaking::unbond(origin(6), BOND));
+        ComputePower::credit(&5, WorkKind::Training, 1_000_000);
+        run_to_block(7);
+        assert_eq!(state(job), JobState::Assigned { trainer: 5, price: 300 });
+        assert!(Bids::<Test>::get(job).is_empty());
+    });
+}
+
+#[test]
+fn no_bids_refunds() {
+    run(|| {
+        let job = post(1_000);
+        run_to_block(7);
+        assert_eq!(state(job), JobState::Failed { trainer: None, reason: FailureReason::NoBids });
+        assert_eq!(escrow_held(OWNER), 0);
+        assert!(events().contains(&Event::JobFailed {
+            job,
+            reason: FailureReason::NoBids,
+            refunded: 1_000
+        }));
+    });
+}
+
+#[test]
+fn accept_bid_assigns_early() {
+    run(|| {
+        let job = post(1_000);
+        assert_ok!(JobMarket::bid(origin(3), job, 200));
+        assert_ok!(JobMarket::bid(origin(4), job, 600));
+        assert_noop!(JobMarket::accept_bid(origin(3), job, 4), Error::<Test>::NotOwner);
+        assert_noop!(JobMarket::accept_bid(origin(OWNER), job, 5), Error::<Test>::BidNotFound);
+        assert_ok!(JobMarket::accept_bid(origin(OWNER), job, 4));
+        assert_eq!(state(job), JobState::Assigned { trainer: 4, price: 600 });
+        // The bid-window timeout was replaced by the deadline's.
+        assert_eq!(Jobs::<Test>::get(job).unwrap().timeout, 22);
+        run_to_block(10);
+        assert_eq!(state(job), JobState::Assigned { trainer: 4, price: 600 });
+    });
+}
+
+#[test]
+fn missed_deadline_slashes_and_refunds() {
+    run(|| {
+        let job = assigned(1_000, 500);
+        run_to_block(21);
+        assert!(matches!(state(job), JobState::Assigned { .. }));
+        run_to_block(22);
+        assert_eq!(
+            state(job),
+            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::MissedDeadline }
+        );
+        assert_eq!(bond_held(TRAINER), BOND - BOND / 10);
+        assert_eq!((escrow_held(OWNER), Balances::balance(&OWNER)), (0, ENDOWMENT));
+        // Too late to submit now.
+        assert_noop!(
+            JobMarket::submit_bundle(
+                origin(TRAINER),
+                job,
+                H256::zero(),
+                uri(),
+                H256::zero(),
+                Default::default()
+            ),
+            Error::<Test>::NotAssignedTrainer
+        );
+    });
+}
+
+#[test]
+fn submit_bundle_refusals() {
+    run(|| {
+        let job = assigned(1_000, 500);
+        let submit_as = |who, uri: &[u8]| {
+            JobMarket::submit_bundle(
+                origin(who),
+                job,
+                H256::zero(),
+                BundleUri::truncate_from(uri.to_vec()),
+                H256::zero(),
+                Default::default(),
+            )
+        };
+        assert_noop!(submit_as(3, b"http://x/"), Error::<Test>::NotAssignedTrainer);
+        assert_noop!(submit_as(TRAINER, b""), Error::<Test>::InvalidUri);
+        assert_noop!(submit_as(TRAINER, b"ftp://x/"), Error::<Test>::InvalidUri);
+        assert_noop!(submit_as(TRAINER, b"http://"), Error::<Test>::InvalidUri);
+        System::set_block_number(21);
+        Jobs::<Test>::mutate(job, |j| j.as_mut().unwrap().deadline = 20);
+        assert_noop!(submit_as(TRAINER, b"http://x/"), Error::<Test>::DeadlinePassed);
+    });
+}
+
+#[test]
+fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
+    use pallet_compute_power::ComputePowerLedger;
+    run(|| {
+        let issuance = Balances::total_issuance();
+        let job = assigned(1_000, 600);
+        submit(job);
+        assert!(matches!(state(job), JobState::Verifying { .. }));
+        // Submitted at 1: the draw waits for randomness of block 2, read at block 3.
+        run_to_block(2);
+        assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Drawing);
+        run_to_block(3);
+        let round = Rounds::<Test>::get(job).unwrap();
+        assert_eq!(round.phase, Phase::Commit);
+        assert_eq!(round.segments.len(), 2);
+        assert!(round.segments.iter().all(|s| *s < 10));
+        let drawn = verifiers(job);
+        assert_eq!(drawn.len(), 3);
+        assert!(!drawn.contains(&TRAINER) && !drawn.contains(&OWNER));
+
+        for v in &drawn {
+            commit(job, *v, Verdict::Pass);
+        }
+        // Everyone committed: reveal opens at once.
+        assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
+        let before: Vec<u128> = drawn.iter().map(|v| Balances::balance(v)).collect();
+        for v in &drawn {
+            reveal(job, *v, Verdict::Pass);
+        }
+        // Settled on the last reveal. Fee per vote: 10% of 1 000 over 3 verifiers × 2 rounds = 16.
+        let JobState::Completed { trainer, price, .. } = state(job) else {
+            panic!("not completed")
+        };
+        assert_eq!((trainer, price), (TRAINER, 600));
+        for (v, b) in drawn.iter().zip(before) {
+            assert_eq!(Balances::balance(v), b + 16);
+        }
+        assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND + 600);
+        assert_eq!(escrow_held(OWNER), 0);
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 3 * 16);
+        let work = spec().validate().unwrap().training_micro_ut();
+        assert_eq!(ComputePower::ecp(&TRAINER), work * 6 / 10);
+        assert_eq!(Balances::total_issuance(), issuance);
+        assert!(events().contains(&Event::JobCompleted {
+            job,
+            trainer: TRAINER,
+            price: 600,
+            work_micro_ut: work
+        }));
+    });
+}
+
+#[test]
+fn a_fail_verdict_slashes_the_trainer_and_refunds_the_owner() {
+    run(|| {
+        let job = assigned(1_000, 600);
+        submit(job);
+        run_to_block(3);
+        let drawn = verifiers(job);
+        for v in &drawn {
+            commit(job, *v, Verdict::Fail);
+        }
+        for v in &drawn {
+            reveal(job, *v, Verdict::Fail);
+        }
+        assert_eq!(
+            state(job),
+            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
+        );
+        assert_eq!(bond_held(TRAINER), BOND - BOND / 10);
+        assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND);
+        // Verifiers are paid from the escrow; the rest is refunded.
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 3 * 16);
+    });
+}
+
+#[test]
+fn a_split_vote_starts_a_fresh_round_and_slashes_the_silent() {
+    run(|| {
+        let job = assigned(1_000, 600);
+        submit(job);
+        run_to_block(3);
+        let first = verifiers(job);
+        commit(job, first[0], Verdict::Pass);
+        commit(job, first[1], Verdict::Fail);
+        commit(job, first[2], Verdict::Pass);
+        reveal(job, first[0], Verdict::Pass);
+        reveal(job, first[1], Verdict::Fail);
+        // first[2] stays silent: at the end of the reveal window the round is 1 : 1, indecisive.
+        run_to_block(3 + 5);
+        assert!(events().contains(&Event::RoundSettled {
+            job,
+            round: 0,
+            pass: 1,
+            fail: 1,
+            silent: 1,
+            decisive: false
+        }));
+        assert_eq!(bond_held(first[2]), BOND - BOND / 100);
+        // The two who revealed are paid, nobody is slashed for the vote.
+        assert_eq!(bond_held(first[0]), BOND);
+        assert_eq!(bond_held(first[1]), BOND);
+        // Round 1 draws three fresh verifiers.
+        run_to_block(9);
+        let round = Rounds::<Test>::get(job).unwrap();
+        assert_eq!((round.number, round.phase), (1, Phase::Commit));
+        let second = verifiers(job);
+        assert!(second.iter().all(|v| !first.contains(v)));
+        for v in &second {
+            commit(job, *v, Verdict::Pass);
+        }
+        for v in &second {
+            reveal(job, *v, Verdict::Pass);
+        }
+        assert!(matches!(state(job), JobState::Completed { .. }));
+        // 5 verifiers paid 16 each, the trainer 600; the rest went back.
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 5 * 16);
+    });
+}
+
+#[test]
+fn a_decisive_round_slashes_the_minority() {
+    run(|| {
+        let job = assigned(1_000, 600);
+        submit(job);
+        run_to_block(3);
+        let drawn = verifiers(job);
+        for (i, v) in drawn.iter().enumerate() {
+            commit(job, *v, if i == 0 { Verdict::Fail } else { Verdict::Pass });
+        }
+        // Only the two Pass voters reveal; 2 of 3 revealed and both pass: decisive.
+        reveal(job, drawn[1], Verdict::Pass);
+        reveal(job, drawn[2], Verdict::Pass);
+        run_to_block(3 + 5);
+        assert!(matches!(state(job), JobState::Completed { .. }));
+        assert_eq!(bond_held(drawn[0]), BOND - BOND / 100);
+
+        // Now a 2 : 1 round where the minority revealed too.
+        let job = assigned(1_000, 600);
+        submit(job);
+        run_to_block(10);
+        let drawn = verifiers(job);
+        let verdicts = [Verdict::Fail, Verdict::Pass, Verdict::Pass];
+        for (v, verdict) in drawn.iter().zip(verdicts) {
+            commit(job, *v, verdict);
+        }
+        let before = bond_held(drawn[0]);
+        for (v, verdict) in drawn.iter().zip(verdicts) {
+            reveal(job, *v, verdict);
+        }
+        assert!(matches!(state(job), JobState::Completed { .. }));
+        assert_eq!(bond_held(drawn[0]), before - before / 100);
+    });
+}
+
+#[test]
+fn silent_verifiers_exhaust_the_rounds_and_the_owner_is_refunded() {
+    run(|| {
+        let job = assigned(1_000, 600);
+        submit(job);
+        run_to_block(3);
+        let first = verifiers(job);
+        // Nobody commits: the round ends with the commit window.
+        run_to_block(8);
+        run_to_block(9);
+        let second = verifiers(job);
+        assert_eq!(Rounds::<Test>::get(job).unwrap().number, 1);
+        run_to_block(14);
+        assert_eq!(
+            state(job),
+            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
+        );
+        for v in first.iter().chain(&second) {
+            assert_eq!(bond_held(*v), BOND - BOND / 100);
+        }
+        // Not the trainer's fault: no slash; no payment either.
+        assert_eq!(bond_held(TRAINER), BOND);
+        assert_eq!((escrow_held(OWNER), Balances::balance(&OWNER)), (0, ENDOWMENT));
+    });
+}
+
+#[test]
+fn without_any_possible_verifier_the_job_ends_inconclusive() {
+    new_test_ext().execute_with(|| {
+        bond(TRAINER);
+        let job = assigned(1_000, 600);
+        submit(job);
+        run_to_block(3);
+        // Round 0 drew nobody and settled; round 1 draws nobody at block 4.
+        run_to_block(4);
+        assert_eq!(
+            state(job),
+            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
+        );
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT);
+        JobMarket::do_try_state().unwrap();
+    });
+}
+
+#[test]
+fn the_draw_waits_for_randomness_then_falls_back() {
+    run(|| {
+        RandomnessAvailable::set(false);
+        let job = assigned(1_000, 600);
+        submit(job);
+        run_to_block(6);
+        assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Drawing);
+        // Past the commit window after submission (block 1 + 5): the parent hash is used.
+        run_to_block(7);
+        assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Commit);
+        assert_eq!(verifiers(job).len(), 3);
+    });
+}
+
+#[test]
+fn commit_and_reveal_refusals() {
+    run(|| {
+        let job = assigned(1_000, 600);
+        submit(job);
+        assert_noop!(
+            JobMarket::commit_verdict(origin(3), job, H256::zero()),
+            Error::<Test>::NotInCommitPhase
+        );
+        run_to_block(3);
+        let drawn = verifiers(job);
+        let outsider = (3..=9).find(|w| !drawn.contains(w)).unwrap();
+        assert_noop!(
+            JobMarket::commit_verdict(origin(outsider), job, H256::zero()),
+            Error::<Test>::NotAVerifier
+        );
+        assert_noop!(
+            JobMarket::reveal_verdict(origin(drawn[0]), job, Verdict::Pass, H256::zero(), salt(1)),
+            Error::<Test>::NotInRevealPhase
+        );
+        commit(job, drawn[0], Verdict::Pass);
+        assert_noop!(
+            JobMarket::commit_verdict(origin(drawn[0]), job, H256::zero()),
+            Error::<Test>::AlreadyCommitted
+        );
+        commit(job, drawn[1], Verdict::Pass);
+        run_to_block(8);
+        assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
+        assert_noop!(
+            JobMarket::reveal_verdict(
+                origin(drawn[2]),
+                job,
+                Verdict::Pass,
+                H256::zero(),
+                salt(drawn[2])
+            ),
+            Error::<Test>::NotCommitted
+        );
+        // A different verdict (or salt) than committed is refused.
+        assert_noop!(
+            JobMarket::reveal_verdict(
+                origin(drawn[0]),
+                job,
+                Verdict::Fail,
+                H256::zero(),
+                salt(drawn[0])
+            ),
+            Error::<Test>::CommitmentMismatch
+        );
+        // Copying another verifier's commitment does not work either: it binds the verifier.
+        reveal(job, drawn[0], Verdict::Pass);
+        assert_noop!(
+            JobMarket::reveal_verdict(
+                origin(drawn[0]),
+                job,
+                Verdict::Pass,
+                H256::zero(),
+                salt(drawn[0])
+            ),
+            Error::<Test>::AlreadyRevealed
+        );
+    });
+}
+
+#[test]
+fn segment_and_verifier_draws_are_distinct_and_in_range() {
+    for seed in 0u8..50 {
+        let segments = verification::draw_segments(10, 4, &[seed]);
+        assert_eq!(segments.len(), 4);
+        assert!(segments.windows(2).all(|w| w[0] < w[1]) && segments.iter().all(|s| *s < 10));
+        assert_eq!(verification::draw_segments(2, 4, &[seed]), vec![0, 1]);
+        let drawn =
+            verification::weighted_sample(vec![(1u64, 1u128), (2, 5), (3, 1), (4, 0)], 3, &[seed]);
+        assert_eq!(drawn.len(), 3);
+        assert!(!drawn.contains(&4), "a zero weight is never drawn");
+    }
+}
+
+#[test]
+fn verifier_draw_follows_the_weights() {
+    // 2 000 single draws from weights 1 : 3: about 25% / 75%.
+    let heavy = (0u32..2_000)
+        .filter(|i| {
+            verification::weighted_sample(vec![(1u8, 1u128), (2, 3)], 1, &i.to_le_bytes())
+                == vec![2]
+        })
+        .count();
+    assert!((1_400..1_600).contains(&heavy), "heavy drawn {heavy} of 2000");
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Action {
+        Post { owner: u64, budget: u128, window: u64 },
+        Cancel { owner: u64, job: JobId },
+        Bid { trainer: u64, job: JobId, price: u128 },
+        Accept { owner: u64, job: JobId, trainer: u64 },
+        Submit { trainer: u64, job: JobId },
+        Commit { verifier: u64, job: JobId, pass: bool },
+        Reveal { verifier: u64, job: JobId, pass: bool },
+        Unbond { trainer: u64 },
+        Advance { blocks: u64 },
+    }
+
+    fn action() -> impl Strategy<Value = Action> {
+        let who = 1u64..=9;
+        let job = 0u64..6;
+        prop_oneof![
+            (who.clone(), 100u128..5_000, 2u64..8)
+                .prop_map(|(owner, budget, window)| Action::Post { owner, budget, window }),
+            (who.clone(), job.clone()).prop_map(|(owner, job)| Action::Cancel { owner, job }),
+            (who.clone(), job.clone(), 1u128..5_000)
+                .prop_map(|(trainer, job, price)| Action::Bid { trainer, job, price }),
+            (who.clone(), job.clone(), who.clone())
+                .prop_map(|(owner, job, trainer)| Action::Accept { owner, job, trainer }),
+            (who.clone(), job.clone()).prop_map(|(trainer, job)| Action::Submit { trainer, job }),
+            (who.clone(), job.clone(), any::<bool>())
+                .prop_map(|(verifier, job, pass)| Action::Commit { verifier, job, pass }),
+            (who.clone(), job.clone(), any::<bool>())
+                .prop_map(|(verifier, job, pass)| Action::Reveal { verifier, job, pass }),
+            who.clone().prop_map(|trainer| Action::Unbond { trainer }),
+            (1u64..6).prop_map(|blocks| Action::Advance { blocks }),
+        ]
+    }
+
+    fn verdict(pass: bool) -> Verdict {
+        if pass {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        }
+    }
+
+    fn apply(a: &Action) {
+        let now = System::block_number();
+        // Refusals are fine (and roll back); only the invariants matter.
+        let _ = match a.clone() {
+            Action::Post { owner, budget, window } => JobMarket::post_job(
+                origin(owner),
+                Box::new(spec()),
+                budget,
+                window,
+                now + window + 10,
+            ),
+            Action::Cancel { owner, job } => JobMarket::cancel_job(origin(owner), job),
+            Action::Bid { trainer, job, price } => JobMarket::bid(origin(trainer), job, price),
+            Action::Accept { owner, job, trainer } => {
+                JobMarket::accept_bid(origin(owner), job, trainer)
+            }
+            Action::Submit { trainer, job } => JobMarket::submit_bundle(
+                origin(trainer),
+                job,
+                H256::repeat_byte(1),
+                uri(),
+                H256::repeat_byte(2),
+                Default::default(),
+            ),
+            Action::Commit { verifier, job, pass } => {
+                let round = Rounds::<Test>::get(job).map(|r| r.number).unwrap_or_default();
+                let c = verdict_commitment(
+                    job,
+                    round,
+                    &verifier,
+                    verdict(pass),
+                    H256::zero(),
+                    salt(verifier),
+                );
+                JobMarket::commit_verdict(origin(verifier), job, c)
+            }
+            Action::Reveal { verifier, job, pass } => JobMarket::reveal_verdict(
+                origin(verifier),
+                job,
+                verdict(pass),
+                H256::zero(),
+                salt(verifier),
+            ),
+            Action::Unbond { trainer } => TrainerStaking::unbond(origin(trainer), BOND),
+            Action::Advance { blocks } => {
+                run_to_block(now + blocks);
+                Ok(())
+            }
+        };
+    }
+
+    /// Σ escrow of stored jobs + Σ bonds == everything held; issuance only falls, by the slashes.
+    fn check(initial_issuance: u128) {
+        JobMarket::do_try_state().expect("job-market invariants");
+        TrainerStaking::do_try_state().expect("staking invariants");
+        let escrow: u128 = Jobs::<Test>::iter_values().map(|j| j.escrow).sum();
+        let bonds = pallet_trainer_staking::TotalBonded::<Test>::get();
+        let held: u128 = (1..=9u64).map(|w| Balances::total_balance_on_hold(&w)).sum();
+        assert_eq!(escrow + bonds, held, "held balance differs from escrows + bonds");
+        let slashed: u128 = System::events()
+            .iter()
+            .filter_map(|r| match &r.event {
+                RuntimeEvent::TrainerStaking(pallet_trainer_staking::Event::Slashed {
+                    amount,
+                    ..
+                }) => Some(*amount),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(Balances::total_issuance(), initial_issuance - slashed);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn random_sequences_keep_the_books_and_every_job_ends(
+            actions in proptest::collection::vec(action(), 1..60)
+        ) {
+            new_test_ext().execute_with(|| {
+                for who in 2..=9 {
+                    bond(who);
+                }
+                let issuance = Balances::total_issuance();
+                for a in &actions {
+                    apply(a);
+                    check(issuance);
+                }
+                // A job lives at most: bidding 7, training 10, 2 rounds of (draw wait ≤ 6, commit 5,
+                // reveal 5), retention 10 — far less than 200 blocks; nothing stays after that.
+                run_to_block(System::block_number() + 200);
+                check(issuance);
+                prop_assert_eq!(Jobs::<Test>::count(), 0);
+                prop_assert_eq!(Timeouts::<Test>::iter().count(), 0);
+                for w in 1..=9u64 {
+                    prop_assert_eq!(escrow_held(w), 0);
+                }
+                Ok(())
+            })?;
+        }
+    }
+}

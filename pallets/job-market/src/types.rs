@@ -1,0 +1,220 @@
+//! The records of the market: jobs, bids, bundle commitments and verification rounds.
+
+use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
+use ergon_job_spec::JobSpec;
+use frame_support::{BoundedVec, CloneNoBound, DebugNoBound, EqNoBound, PartialEqNoBound};
+use scale_info::TypeInfo;
+use sp_core::H256;
+
+/// Identifier of a job (sequential).
+pub type JobId = u64;
+
+/// Longest bundle URI, in bytes.
+pub const MAX_URI_LEN: u32 = 256;
+
+/// Where a bundle can be fetched: `http://`, `https://` or `file://` URI bytes.
+pub type BundleUri = BoundedVec<u8, frame_support::traits::ConstU32<MAX_URI_LEN>>;
+
+/// A trainer's offer to train a job.
+#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
+pub struct Bid<AccountId, Balance> {
+    /// The bidding trainer.
+    pub trainer: AccountId,
+    /// What the trainer asks to be paid.
+    pub price: Balance,
+}
+
+/// What the trainer reports about the trained model; checked by the verifiers against the bundle.
+/// Fixed-point integers (no floats on chain).
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    Debug,
+    TypeInfo,
+    MaxEncodedLen,
+    Default,
+)]
+pub struct ClaimedMetrics {
+    /// Mean training loss of the last epoch, in millionths.
+    pub train_loss_micro: u64,
+    /// Validation loss, in millionths.
+    pub validation_loss_micro: u64,
+    /// Validation accuracy in parts per million (0 when the task has no accuracy).
+    pub validation_accuracy_ppm: u32,
+}
+
+/// A trainer's commitment to a checkpoint bundle, made before the challenge randomness exists.
+#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
+pub struct BundleCommitment<BlockNumber> {
+    /// Merkle root over the manifest and every checkpoint file.
+    pub root: H256,
+    /// Where the bundle is served.
+    pub uri: BundleUri,
+    /// Hash of the final model's weights.
+    pub final_model_hash: H256,
+    /// The claimed metrics.
+    pub metrics: ClaimedMetrics,
+    /// Block of the commitment; the challenge uses randomness from a later block.
+    pub submitted_at: BlockNumber,
+}
+
+/// A verifier's verdict on a bundle.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    Debug,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+pub enum Verdict {
+    /// Every check passed.
+    Pass,
+    /// A check failed (evidence in the verifier's report, whose hash is revealed).
+    Fail,
+}
+
+/// One drawn verifier's progress in a round.
+#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
+pub struct VerifierVote<AccountId> {
+    /// The verifier.
+    pub verifier: AccountId,
+    /// `blake2_256((job, round, verifier, verdict, evidence_hash, salt))`, once committed.
+    pub commitment: Option<H256>,
+    /// The verdict, once revealed (matching the commitment).
+    pub verdict: Option<Verdict>,
+}
+
+/// Phase of a verification round.
+#[derive(Clone, Copy, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
+pub enum Phase {
+    /// Waiting for randomness from a block after the commitment to draw verifiers and segments.
+    Drawing,
+    /// Drawn verifiers replay the segments and commit to a verdict.
+    Commit,
+    /// Verifiers reveal their committed verdicts.
+    Reveal,
+}
+
+/// A verification round of a job's bundle.
+#[derive(
+    CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, DebugNoBound, TypeInfo, MaxEncodedLen,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct Round<T: crate::Config> {
+    /// Round number, from 0.
+    pub number: u32,
+    /// Current phase.
+    pub phase: Phase,
+    /// The drawn verifiers and their votes.
+    pub votes: BoundedVec<VerifierVote<T::AccountId>, T::Verifiers>,
+    /// Checkpoint segments `Cᵢ → Cᵢ₊₁` to replay, by `i`.
+    pub segments: BoundedVec<u32, T::SegmentsPerRound>,
+}
+
+/// Why a job ended without a verified model.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    Debug,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+pub enum FailureReason {
+    /// The owner cancelled it before assignment.
+    Cancelled,
+    /// The bid window closed without an eligible bid.
+    NoBids,
+    /// The assigned trainer did not commit a bundle before the deadline.
+    MissedDeadline,
+    /// The verifiers' quorum rejected the bundle.
+    Rejected,
+    /// No round reached a quorum within `MaxRounds`.
+    Inconclusive,
+}
+
+/// Where a job stands. The last two are terminal: the escrow is settled and the record is kept
+/// `Retention` blocks for clients, then removed.
+#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
+pub enum JobState<AccountId, Balance, BlockNumber> {
+    /// Taking bids until the bid window closes.
+    Open,
+    /// A trainer is training; it must commit a bundle before the deadline.
+    Assigned {
+        /// The trainer.
+        trainer: AccountId,
+        /// The agreed price.
+        price: Balance,
+    },
+    /// The bundle is committed and being verified (see the job's [`Round`]).
+    Verifying {
+        /// The trainer.
+        trainer: AccountId,
+        /// The agreed price.
+        price: Balance,
+        /// The commitment.
+        bundle: BundleCommitment<BlockNumber>,
+    },
+    /// Verified: the trainer was paid, the model is at the bundle.
+    Completed {
+        /// The trainer.
+        trainer: AccountId,
+        /// What it was paid.
+        price: Balance,
+        /// The verified bundle.
+        bundle: BundleCommitment<BlockNumber>,
+    },
+    /// Ended without a verified model; the owner got the escrow back (minus verifier fees).
+    Failed {
+        /// The trainer, if one was assigned.
+        trainer: Option<AccountId>,
+        /// Why.
+        reason: FailureReason,
+    },
+}
+
+impl<AccountId, Balance, BlockNumber> JobState<AccountId, Balance, BlockNumber> {
+    /// The escrow is settled and nothing more happens but the record's removal.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, JobState::Completed { .. } | JobState::Failed { .. })
+    }
+}
+
+/// A training job.
+#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
+pub struct Job<AccountId, Balance, BlockNumber> {
+    /// Who posted and pays.
+    pub owner: AccountId,
+    /// What to train.
+    pub spec: JobSpec,
+    /// Training work computed on chain from the spec, in micro-ut: the T credit a pass earns.
+    pub work_micro_ut: u128,
+    /// Checkpoints the bundle must hold (C0 included).
+    pub checkpoints: u64,
+    /// The most the owner pays, trainer and verifiers together.
+    pub budget: Balance,
+    /// Still held in escrow for this job.
+    pub escrow: Balance,
+    /// Last block of bidding.
+    pub bid_window_end: BlockNumber,
+    /// Last block at which the assigned trainer may commit its bundle.
+    pub deadline: BlockNumber,
+    /// Block at which the current phase times out (the job's entry in `Timeouts`).
+    pub timeout: BlockNumber,
+    /// Where the job stands.
+    pub state: JobState<AccountId, Balance, BlockNumber>,
+}

@@ -1,0 +1,391 @@
+//! Assignment and verification: choosing the winning bid, drawing verifiers and segments from
+//! randomness of a block after the bundle commitment, the commit-reveal vote and settlement.
+
+use alloc::vec::Vec;
+use codec::Encode;
+use core::marker::PhantomData;
+use frame_support::{
+    pallet_prelude::*,
+    traits::{
+        fungible::MutateHold,
+        tokens::{Fortitude, Precision, Restriction},
+        Randomness,
+    },
+};
+use frame_system::pallet_prelude::BlockNumberFor;
+use pallet_compute_power::{ComputePowerLedger, WorkKind};
+use pallet_trainer_staking::{BondInspect, SlashReason, Slashing};
+use sp_core::H256;
+use sp_runtime::traits::{One, Saturating, Zero};
+
+use crate::{
+    BalanceOf, Bid, Config, Error, Event, FailureReason, HoldReason, JobId, JobOf, JobState, Jobs,
+    Pallet, PastVerifiers, Phase, Round, RoundOf, Rounds, Verdict, VerifierVote,
+};
+
+/// Bound of [`crate::PastVerifiers`]: every verifier of every round.
+pub struct MaxPastVerifiers<T>(PhantomData<T>);
+
+impl<T: Config> Get<u32> for MaxPastVerifiers<T> {
+    fn get() -> u32 {
+        T::Verifiers::get().saturating_mul(T::MaxRounds::get())
+    }
+}
+
+/// A bundle URI must be non-empty `http://`, `https://` or `file://` (local test networks).
+pub fn is_valid_uri(uri: &[u8]) -> bool {
+    [&b"http://"[..], b"https://", b"file://"]
+        .iter()
+        .any(|scheme| uri.len() > scheme.len() && uri.starts_with(scheme))
+}
+
+/// The commitment a verifier makes to its verdict. Binding the job, round and verifier stops anyone
+/// from replaying another verifier's commitment.
+pub fn verdict_commitment<AccountId: Encode>(
+    job: JobId,
+    round: u32,
+    verifier: &AccountId,
+    verdict: Verdict,
+    evidence_hash: H256,
+    salt: H256,
+) -> H256 {
+    H256(sp_io::hashing::blake2_256(&(job, round, verifier, verdict, evidence_hash, salt).encode()))
+}
+
+/// A fresh round waiting for its draw.
+pub fn new_round<T: Config>(number: u32) -> RoundOf<T> {
+    Round { number, phase: Phase::Drawing, votes: Default::default(), segments: Default::default() }
+}
+
+/// The winning bid among `bids`: eligible trainers only, lowest price, then highest ECP, then the
+/// lowest account (so every node agrees).
+pub fn cheapest_bid<T: Config>(
+    bids: Vec<Bid<T::AccountId, BalanceOf<T>>>,
+) -> Option<Bid<T::AccountId, BalanceOf<T>>> {
+    bids.into_iter().filter(|b| T::Staking::is_eligible(&b.trainer)).min_by(|a, b| {
+        a.price
+            .cmp(&b.price)
+            .then_with(|| T::ComputePower::ecp(&b.trainer).cmp(&T::ComputePower::ecp(&a.trainer)))
+            .then_with(|| a.trainer.cmp(&b.trainer))
+    })
+}
+
+/// A uniform-ish `u128` from `seed`, a domain tag and a counter.
+fn random_u128(seed: &[u8], tag: &[u8], i: u32) -> u128 {
+    let hash = sp_io::hashing::blake2_256(&(seed, tag, i).encode());
+    u128::from_le_bytes(hash[..16].try_into().expect("32-byte hash has 16 bytes; qed"))
+}
+
+/// Draws up to `count` distinct accounts from `candidates`, each with probability proportional to
+/// its weight (without replacement).
+pub fn weighted_sample<A: Clone>(
+    mut candidates: Vec<(A, u128)>,
+    count: u32,
+    seed: &[u8],
+) -> Vec<A> {
+    let mut chosen = Vec::new();
+    for i in 0..count {
+        let total = candidates.iter().fold(0u128, |sum, (_, w)| sum.saturating_add(*w));
+        if total == 0 {
+            break;
+        }
+        let mut ticket = random_u128(seed, b"verifier", i) % total;
+        let index = candidates
+            .iter()
+            .position(|(_, w)| {
+                if ticket < *w {
+                    true
+                } else {
+                    ticket -= *w;
+                    false
+                }
+            })
+            .unwrap_or(candidates.len() - 1);
+        chosen.push(candidates.swap_remove(index).0);
+    }
+    chosen
+}
+
+/// `count` distinct segment indices in `0..segments` (all of them if there are fewer), sorted.
+pub fn draw_segments(segments: u64, count: u32, seed: &[u8]) -> Vec<u32> {
+    let segments = u32::try_from(segments).unwrap_or(u32::MAX);
+    let mut chosen: Vec<u32> = Vec::new();
+    for i in 0..count.min(segments) {
+        let mut index = (random_u128(seed, b"segment", i) % segments as u128) as u32;
+        // Linear probing to the next unused index keeps the draw distinct and bounded.
+        while chosen.contains(&index) {
+            index = (index + 1) % segments;
+        }
+        chosen.push(index);
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// A verifying job's phase timed out at `now`.
+pub(crate) fn advance<T: Config>(id: JobId, job: &mut JobOf<T>, now: BlockNumberFor<T>) {
+    let Some(mut round) = Rounds::<T>::get(id) else {
+        frame_support::defensive!("a verifying job has no round");
+        return;
+    };
+    match round.phase {
+        Phase::Drawing => {
+            if draw::<T>(id, job, &mut round, now) {
+                return;
+            }
+        }
+        Phase::Commit => {
+            if round.votes.iter().all(|v| v.commitment.is_none()) {
+                // Nobody committed: nothing to reveal.
+                return settle::<T>(id, job, round);
+            }
+            round.phase = Phase::Reveal;
+            Pallet::<T>::reschedule(id, job, now.saturating_add(T::RevealWindow::get()));
+        }
+        Phase::Reveal => return settle::<T>(id, job, round),
+    }
+    Rounds::<T>::insert(id, round);
+}
+
+/// Draws the round's verifiers and segments from the previous block's randomness. Returns whether
+/// the round was settled already (nobody could be drawn), in which case `round` is stale.
+fn draw<T: Config>(
+    id: JobId,
+    job: &mut JobOf<T>,
+    round: &mut RoundOf<T>,
+    now: BlockNumberFor<T>,
+) -> bool {
+    let JobState::Verifying { trainer, bundle, .. } = &job.state else { return false };
+    let (trainer, submitted_at) = (trainer.clone(), bundle.submitted_at);
+    let subject = (b"ergon/job-market/draw", id, round.number).encode();
+    let (random, known_since) = T::Randomness::random(&subject);
+    let seed = match random {
+        Some(seed) if known_since > submitted_at => seed.encode(),
+        // No VRF output yet (or an old one): wait a block, but never beyond the commit window, then
+        // fall back to the parent hash (still from a block after the commitment).
+        _ if now <= submitted_at.saturating_add(T::CommitWindow::get()) => {
+            Pallet::<T>::reschedule(id, job, now.saturating_add(One::one()));
+            return false;
+        }
+        _ => (subject, frame_system::Pallet::<T>::parent_hash()).encode(),
+    };
+    let past = PastVerifiers::<T>::get(id);
+    let candidates: Vec<(T::AccountId, u128)> = T::Staking::eligible_trainers()
+        .into_iter()
+        .filter(|(who, _)| *who != trainer && *who != job.owner && !past.contains(who))
+        // ECP-weighted, at least 1 so that trainers without credit yet can be drawn.
+        .map(|(who, _)| {
+            let weight = T::ComputePower::ecp(&who) / 1_000 + 1;
+            (who, weight)
+        })
+        .collect();
+    let verifiers = weighted_sample(candidates, T::Verifiers::get(), &seed);
+    let segments =
+        draw_segments(job.checkpoints.saturating_sub(1), T::SegmentsPerRound::get(), &seed);
+    round.votes = BoundedVec::truncate_from(
+        verifiers
+            .iter()
+            .map(|v| VerifierVote { verifier: v.clone(), commitment: None, verdict: None })
+            .collect(),
+    );
+    round.segments = BoundedVec::truncate_from(segments.clone());
+    round.phase = Phase::Commit;
+    PastVerifiers::<T>::mutate(id, |past| {
+        for v in &verifiers {
+            let _ = past.try_push(v.clone());
+        }
+    });
+    Pallet::<T>::deposit_event(Event::VerifiersDrawn {
+        job: id,
+        round: round.number,
+        verifiers: verifiers.clone(),
+        segments,
+    });
+    if verifiers.is_empty() {
+        // No one can verify this round: it is settled as indecisive right away.
+        settle::<T>(id, job, round.clone());
+        return true;
+    }
+    Pallet::<T>::reschedule(id, job, now.saturating_add(T::CommitWindow::get()));
+    false
+}
+
+impl<T: Config> Pallet<T> {
+    pub(crate) fn do_commit(job: JobId, who: T::AccountId, commitment: H256) -> DispatchResult {
+        let mut record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
+        let mut round = Rounds::<T>::get(job).ok_or(Error::<T>::NotInCommitPhase)?;
+        ensure!(round.phase == Phase::Commit, Error::<T>::NotInCommitPhase);
+        let vote =
+            round.votes.iter_mut().find(|v| v.verifier == who).ok_or(Error::<T>::NotAVerifier)?;
+        ensure!(vote.commitment.is_none(), Error::<T>::AlreadyCommitted);
+        vote.commitment = Some(commitment);
+        let number = round.number;
+        if round.votes.iter().all(|v| v.commitment.is_some()) {
+            // Everyone committed: reveal now rather than at the end of the window.
+            let now = frame_system::Pallet::<T>::block_number();
+            Self::unschedule(job, record.timeout);
+            Self::schedule(job, &mut record, now.saturating_add(T::RevealWindow::get()))?;
+            round.phase = Phase::Reveal;
+            Jobs::<T>::insert(job, record);
+        }
+        Rounds::<T>::insert(job, round);
+        Self::deposit_event(Event::VerdictCommitted { job, round: number, verifier: who });
+        Ok(())
+    }
+
+    pub(crate) fn do_reveal(
+        job: JobId,
+        who: T::AccountId,
+        verdict: Verdict,
+        evidence_hash: H256,
+        salt: H256,
+    ) -> DispatchResult {
+        let mut record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
+        let mut round = Rounds::<T>::get(job).ok_or(Error::<T>::NotInRevealPhase)?;
+        ensure!(round.phase == Phase::Reveal, Error::<T>::NotInRevealPhase);
+        let number = round.number;
+        let vote =
+            round.votes.iter_mut().find(|v| v.verifier == who).ok_or(Error::<T>::NotAVerifier)?;
+        let commitment = vote.commitment.ok_or(Error::<T>::NotCommitted)?;
+        ensure!(vote.verdict.is_none(), Error::<T>::AlreadyRevealed);
+        ensure!(
+            commitment == verdict_commitment(job, number, &who, verdict, evidence_hash, salt),
+            Error::<T>::CommitmentMismatch
+        );
+        vote.verdict = Some(verdict);
+        Self::deposit_event(Event::VerdictRevealed {
+            job,
+            round: number,
+            verifier: who,
+            verdict,
+            evidence: evidence_hash,
+        });
+        let committed_all_revealed =
+            round.votes.iter().all(|v| v.commitment.is_none() || v.verdict.is_some());
+        if committed_all_revealed {
+            Self::unschedule(job, record.timeout);
+            settle::<T>(job, &mut record, round);
+            Jobs::<T>::insert(job, record);
+        } else {
+            Rounds::<T>::insert(job, round);
+        }
+        Ok(())
+    }
+}
+
+/// Pays `amount` from the job's escrow to `to`; returns what was paid (nothing if the transfer
+/// cannot happen, in which case the amount stays in escrow and is refunded at the end).
+fn pay<T: Config>(job: &mut JobOf<T>, to: &T::AccountId, amount: BalanceOf<T>) -> BalanceOf<T> {
+    let amount = amount.min(job.escrow);
+    if amount.is_zero() {
+        return amount;
+    }
+    match T::Currency::transfer_on_hold(
+        &HoldReason::Escrow.into(),
+        &job.owner,
+        to,
+        amount,
+        Precision::Exact,
+        Restriction::Free,
+        Fortitude::Polite,
+    ) {
+        Ok(paid) => {
+            job.escrow = job.escrow.saturating_sub(paid);
+            paid
+        }
+        Err(_) => Zero::zero(),
+    }
+}
+
+/// Ends a round: pays and slashes verifiers, then passes, rejects, or starts the next round.
+fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
+    let JobState::Verifying { trainer, price, bundle } = job.state.clone() else { return };
+    let count = |verdict| round.votes.iter().filter(|v| v.verdict == Some(verdict)).count() as u32;
+    let (pass, fail) = (count(Verdict::Pass), count(Verdict::Fail));
+    let revealed = pass + fail;
+    let drawn = round.votes.len() as u32;
+    let silent = drawn - revealed;
+    // Decisive: more than half of the drawn verifiers revealed and one side has ≥ 2/3 of the votes.
+    let outcome = if revealed * 2 > drawn && pass * 3 >= revealed * 2 {
+        Some(Verdict::Pass)
+    } else if revealed * 2 > drawn && fail * 3 >= revealed * 2 {
+        Some(Verdict::Fail)
+    } else {
+        None
+    };
+    Pallet::<T>::deposit_event(Event::RoundSettled {
+        job: id,
+        round: round.number,
+        pass,
+        fail,
+        silent,
+        decisive: outcome.is_some(),
+    });
+
+    // Each possible vote of each possible round gets an equal share of the verification reserve.
+    let reserve = T::VerificationShare::get().mul_floor(job.budget);
+    let votes_possible = T::Verifiers::get().saturating_mul(T::MaxRounds::get()).max(1);
+    let fee = reserve / BalanceOf::<T>::from(votes_possible);
+    for vote in round.votes.iter() {
+        let verifier = &vote.verifier;
+        match (vote.verdict, outcome) {
+            (None, _) => {
+                let bond = T::Staking::active_bond(verifier);
+                T::Staking::slash(
+                    verifier,
+                    T::VerifierSlash::get().mul_floor(bond),
+                    SlashReason::NoShow,
+                );
+            }
+            (Some(v), Some(o)) if v != o => {
+                let bond = T::Staking::active_bond(verifier);
+                T::Staking::slash(
+                    verifier,
+                    T::VerifierSlash::get().mul_floor(bond),
+                    SlashReason::LostVerificationVote,
+                );
+            }
+            (Some(_), _) => {
+                let paid = pay::<T>(job, verifier, fee);
+                if !paid.is_zero() {
+                    Pallet::<T>::deposit_event(Event::VerifierPaid {
+                        job: id,
+                        verifier: verifier.clone(),
+                        amount: paid,
+                    });
+                }
+            }
+        }
+    }
+
+    match outcome {
+        Some(Verdict::Pass) => {
+            let paid = pay::<T>(job, &trainer, price);
+            T::ComputePower::credit(&trainer, WorkKind::Training, job.work_micro_ut);
+            Pallet::<T>::refund(job);
+            job.state = JobState::Completed { trainer: trainer.clone(), price: paid, bundle };
+            Pallet::<T>::retire(id, job);
+            Pallet::<T>::deposit_event(Event::JobCompleted {
+                job: id,
+                trainer,
+                price: paid,
+                work_micro_ut: job.work_micro_ut,
+            });
+        }
+        Some(Verdict::Fail) => {
+            let bond = T::Staking::active_bond(&trainer);
+            T::Staking::slash(
+                &trainer,
+                T::TrainerSlash::get().mul_floor(bond),
+                SlashReason::FailedProofOfTraining,
+            );
+            Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Rejected);
+        }
+        None if round.number + 1 < T::MaxRounds::get() => {
+            Rounds::<T>::insert(id, new_round::<T>(round.number + 1));
+            let next = frame_system::Pallet::<T>::block_number().saturating_add(One::one());
+            Pallet::<T>::reschedule(id, job, next);
+        }
+        None => Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Inconclusive),
+    }
+}

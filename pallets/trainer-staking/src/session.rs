@@ -1,0 +1,103 @@
+//! The session manager: which trainers validate the next session.
+//!
+//! Candidates are the trainers whose active bond reaches `MinBond`, who registered session keys and
+//! are not suspended for an equivocation. They are ordered by ECP (highest first, ties by account so
+//! every node computes the same order) and cut at `MaxAuthorities`. Proof of Hashrate then weights
+//! BABE's lottery by the same ECP. If no one qualifies, `None` keeps the current set: announcing an
+//! empty set would halt the chain for good.
+
+use alloc::vec::Vec;
+use frame_support::traits::{Get, ValidatorRegistration};
+use pallet_compute_power::{ComputePowerLedger, MicroUt};
+use sp_staking::SessionIndex;
+
+use crate::{
+    BondInspect, Config, CurrentSession, Event, Ledgers, OffenceSlashes, Pallet, SuspendedUntil,
+};
+
+/// Prunes the historical session data (pallet-session's `historical`) that key-ownership proofs of
+/// old offences are checked against.
+pub trait PruneSessionHistory {
+    /// Drops the history of the sessions before `up_to`.
+    fn prune_up_to(up_to: SessionIndex);
+}
+
+impl PruneSessionHistory for () {
+    fn prune_up_to(_up_to: SessionIndex) {}
+}
+
+impl<T: Config> Pallet<T> {
+    /// The next authority set: eligible, registered, unsuspended trainers, highest ECP first, at most
+    /// `MaxAuthorities`. May be empty.
+    pub fn select_authorities(session: SessionIndex) -> Vec<T::AccountId> {
+        let mut candidates: Vec<(MicroUt, T::AccountId)> = Ledgers::<T>::iter_keys()
+            .filter(|who| <Self as BondInspect<_>>::is_eligible(who))
+            .filter(|who| T::ValidatorRegistration::is_registered(who))
+            .filter(|who| SuspendedUntil::<T>::get(who).map_or(true, |until| session >= until))
+            .map(|who| (T::ComputePower::ecp(&who), who))
+            .collect();
+        // Highest ECP first; equal ECP by account, so the order does not depend on storage layout.
+        candidates.sort_by(|(ecp_a, a), (ecp_b, b)| ecp_b.cmp(ecp_a).then_with(|| a.cmp(b)));
+        candidates.truncate(T::MaxAuthorities::get() as usize);
+        candidates.into_iter().map(|(_, who)| who).collect()
+    }
+
+    fn plan_session(session: SessionIndex) -> Option<Vec<T::AccountId>> {
+        let authorities = Self::select_authorities(session);
+        if authorities.is_empty() {
+            log::warn!(
+                target: crate::LOG_TARGET,
+                "no eligible trainer for session {session}: keeping the current authority set"
+            );
+            return None;
+        }
+        Self::deposit_event(Event::AuthoritiesSelected {
+            session,
+            authorities: authorities.len() as u32,
+        });
+        Some(authorities)
+    }
+}
+
+impl<T: Config> pallet_session::SessionManager<T::AccountId> for Pallet<T> {
+    fn new_session(new_index: SessionIndex) -> Option<Vec<T::AccountId>> {
+        Self::plan_session(new_index)
+    }
+
+    fn start_session(start_index: SessionIndex) {
+        CurrentSession::<T>::put(start_index);
+        // Forget what is older than the history depth: offences that old are refused anyway.
+        if let Some(expired) = start_index.checked_sub(T::HistoryDepth::get().saturating_add(1)) {
+            let _ = OffenceSlashes::<T>::clear_prefix(expired, u32::MAX, None);
+            T::SessionHistory::prune_up_to(expired.saturating_add(1));
+        }
+    }
+
+    fn end_session(_end_index: SessionIndex) {}
+}
+
+/// The same, for pallet-session's `historical` wrapper (`NoteHistoricalRoot`), which records each
+/// session's validators so that equivocation reports can prove key ownership. Validators carry no
+/// extra identification: the offence handler reads the bond at slashing time.
+impl<T: Config> pallet_session::historical::SessionManager<T::AccountId, ()> for Pallet<T> {
+    fn new_session(new_index: SessionIndex) -> Option<Vec<(T::AccountId, ())>> {
+        Self::plan_session(new_index).map(|set| set.into_iter().map(|who| (who, ())).collect())
+    }
+
+    fn start_session(start_index: SessionIndex) {
+        <Self as pallet_session::SessionManager<_>>::start_session(start_index)
+    }
+
+    fn end_session(end_index: SessionIndex) {
+        <Self as pallet_session::SessionManager<_>>::end_session(end_index)
+    }
+}
+
+/// pallet-session-historical's `FullIdentificationOf`: every validator is identified by `()`.
+pub struct UnitIdentification;
+
+impl<AccountId> sp_runtime::traits::Convert<AccountId, Option<()>> for UnitIdentification {
+    fn convert(_who: AccountId) -> Option<()> {
+        Some(())
+    }
+}

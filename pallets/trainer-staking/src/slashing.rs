@@ -1,0 +1,142 @@
+//! Slashing: the interface other pallets use, and the offence handler behind BABE and GRANDPA
+//! equivocation reports.
+//!
+//! Equivocations travel the standard path: the node sees two blocks (or votes) signed by one key for
+//! one slot (round), submits an unsigned `report_equivocation` with a key-ownership proof against the
+//! historical session, pallet-babe/pallet-grandpa check it and hand an offence to pallet-offences,
+//! which calls [`OnOffenceHandler::on_offence`] here with the slash fraction it computed.
+
+use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
+use frame_support::weights::Weight;
+use scale_info::TypeInfo;
+use sp_runtime::{traits::Zero, Perbill, Saturating};
+use sp_staking::{
+    offence::{OffenceDetails, OnOffenceHandler},
+    SessionIndex,
+};
+
+use crate::{
+    BalanceOf, Config, CurrentSession, Ledgers, OffenceSlashes, Pallet, SuspendedUntil, LOG_TARGET,
+};
+use frame_support::traits::Get;
+
+/// Why stake was slashed; carried by [`crate::Event::Slashed`].
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    Debug,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+pub enum SlashReason {
+    /// The trainer's checkpoint bundle failed Proof of Training.
+    FailedProofOfTraining,
+    /// A verifier voted against the quorum.
+    LostVerificationVote,
+    /// An accepted job, verification or drilling task was not delivered in time.
+    NoShow,
+    /// A drilling result disagreed with the other executors.
+    DrillingDisagreement,
+    /// The validator signed two blocks (BABE) or two votes (GRANDPA) for the same slot or round.
+    Equivocation,
+}
+
+/// What other pallets need to know about a trainer's bond.
+pub trait BondInspect<AccountId> {
+    /// The balance type of bonds.
+    type Balance;
+    /// Active (not unbonding) bond of `who`.
+    fn active_bond(who: &AccountId) -> Self::Balance;
+    /// Whether `who`'s active bond reaches the minimum needed to author, bid, verify or drill.
+    fn is_eligible(who: &AccountId) -> bool;
+    /// Every eligible trainer with its active bond (at most `MaxBonders` of them).
+    fn eligible_trainers() -> alloc::vec::Vec<(AccountId, Self::Balance)>;
+}
+
+/// Slashing of bonded stake, for the pallets that judge work.
+pub trait Slashing<AccountId> {
+    /// The balance type of bonds.
+    type Balance;
+    /// Slashes up to `amount` of `who`'s bond (active first, then unbonding stake) for `reason`;
+    /// returns what was actually taken, which is at most the bond. Emits `Slashed`.
+    fn slash(who: &AccountId, amount: Self::Balance, reason: SlashReason) -> Self::Balance;
+}
+
+impl<T: Config> BondInspect<T::AccountId> for Pallet<T> {
+    type Balance = BalanceOf<T>;
+
+    fn active_bond(who: &T::AccountId) -> BalanceOf<T> {
+        Pallet::<T>::active_bond(who)
+    }
+
+    fn is_eligible(who: &T::AccountId) -> bool {
+        let active = Pallet::<T>::active_bond(who);
+        !active.is_zero() && active >= T::MinBond::get()
+    }
+
+    fn eligible_trainers() -> alloc::vec::Vec<(T::AccountId, BalanceOf<T>)> {
+        Ledgers::<T>::iter()
+            .filter(|(_, ledger)| !ledger.active.is_zero() && ledger.active >= T::MinBond::get())
+            .map(|(who, ledger)| (who, ledger.active))
+            .collect()
+    }
+}
+
+impl<T: Config> Slashing<T::AccountId> for Pallet<T> {
+    type Balance = BalanceOf<T>;
+
+    fn slash(who: &T::AccountId, amount: BalanceOf<T>, reason: SlashReason) -> BalanceOf<T> {
+        Pallet::<T>::do_slash(who, amount, reason)
+    }
+}
+
+/// Equivocation offences from pallet-offences. The offender tuple is pallet-session-historical's
+/// `(validator id, full identification)`; only the account is used.
+impl<T: Config, FullIdentification>
+    OnOffenceHandler<T::AccountId, (T::AccountId, FullIdentification), Weight> for Pallet<T>
+{
+    fn on_offence(
+        offenders: &[OffenceDetails<T::AccountId, (T::AccountId, FullIdentification)>],
+        slash_fraction: &[Perbill],
+        session: SessionIndex,
+    ) -> Weight {
+        let db = T::DbWeight::get();
+        let current = CurrentSession::<T>::get();
+        let mut weight = db.reads(1);
+        // Older offences than the kept history are refused: their records (and maybe the stake) are
+        // gone, and re-applying an old slash would punish twice.
+        if session.saturating_add(T::HistoryDepth::get()) < current {
+            log::warn!(
+                target: LOG_TARGET,
+                "offence in session {session} is older than the history depth; ignored"
+            );
+            return weight;
+        }
+        for (details, fraction) in offenders.iter().zip(slash_fraction) {
+            let who = &details.offender.0;
+            let fraction = (*fraction).max(T::MinEquivocationSlash::get());
+            let already = OffenceSlashes::<T>::get(session, who).unwrap_or_default();
+            weight = weight.saturating_add(db.reads(2));
+            // pallet-offences repeats earlier offenders of the same slot when a new one is reported;
+            // only an increase of the fraction is slashed.
+            if fraction <= already {
+                continue;
+            }
+            let bond = Ledgers::<T>::get(who).map(|l| l.total()).unwrap_or_default();
+            let amount = fraction.saturating_sub(already).mul_floor(bond);
+            Pallet::<T>::do_slash(who, amount, SlashReason::Equivocation);
+            OffenceSlashes::<T>::insert(session, who, fraction);
+            SuspendedUntil::<T>::insert(
+                who,
+                current.saturating_add(1).saturating_add(T::SuspensionSessions::get()),
+            );
+            weight = weight.saturating_add(db.reads_writes(4, 6));
+        }
+        weight
+    }
+}

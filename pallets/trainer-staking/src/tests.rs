@@ -1,0 +1,324 @@
+//! Tests of bonds, slashing, offences, authority selection and rewards.
+
+use crate::{mock::*, BondInspect, Error, Event, HoldReason, Ledgers, SlashReason, Slashing};
+use frame_support::{
+    assert_noop, assert_ok,
+    traits::{
+        fungible::{Balanced, Inspect, InspectHold},
+        OnUnbalanced,
+    },
+};
+use pallet_compute_power::{ComputePowerLedger, WorkKind};
+use pallet_session::SessionManager;
+use sp_runtime::Perbill;
+use sp_staking::offence::{OffenceDetails, OnOffenceHandler};
+
+fn origin(who: u64) -> RuntimeOrigin {
+    RuntimeOrigin::signed(who)
+}
+
+fn held(who: u64) -> u128 {
+    Balances::balance_on_hold(&RuntimeHoldReason::TrainerStaking(HoldReason::Bonded), &who)
+}
+
+fn last_event() -> RuntimeEvent {
+    System::events().pop().expect("an event").event
+}
+
+/// Runs `test` and then checks the pallet's invariant (held == ledger totals == TotalBonded).
+fn run(test: impl FnOnce()) {
+    new_test_ext().execute_with(|| {
+        test();
+        TrainerStaking::do_try_state().expect("invariant holds");
+    })
+}
+
+fn go_to_block(n: u64) {
+    System::set_block_number(n);
+}
+
+#[test]
+fn bond_holds_balance_and_enforces_the_minimum() {
+    run(|| {
+        assert_noop!(TrainerStaking::bond(origin(1), 0), Error::<Test>::ZeroAmount);
+        assert_noop!(TrainerStaking::bond(origin(1), 99), Error::<Test>::BelowMinimumBond);
+        assert_noop!(TrainerStaking::bond(origin(1), 10_000), Error::<Test>::InsufficientBalance);
+        assert_ok!(TrainerStaking::bond(origin(1), 100));
+        assert_eq!(last_event(), Event::Bonded { who: 1, amount: 100 }.into());
+        // Once the minimum is reached, any top-up is accepted.
+        assert_ok!(TrainerStaking::bond(origin(1), 1));
+        assert_eq!((held(1), Balances::balance(&1)), (101, 10_000 - 101));
+        assert!(TrainerStaking::is_eligible(&1));
+        assert!(!TrainerStaking::is_eligible(&2));
+    });
+}
+
+#[test]
+fn the_number_of_bonders_is_bounded() {
+    run(|| {
+        for who in 1..=5 {
+            assert_ok!(TrainerStaking::bond(origin(who), 100));
+        }
+        assert_noop!(TrainerStaking::bond(origin(6), 100), Error::<Test>::TooManyBonders);
+        // Topping up an existing bond is still fine.
+        assert_ok!(TrainerStaking::bond(origin(5), 100));
+    });
+}
+
+#[test]
+fn unbond_edge_cases() {
+    run(|| {
+        assert_noop!(TrainerStaking::unbond(origin(1), 10), Error::<Test>::NotBonded);
+        assert_ok!(TrainerStaking::bond(origin(1), 500));
+        assert_noop!(TrainerStaking::unbond(origin(1), 0), Error::<Test>::ZeroAmount);
+        assert_noop!(TrainerStaking::unbond(origin(1), 501), Error::<Test>::InsufficientBond);
+        // 500 - 401 = 99 would stay active: below the minimum, neither zero.
+        assert_noop!(TrainerStaking::unbond(origin(1), 401), Error::<Test>::BelowMinimumBond);
+        assert_ok!(TrainerStaking::unbond(origin(1), 100));
+        assert_eq!(last_event(), Event::Unbonded { who: 1, amount: 100, unlocks_at: 11 }.into());
+        go_to_block(2);
+        assert_ok!(TrainerStaking::unbond(origin(1), 100));
+        go_to_block(3);
+        assert_ok!(TrainerStaking::unbond(origin(1), 100));
+        go_to_block(4);
+        assert_noop!(TrainerStaking::unbond(origin(1), 100), Error::<Test>::TooManyUnlockingChunks);
+        // Unbonding stays held (and slashable) and no longer counts as active.
+        assert_eq!((held(1), TrainerStaking::active_bond(&1)), (500, 200));
+    });
+}
+
+#[test]
+fn withdraw_only_after_the_unbonding_period_and_only_once() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 500));
+        assert_ok!(TrainerStaking::unbond(origin(1), 500));
+        assert!(!TrainerStaking::is_eligible(&1));
+        go_to_block(10);
+        assert_noop!(
+            TrainerStaking::withdraw_unbonded(origin(1)),
+            Error::<Test>::NothingToWithdraw
+        );
+        go_to_block(11);
+        assert_ok!(TrainerStaking::withdraw_unbonded(origin(1)));
+        assert_eq!(last_event(), Event::Withdrawn { who: 1, amount: 500 }.into());
+        assert_eq!((held(1), Balances::balance(&1)), (0, 10_000));
+        assert!(Ledgers::<Test>::get(1).is_none());
+        assert_noop!(TrainerStaking::withdraw_unbonded(origin(1)), Error::<Test>::NotBonded);
+    });
+}
+
+#[test]
+fn partial_withdraw_then_double_withdraw_is_refused() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 500));
+        assert_ok!(TrainerStaking::unbond(origin(1), 100));
+        go_to_block(5);
+        assert_ok!(TrainerStaking::unbond(origin(1), 100));
+        go_to_block(11);
+        assert_ok!(TrainerStaking::withdraw_unbonded(origin(1)));
+        assert_noop!(
+            TrainerStaking::withdraw_unbonded(origin(1)),
+            Error::<Test>::NothingToWithdraw
+        );
+        assert_eq!((held(1), TrainerStaking::active_bond(&1)), (400, 300));
+        go_to_block(15);
+        assert_ok!(TrainerStaking::withdraw_unbonded(origin(1)));
+        assert_eq!(held(1), 300);
+    });
+}
+
+#[test]
+fn rebond_takes_back_unbonding_stake() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 500));
+        assert_noop!(TrainerStaking::rebond(origin(1), 10), Error::<Test>::NothingToRebond);
+        assert_ok!(TrainerStaking::unbond(origin(1), 500));
+        // Rebonding 50 would leave an active bond of 50: below the minimum.
+        assert_noop!(TrainerStaking::rebond(origin(1), 50), Error::<Test>::BelowMinimumBond);
+        assert_ok!(TrainerStaking::rebond(origin(1), 1_000));
+        assert_eq!(last_event(), Event::Rebonded { who: 1, amount: 500 }.into());
+        assert_eq!((TrainerStaking::active_bond(&1), held(1)), (500, 500));
+        go_to_block(20);
+        assert_noop!(
+            TrainerStaking::withdraw_unbonded(origin(1)),
+            Error::<Test>::NothingToWithdraw
+        );
+    });
+}
+
+#[test]
+fn slash_larger_than_the_bond_takes_only_the_bond_and_pays_the_treasury() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 300));
+        let issuance = Balances::total_issuance();
+        let slashed = TrainerStaking::slash(&1, 1_000_000, SlashReason::FailedProofOfTraining);
+        assert_eq!(slashed, 300);
+        assert_eq!(
+            last_event(),
+            Event::Slashed { who: 1, amount: 300, reason: SlashReason::FailedProofOfTraining }
+                .into()
+        );
+        assert_eq!((held(1), Balances::balance(&1)), (0, 9_700));
+        assert_eq!(Balances::balance(&TREASURY), 301);
+        assert_eq!(Balances::total_issuance(), issuance);
+        assert!(Ledgers::<Test>::get(1).is_none());
+        // Nothing left: a second slash takes nothing and emits nothing.
+        let events = System::events().len();
+        assert_eq!(TrainerStaking::slash(&1, 10, SlashReason::NoShow), 0);
+        assert_eq!(System::events().len(), events);
+    });
+}
+
+#[test]
+fn slash_during_unbonding_reaches_the_unlocking_chunks() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 500));
+        assert_ok!(TrainerStaking::unbond(origin(1), 400));
+        assert_eq!(TrainerStaking::slash(&1, 250, SlashReason::DrillingDisagreement), 250);
+        // 100 active went first, then 150 of the unbonding 400.
+        assert_eq!((TrainerStaking::active_bond(&1), held(1)), (0, 250));
+        go_to_block(11);
+        assert_ok!(TrainerStaking::withdraw_unbonded(origin(1)));
+        assert_eq!(last_event(), Event::Withdrawn { who: 1, amount: 250 }.into());
+        assert_eq!(Balances::balance(&1), 10_000 - 250);
+    });
+}
+
+#[test]
+fn authorities_are_eligible_registered_trainers_by_ecp_capped() {
+    run(|| {
+        for who in 1..=5 {
+            assert_ok!(TrainerStaking::bond(origin(who), 100 * who as u128));
+        }
+        // ECP: 2 > 4 > 1 = 3 (ties by account) > 5 (zero).
+        ComputePower::credit(&1, WorkKind::Training, 1_000);
+        ComputePower::credit(&2, WorkKind::Training, 9_000);
+        ComputePower::credit(&3, WorkKind::Training, 1_000);
+        ComputePower::credit(&4, WorkKind::Drilling, 10_000);
+        Registered::set(vec![1, 2, 3, 4, 5]);
+        assert_eq!(TrainerStaking::select_authorities(1), vec![2, 4, 1]);
+        // Without session keys, 2 is skipped; below the minimum bond (slashed), 4 is skipped.
+        Registered::set(vec![1, 3, 4, 5]);
+        TrainerStaking::slash(&4, 350, SlashReason::NoShow);
+        assert_eq!(TrainerStaking::select_authorities(1), vec![1, 3, 5]);
+        assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), Some(vec![1, 3, 5]));
+        assert_eq!(last_event(), Event::AuthoritiesSelected { session: 1, authorities: 3 }.into());
+    });
+}
+
+#[test]
+fn no_candidate_keeps_the_current_set() {
+    run(|| {
+        assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), None);
+        // Bonded but without keys: still nobody.
+        assert_ok!(TrainerStaking::bond(origin(1), 100));
+        assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), None);
+        Registered::set(vec![1]);
+        assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), Some(vec![1]));
+    });
+}
+
+fn offence(who: u64) -> OffenceDetails<u64, (u64, ())> {
+    OffenceDetails { offender: (who, ()), reporters: vec![] }
+}
+
+#[test]
+fn equivocation_slashes_suspends_and_is_not_applied_twice() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 1_000));
+        assert_ok!(TrainerStaking::bond(origin(2), 1_000));
+        Registered::set(vec![1, 2]);
+        <TrainerStaking as SessionManager<u64>>::start_session(3);
+        // pallet-offences computed 1%: the floor of 10% applies.
+        TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(1)], 3);
+        assert_eq!(
+            last_event(),
+            Event::Slashed { who: 1, amount: 100, reason: SlashReason::Equivocation }.into()
+        );
+        // The same offence again (pallet-offences repeats earlier offenders): nothing more.
+        TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(10)], 3);
+        assert_eq!(held(1), 900);
+        // A larger fraction for the same session slashes only the difference (30% − 10% of 900).
+        TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(30)], 3);
+        assert_eq!(held(1), 720);
+        // Suspended for the next 2 sessions (4 and 5), back for session 6.
+        assert_eq!(TrainerStaking::select_authorities(4), vec![2]);
+        assert_eq!(TrainerStaking::select_authorities(5), vec![2]);
+        assert_eq!(TrainerStaking::select_authorities(6), vec![1, 2]);
+    });
+}
+
+#[test]
+fn offences_older_than_the_history_depth_are_ignored() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 1_000));
+        <TrainerStaking as SessionManager<u64>>::start_session(10);
+        TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(50)], 5);
+        assert_eq!(held(1), 1_000);
+        TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(50)], 6);
+        assert_eq!(held(1), 500);
+    });
+}
+
+#[test]
+fn the_author_is_minted_the_block_reward() {
+    run(|| {
+        let issuance = Balances::total_issuance();
+        <TrainerStaking as pallet_authorship::EventHandler<u64, u64>>::note_author(3);
+        assert_eq!(last_event(), Event::BlockRewarded { author: 3, amount: 7 }.into());
+        assert_eq!(Balances::balance(&3), 10_007);
+        assert_eq!(Balances::total_issuance(), issuance + 7);
+    });
+}
+
+#[test]
+fn block_reward_through_pallet_authorship() {
+    run(|| {
+        Author::set(Some(4));
+        use frame_support::traits::Hooks;
+        Authorship::on_initialize(1);
+        assert_eq!(Balances::balance(&4), 10_007);
+    });
+}
+
+#[test]
+fn fees_go_to_the_author_or_are_burnt() {
+    run(|| {
+        let issuance = Balances::total_issuance();
+        // No author known (pallet-authorship caches the author per block, so this case goes first):
+        // the fee is dropped, which burns it.
+        let fee = Balances::issue(30);
+        assert_eq!(Balances::total_issuance(), issuance + 30);
+        crate::rewards::FeesToAuthor::<Test>::on_unbalanced(fee);
+        assert_eq!(Balances::total_issuance(), issuance);
+
+        Author::set(Some(2));
+        let fee = Balances::withdraw(
+            &5,
+            50,
+            frame_support::traits::tokens::Precision::Exact,
+            frame_support::traits::tokens::Preservation::Preserve,
+            frame_support::traits::tokens::Fortitude::Polite,
+        )
+        .unwrap();
+        crate::rewards::FeesToAuthor::<Test>::on_unbalanced(fee);
+        assert_eq!((Balances::balance(&5), Balances::balance(&2)), (9_950, 10_050));
+        assert_eq!(Balances::total_issuance(), issuance);
+    });
+}
+
+#[test]
+fn genesis_stakers_are_bonded() {
+    use sp_runtime::BuildStorage;
+    let mut storage = frame_system::GenesisConfig::<Test>::default().build_storage().unwrap();
+    pallet_balances::GenesisConfig::<Test> { balances: vec![(1, 1_000)], ..Default::default() }
+        .assimilate_storage(&mut storage)
+        .unwrap();
+    crate::GenesisConfig::<Test> { stakers: vec![(1, 400)] }
+        .assimilate_storage(&mut storage)
+        .unwrap();
+    sp_io::TestExternalities::new(storage).execute_with(|| {
+        assert_eq!((held(1), TrainerStaking::active_bond(&1)), (400, 400));
+        TrainerStaking::do_try_state().unwrap();
+    });
+}

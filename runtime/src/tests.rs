@@ -1,0 +1,144 @@
+//! Runtime-level tests of what the pallets do together: genesis bonds, the equivocation path from
+//! BABE through pallet-offences to a slash, and block rewards. Proof-of-Hashrate tests live in
+//! [`crate::proof_of_hashrate`].
+
+use crate::{
+    genesis_config_presets, units::ERG, Babe, Balances, Historical, Runtime, RuntimeEvent,
+    RuntimeGenesisConfig, RuntimeOrigin, System, TrainerStaking,
+};
+use frame_support::traits::{fungible::Inspect, KeyOwnerProofSystem};
+use pallet_trainer_staking::SlashReason;
+use sp_consensus_babe::{
+    digests::{CompatibleDigestItem, PreDigest, SecondaryPlainPreDigest},
+    AuthorityId as BabeId, Slot,
+};
+use sp_core::{Pair, H256};
+use sp_keyring::Sr25519Keyring::{self, Alice, Bob, Charlie, Dave};
+use sp_runtime::{generic::DigestItem, traits::Header as _, BuildStorage, Digest};
+
+/// Merges a genesis preset (a JSON patch) into the default config, as the node's chain spec does.
+fn merge(base: &mut serde_json::Value, patch: serde_json::Value) {
+    match (base, patch) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(p)) => {
+            for (k, v) in p {
+                merge(b.entry(k).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (b, p) => *b = p,
+    }
+}
+
+/// Externalities with the genesis state of the named preset.
+pub(crate) fn ext(preset: &str) -> sp_io::TestExternalities {
+    let patch = genesis_config_presets::get_preset(&preset.into()).expect("preset exists");
+    let mut config = serde_json::to_value(RuntimeGenesisConfig::default()).unwrap();
+    merge(&mut config, serde_json::from_slice(&patch).unwrap());
+    let config: RuntimeGenesisConfig = serde_json::from_value(config).unwrap();
+    config.build_storage().unwrap().into()
+}
+
+#[test]
+fn genesis_validators_are_bonded_and_selected_by_ecp() {
+    ext("local_testnet").execute_with(|| {
+        for who in [Alice, Bob, Charlie, Dave] {
+            assert_eq!(TrainerStaking::active_bond(&who.to_account_id()), 10_000 * ERG);
+        }
+        TrainerStaking::do_try_state().unwrap();
+        let by_ecp = [Dave, Charlie, Bob, Alice].map(|k| k.to_account_id()).to_vec();
+        assert_eq!(pallet_session::Pallet::<Runtime>::validators(), by_ecp);
+        assert_eq!(TrainerStaking::select_authorities(2), by_ecp);
+    });
+}
+
+/// A header of block 1 in `slot` claimed by authority 0 and sealed by `who`; `salt` makes two such
+/// headers differ.
+fn sealed_header(who: Sr25519Keyring, slot: Slot, salt: u8) -> crate::Header {
+    let pre_digest =
+        PreDigest::SecondaryPlain(SecondaryPlainPreDigest { authority_index: 0, slot });
+    let mut header = crate::Header::new(
+        1,
+        H256::repeat_byte(salt),
+        H256::zero(),
+        System::parent_hash(),
+        Digest { logs: vec![DigestItem::babe_pre_digest(pre_digest)] },
+    );
+    let seal = who.pair().sign(header.hash().as_ref());
+    header.digest_mut().push(DigestItem::babe_seal(seal.into()));
+    header
+}
+
+#[test]
+fn babe_equivocation_is_reported_to_offences_and_slashed() {
+    ext("local_testnet").execute_with(|| {
+        System::set_block_number(1);
+        let dave = Dave.to_account_id();
+        let dave_key = BabeId::from(Dave.public());
+        let slot = Slot::from(5);
+        let proof = sp_consensus_babe::EquivocationProof {
+            offender: dave_key.clone(),
+            slot,
+            first_header: sealed_header(Dave, slot, 1),
+            second_header: sealed_header(Dave, slot, 2),
+        };
+        // What the node's runtime API call `generate_key_ownership_proof` returns.
+        let key_owner_proof = Historical::prove((sp_consensus_babe::KEY_TYPE, dave_key)).unwrap();
+
+        // A forged proof (headers sealed by someone else) is refused.
+        let forged = sp_consensus_babe::EquivocationProof {
+            first_header: sealed_header(Alice, slot, 1),
+            second_header: sealed_header(Alice, slot, 2),
+            ..proof.clone()
+        };
+        assert!(Babe::report_equivocation_unsigned(
+            RuntimeOrigin::none(),
+            Box::new(forged),
+            key_owner_proof.clone()
+        )
+        .is_err());
+        assert_eq!(TrainerStaking::active_bond(&dave), 10_000 * ERG);
+
+        let issuance = Balances::total_issuance();
+        assert!(Babe::report_equivocation_unsigned(
+            RuntimeOrigin::none(),
+            Box::new(proof.clone()),
+            key_owner_proof.clone()
+        )
+        .is_ok());
+        // pallet-offences: one offender of four validators → (3·1/4)² = 56.25% of the bond, burnt.
+        let slashed = 5_625 * ERG;
+        assert!(System::events().iter().any(|r| r.event
+            == RuntimeEvent::TrainerStaking(pallet_trainer_staking::Event::Slashed {
+                who: dave.clone(),
+                amount: slashed,
+                reason: SlashReason::Equivocation,
+            })));
+        assert_eq!(TrainerStaking::active_bond(&dave), 10_000 * ERG - slashed);
+        assert_eq!(Balances::total_issuance(), issuance - slashed);
+        TrainerStaking::do_try_state().unwrap();
+        // Dave sits out the next sessions.
+        assert!(!TrainerStaking::select_authorities(1).contains(&dave));
+
+        // The same report again is refused (a known offence), and slashes nothing more.
+        assert!(Babe::report_equivocation_unsigned(
+            RuntimeOrigin::none(),
+            Box::new(proof),
+            key_owner_proof
+        )
+        .is_err());
+        assert_eq!(TrainerStaking::active_bond(&dave), 10_000 * ERG - slashed);
+    });
+}
+
+#[test]
+fn the_block_author_is_rewarded() {
+    ext("development").execute_with(|| {
+        System::set_block_number(1);
+        let alice = Alice.to_account_id();
+        let before = Balances::balance(&alice);
+        <<Runtime as pallet_authorship::Config>::EventHandler as pallet_authorship::EventHandler<
+            _,
+            _,
+        >>::note_author(alice.clone());
+        assert_eq!(Balances::balance(&alice), before + crate::configs::BlockReward::get());
+    });
+}
