@@ -15,9 +15,9 @@ use sp_runtime::{
 use sp_version::RuntimeVersion;
 
 use crate::{
-    AccountId, Babe, Balance, Block, ComputePower, Executive, Grandpa, Historical, InherentDataExt,
-    Nonce, Runtime, RuntimeCall, RuntimeGenesisConfig, SessionKeys, System, TransactionPayment,
-    VERSION,
+    AccountId, Babe, Balance, Block, BlockNumber, ComputePower, Executive, Grandpa, Historical,
+    InherentDataExt, JobMarket, Nonce, Runtime, RuntimeCall, RuntimeGenesisConfig, SessionKeys,
+    System, TransactionPayment, VERSION,
 };
 
 impl_runtime_apis! {
@@ -229,6 +229,30 @@ impl_runtime_apis! {
 
         fn query_length_to_fee(length: u32) -> Balance {
             TransactionPayment::length_to_fee(length)
+        }
+    }
+
+    impl pallet_job_market_runtime_api::JobMarketApi<Block, AccountId, Balance, BlockNumber>
+        for Runtime
+    {
+        fn open_jobs(
+            limit: u32,
+        ) -> Vec<(pallet_job_market::JobId, pallet_job_market::Job<AccountId, Balance, BlockNumber>)>
+        {
+            JobMarket::open_jobs(limit)
+        }
+
+        fn job(
+            id: pallet_job_market::JobId,
+        ) -> Option<(
+            pallet_job_market::Job<AccountId, Balance, BlockNumber>,
+            Option<pallet_job_market::RoundInfo<AccountId>>,
+        )> {
+            pallet_job_market::Jobs::<Runtime>::get(id).map(|job| (job, JobMarket::round_info(id)))
+        }
+
+        fn jobs_of(who: AccountId, limit: u32) -> Vec<pallet_job_market::JobId> {
+            JobMarket::jobs_of(&who, limit)
         }
     }
 

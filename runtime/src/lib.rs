@@ -240,4 +240,7 @@ mod runtime {
 
     #[runtime::pallet_index(12)]
     pub type Sudo = pallet_sudo;
+
+    #[runtime::pallet_index(13)]
+    pub type JobMarket = pallet_job_market;
 }

@@ -62,6 +62,25 @@ pub fn bond_call(staking_index: u8, amount: u128) -> Vec<u8> {
     call
 }
 
+/// A `JobMarket::post_job(spec, budget, bid_window, deadline)` call encoded for pallet index
+/// `market_index`.
+pub fn post_job_call(
+    market_index: u8,
+    spec: &ergon_job_spec::JobSpec,
+    budget: u128,
+    bid_window: u32,
+    deadline: u32,
+) -> Vec<u8> {
+    /// `post_job` is call index 0 of pallet-job-market.
+    const POST_JOB: u8 = 0;
+    let mut call = vec![market_index, POST_JOB];
+    spec.encode_to(&mut call);
+    Compact(budget).encode_to(&mut call);
+    bid_window.encode_to(&mut call);
+    deadline.encode_to(&mut call);
+    call
+}
+
 /// What the signature commits to besides the call (the runtime's "implicit" extension data).
 #[derive(Clone, Copy, Debug)]
 pub struct ChainContext {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use codec::{Decode, Encode};
 use ergon_integration_tests::{
     extrinsic::{
-        bond_call, signed_extrinsic, staking_ledger_key, system_account_key,
+        bond_call, post_job_call, signed_extrinsic, staking_ledger_key, system_account_key,
         transfer_keep_alive_call, AccountInfo, ChainContext, StakingLedger,
     },
     wait_for, Node, Ports,
@@ -56,6 +56,7 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
         "TrainerStaking",
         "Offences",
         "Historical",
+        "JobMarket",
     ] {
         assert!(
             pallets.iter().any(|(n, _)| n == name),
@@ -145,4 +146,32 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
         sender.free,
         alice_now.free
     );
+
+    // A user posts a training job (the worker's Fashion-MNIST MLP example) with a signed
+    // extrinsic; the node's RPC shows it open, with the training work the runtime computed.
+    let spec: ergon_job_spec::JobSpec =
+        serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
+            .expect("example spec parses");
+    let work = spec.validate().expect("example spec is valid").training_micro_ut();
+    let market_index = pallets.iter().find(|(n, _)| n == "JobMarket").map(|(_, i)| *i).unwrap();
+    let best = node.block_number(None).expect("best block");
+    let budget = 100 * ERG;
+    let call = post_job_call(market_index, &spec, budget, 10, best + 500);
+    let nonce = alice_now.nonce;
+    node.submit(&signed_extrinsic(&call, &alice, nonce, ctx)).expect("the pool accepts post_job");
+    let job = wait_for("job 0 to appear", Duration::from_secs(120), || {
+        node.call("ergon_job", json!([0])).ok().filter(|j| !j.is_null())
+    });
+    assert_eq!(job["owner"], alice_ss58);
+    assert_eq!(job["state"]["status"], "open");
+    assert_eq!(job["budget"], budget.to_string());
+    assert_eq!(job["workMicroUt"], work.to_string(), "work computed on chain from the spec");
+    assert_eq!(job["spec"]["epochs"], 1);
+    let open = node.call("ergon_openJobs", json!([])).expect("ergon_openJobs");
+    assert_eq!(open[0]["id"], 0);
+    let mine = node.call("ergon_jobsOf", json!([alice_ss58])).expect("ergon_jobsOf");
+    assert_eq!(mine, json!([0]));
+    let alice_after: AccountInfo =
+        node.storage_decoded(&system_account_key(&alice.public().0)).expect("Alice exists");
+    assert_eq!(alice_after.reserved, alice_now.reserved + budget, "the budget is held in escrow");
 }

@@ -8,7 +8,8 @@
 //! - [`model`]: the layer DSL as candle computations with our own seeded initialization;
 //! - [`optim`]: SGD with momentum and AdamW with checkpointable state;
 //! - [`train`]: the resumable training loop;
-//! - [`bundle`]: checkpoints, manifest, Merkle root and inclusion proofs.
+//! - [`bundle`]: checkpoints, manifest, Merkle root and inclusion proofs;
+//! - [`verify`]: the Proof-of-Training verifier (integrity, Init(seed), segment replay, metrics).
 //!
 //! It depends on no node crate: it builds and tests on its own.
 
@@ -19,6 +20,7 @@ pub mod model;
 pub mod optim;
 pub mod rng;
 pub mod train;
+pub mod verify;
 
 pub use error::{Error, Result};
 

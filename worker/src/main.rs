@@ -50,6 +50,49 @@ enum Command {
         /// Bundle directory.
         bundle: PathBuf,
     },
+    /// Verify a bundle against its job spec (Proof of Training); exit status 0 = pass, 1 = fail.
+    Verify {
+        /// The job spec (JSON).
+        #[arg(long)]
+        spec: PathBuf,
+        /// Bundle directory.
+        #[arg(long)]
+        bundle: PathBuf,
+        /// Challenge bytes as hex (on-chain randomness): choose the replayed segments.
+        #[arg(long, default_value = "")]
+        challenge: String,
+        /// Replay these segments instead (comma-separated `i` for Cᵢ → Cᵢ₊₁).
+        #[arg(long, value_delimiter = ',')]
+        segments: Vec<u32>,
+        /// Segments to draw from the challenge.
+        #[arg(long, default_value_t = ergon_worker::verify::DEFAULT_SEGMENTS)]
+        count: u32,
+        /// The committed Merkle root (64 hex digits).
+        #[arg(long)]
+        root: Option<String>,
+        /// The prescribed seed (64 hex digits); default: derived from --job-id and --trainer when
+        /// --trainer is given, else not checked.
+        #[arg(long, conflicts_with = "trainer")]
+        seed: Option<String>,
+        /// On-chain job id (seed derivation).
+        #[arg(long, default_value_t = 0)]
+        job_id: u64,
+        /// Trainer account (seed derivation), as text.
+        #[arg(long)]
+        trainer: Option<String>,
+        /// ε: largest accepted relative error of a replayed update.
+        #[arg(long, default_value_t = ergon_worker::verify::DEFAULT_EPSILON)]
+        epsilon: f64,
+        /// τ: smallest accepted cosine between claimed and replayed updates.
+        #[arg(long, default_value_t = ergon_worker::verify::DEFAULT_TAU)]
+        tau: f64,
+        /// Also write the report (JSON) here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// CPU threads for the tensor kernels (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// Validate a job spec and print its parameter count and FLOPs.
     Check {
         /// The job spec (JSON).
@@ -65,6 +108,17 @@ enum Command {
 
 fn parse_seed(s: &str) -> Result<rng::Seed, String> {
     bundle::parse_hash(s).ok_or_else(|| format!("seed {s:?} is not 32 bytes of hex"))
+}
+
+fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    let s = s.trim_start_matches("0x");
+    if s.len() % 2 != 0 || !s.is_ascii() {
+        return Err(format!("{s:?} is not hex"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("{s:?} is not hex")))
+        .collect()
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
@@ -154,6 +208,54 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 }
                 Ok(ExitCode::FAILURE)
             }
+        }
+        Command::Verify {
+            spec,
+            bundle: dir,
+            challenge,
+            segments,
+            count,
+            root,
+            seed,
+            job_id,
+            trainer,
+            epsilon,
+            tau,
+            report,
+            threads,
+        } => {
+            if let Some(t) = threads {
+                std::env::set_var("RAYON_NUM_THREADS", t.to_string());
+            }
+            let spec = load_spec(&spec)?;
+            let mut opts = ergon_worker::verify::VerifyOptions::new(dir);
+            opts.challenge = parse_hex(&challenge)?;
+            opts.segments = segments;
+            opts.segment_count = count;
+            opts.epsilon = epsilon;
+            opts.tau = tau;
+            opts.expected_root = root.as_deref().map(parse_seed).transpose()?;
+            opts.expected_seed = match (seed, trainer) {
+                (Some(s), _) => Some(parse_seed(&s)?),
+                (None, Some(t)) => Some(rng::job_seed(job_id, t.as_bytes())),
+                (None, None) => None,
+            };
+            let verdict = ergon_worker::verify::verify(&spec, &opts)?;
+            for c in &verdict.checks {
+                println!(
+                    "{} {:<12} {}  [{}]",
+                    if c.passed { "ok  " } else { "FAIL" },
+                    c.name,
+                    c.measured,
+                    c.threshold
+                );
+            }
+            println!("evidence {}", data::hex(&verdict.evidence_hash()));
+            println!("verdict {}", if verdict.passed { "PASS" } else { "FAIL" });
+            if let Some(path) = report {
+                std::fs::write(&path, serde_json::to_vec_pretty(&verdict)?)?;
+            }
+            Ok(if verdict.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Check { spec } => {
             let spec = load_spec(&spec)?;

@@ -151,7 +151,7 @@ pub fn evaluate(model: &Model, samples: &Samples, device: &Device) -> Result<(f3
 }
 
 /// The checkpoint tensors of the current state: `param.<name>` and `opt.<name>.<slot>`.
-fn state_tensors(model: &Model, opt: &Optimizer) -> BTreeMap<String, Tensor> {
+pub fn state_tensors(model: &Model, opt: &Optimizer) -> BTreeMap<String, Tensor> {
     let mut all: BTreeMap<String, Tensor> = model
         .params
         .iter()
@@ -234,6 +234,49 @@ fn progress_bar(total: u64, done: u64, show: bool) -> indicatif::ProgressBar {
     bar
 }
 
+/// Runs the optimizer steps `steps` (global step numbers) of `spec` on `model` and `opt`, each on the
+/// batch the seed's PRF assigns to it, and calls `after(model, opt, steps_done, loss)` after each step;
+/// `after` returning `false` stops early. Training and the verifier's replay both go through here, so
+/// they compute the same thing.
+#[allow(clippy::too_many_arguments)]
+pub fn run_steps(
+    spec: &JobSpec,
+    summary: &SpecSummary,
+    train_set: &Samples,
+    seed: &Seed,
+    model: &Model,
+    opt: &mut Optimizer,
+    steps: std::ops::Range<u64>,
+    device: &Device,
+    mut after: impl FnMut(&Model, &Optimizer, u64, f32) -> Result<bool>,
+) -> Result<()> {
+    let mut order: Option<(u32, Vec<u64>)> = None;
+    let n = train_set.len as u64;
+    for step in steps {
+        let epoch = (step / summary.steps_per_epoch) as u32;
+        let in_epoch = step % summary.steps_per_epoch;
+        if order.as_ref().map(|(e, _)| *e) != Some(epoch) {
+            order = Some((epoch, rng::epoch_order(seed, epoch, n)));
+        }
+        let perm = &order.as_ref().map(|(_, o)| o.as_slice()).unwrap_or_default();
+        let lo = (in_epoch * spec.batch_size as u64).min(n) as usize;
+        let hi = ((in_epoch + 1) * spec.batch_size as u64).min(n) as usize;
+        let (x, y) = batch(train_set, &perm[lo..hi], device)?;
+
+        let loss = model::cross_entropy(&model.forward(&x)?, &y)?;
+        let grads = loss.backward()?;
+        opt.step(&model.params, &grads)?;
+        let loss_value = loss.to_scalar::<f32>()?;
+        if !loss_value.is_finite() {
+            return Err(Error::Diverged { step, loss: loss_value });
+        }
+        if !after(model, opt, step + 1, loss_value)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Trains `spec` into the bundle directory `opts.out`, resuming from its last checkpoint if a previous
 /// run was interrupted. An uninterrupted and a resumed run produce the same bundle root.
 pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
@@ -289,46 +332,41 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     let bar = progress_bar(summary.total_steps, start_step, opts.progress);
     let started = Instant::now();
     let mut checkpoint_seconds = 0.0;
-    let mut order: Option<(u32, Vec<u64>)> = None;
-    let n = train_set.len as u64;
+    let mut halted = None;
 
-    for step in start_step..summary.total_steps {
-        let epoch = (step / summary.steps_per_epoch) as u32;
-        let in_epoch = step % summary.steps_per_epoch;
-        if order.as_ref().map(|(e, _)| *e) != Some(epoch) {
-            order = Some((epoch, rng::epoch_order(&opts.seed, epoch, n)));
-        }
-        let perm = &order.as_ref().map(|(_, o)| o.as_slice()).unwrap_or_default();
-        let lo = (in_epoch * spec.batch_size as u64).min(n) as usize;
-        let hi = ((in_epoch + 1) * spec.batch_size as u64).min(n) as usize;
-        let (x, y) = batch(&train_set, &perm[lo..hi], device)?;
-
-        let loss = model::cross_entropy(&model.forward(&x)?, &y)?;
-        let grads = loss.backward()?;
-        opt.step(&model.params, &grads)?;
-        let loss_value = loss.to_scalar::<f32>()?;
-        if !loss_value.is_finite() {
-            return Err(Error::Diverged { step, loss: loss_value });
-        }
-        progress.losses.push(loss_value);
-
-        let done = step + 1;
-        if done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps {
-            let t = Instant::now();
-            progress.checkpoints.push(write_checkpoint(dir, done, &model, &opt)?);
-            write_progress(dir, &progress)?;
-            checkpoint_seconds += t.elapsed().as_secs_f64();
-        }
-        let secs = started.elapsed().as_secs_f64().max(1e-9);
-        bar.set_position(done);
-        bar.set_message(format!(
-            "loss {loss_value:.4} | {:.0} samples/s",
-            (done - start_step) as f64 * spec.batch_size as f64 / secs
-        ));
-        if opts.halt_after_step == Some(done) && done < summary.total_steps {
-            bar.abandon();
-            return Ok(Outcome::Halted(done));
-        }
+    run_steps(
+        spec,
+        &summary,
+        &train_set,
+        &opts.seed,
+        &model,
+        &mut opt,
+        start_step..summary.total_steps,
+        device,
+        |model, opt, done, loss_value| {
+            progress.losses.push(loss_value);
+            if done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps {
+                let t = Instant::now();
+                progress.checkpoints.push(write_checkpoint(dir, done, model, opt)?);
+                write_progress(dir, &progress)?;
+                checkpoint_seconds += t.elapsed().as_secs_f64();
+            }
+            let secs = started.elapsed().as_secs_f64().max(1e-9);
+            bar.set_position(done);
+            bar.set_message(format!(
+                "loss {loss_value:.4} | {:.0} samples/s",
+                (done - start_step) as f64 * spec.batch_size as f64 / secs
+            ));
+            if opts.halt_after_step == Some(done) && done < summary.total_steps {
+                halted = Some(done);
+                return Ok(false);
+            }
+            Ok(true)
+        },
+    )?;
+    if let Some(done) = halted {
+        bar.abandon();
+        return Ok(Outcome::Halted(done));
     }
     bar.finish_and_clear();
     let train_seconds = started.elapsed().as_secs_f64();

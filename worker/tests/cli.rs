@@ -62,6 +62,26 @@ fn sigkill_mid_training_then_restart_gives_the_same_root() {
     let inspect = Command::new(BIN).arg("inspect").arg(&out).output().unwrap();
     assert!(inspect.status.success());
     assert!(String::from_utf8_lossy(&inspect.stdout).contains(&expected[2..]));
+
+    // The resumed bundle verifies: root, seed (job 0, trainer "offline"), 3 replayed segments.
+    let verify = Command::new(BIN)
+        .args(["verify", "--spec", &spec, "--bundle"])
+        .arg(&out)
+        .args(["--root", &expected, "--trainer", "offline", "--challenge", "0x00c0ffee"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&verify.stdout);
+    assert!(verify.status.success(), "{stdout}{}", String::from_utf8_lossy(&verify.stderr));
+    assert!(stdout.contains("verdict PASS") && stdout.matches("replay[").count() == 3, "{stdout}");
+    // A bundle of another seed is refused (exit status 1, a report, no error).
+    let verify = Command::new(BIN)
+        .args(["verify", "--spec", &spec, "--bundle"])
+        .arg(&out)
+        .args(["--trainer", "someone-else"])
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("FAIL manifest"));
 }
 
 #[test]
@@ -86,6 +106,13 @@ fn bad_input_is_an_error_message_not_a_panic() {
         ],
         vec!["inspect".into(), dir.path().display().to_string()],
         vec!["content-root".into(), "/nonexistent/data".into()],
+        vec![
+            "verify".into(),
+            "--spec".into(),
+            "/nonexistent/spec.json".into(),
+            "--bundle".into(),
+            "x".into(),
+        ],
     ];
     for args in cases {
         let out = Command::new(BIN).args(&args).current_dir(dir.path()).output().unwrap();

@@ -1,7 +1,9 @@
 //! The node's JSON-RPC extensions beyond Substrate's defaults (system, chain, state, author):
-//! account nonces, fee queries, BABE epoch authorship, GRANDPA finality and trainers' computing power.
+//! account nonces, fee queries, BABE epoch authorship, GRANDPA finality, trainers' computing power and
+//! the job market.
 
 pub mod compute_power;
+pub mod job_market;
 
 use std::sync::Arc;
 
@@ -72,12 +74,19 @@ where
     C::Api: BabeApi<Block>,
     C::Api: BlockBuilder<Block>,
     C::Api: pallet_compute_power_runtime_api::ComputePowerApi<Block, AccountId>,
+    C::Api: pallet_job_market_runtime_api::JobMarketApi<
+        Block,
+        AccountId,
+        Balance,
+        ergon_runtime::BlockNumber,
+    >,
     P: TransactionPool + 'static,
     SC: SelectChain<Block> + 'static,
     B: sc_client_api::Backend<Block> + Send + Sync + 'static,
     B::State: sc_client_api::StateBackend<sp_runtime::traits::HashingFor<Block>>,
 {
     use compute_power::{ComputePowerRpcImpl, ComputePowerRpcServer};
+    use job_market::{JobMarketRpcImpl, JobMarketRpcServer};
     use pallet_transaction_payment_rpc::{TransactionPayment, TransactionPaymentApiServer};
     use sc_consensus_babe_rpc::{Babe, BabeApiServer};
     use sc_consensus_grandpa_rpc::{Grandpa, GrandpaApiServer};
@@ -89,6 +98,7 @@ where
     module.merge(System::new(client.clone(), pool).into_rpc())?;
     module.merge(TransactionPayment::new(client.clone()).into_rpc())?;
     module.merge(ComputePowerRpcImpl::new(client.clone()).into_rpc())?;
+    module.merge(JobMarketRpcImpl::new(client.clone()).into_rpc())?;
     module.merge(
         Babe::new(client.clone(), babe.babe_worker_handle, babe.keystore, select_chain).into_rpc(),
     )?;

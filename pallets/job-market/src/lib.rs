@@ -30,6 +30,7 @@
 
 extern crate alloc;
 
+pub mod queries;
 pub mod types;
 pub mod verification;
 pub mod weights;

@@ -622,6 +622,29 @@ fn commit_and_reveal_refusals() {
 }
 
 #[test]
+fn queries_list_open_jobs_an_accounts_jobs_and_the_round() {
+    run(|| {
+        let a = post(1_000);
+        let b = assigned(1_000, 600);
+        let c = post(1_000);
+        assert_ok!(JobMarket::bid(origin(5), c, 100));
+        let open: Vec<JobId> = JobMarket::open_jobs(10).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(open, vec![a, c]);
+        assert_eq!(JobMarket::open_jobs(1).len(), 1);
+        assert_eq!(JobMarket::jobs_of(&OWNER, 10), vec![a, b, c]);
+        assert_eq!(JobMarket::jobs_of(&TRAINER, 10), vec![b]);
+        assert_eq!(JobMarket::jobs_of(&5, 10), vec![c]);
+        assert!(JobMarket::round_info(b).is_none());
+        submit(b);
+        run_to_block(3);
+        let round = JobMarket::round_info(b).expect("verifying");
+        assert_eq!((round.number, round.phase, round.votes.len()), (0, Phase::Commit, 3));
+        let verifier = round.votes[0].verifier;
+        assert!(JobMarket::jobs_of(&verifier, 10).contains(&b));
+    });
+}
+
+#[test]
 fn segment_and_verifier_draws_are_distinct_and_in_range() {
     for seed in 0u8..50 {
         let segments = verification::draw_segments(10, 4, &[seed]);

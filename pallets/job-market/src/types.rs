@@ -218,3 +218,16 @@ pub struct Job<AccountId, Balance, BlockNumber> {
     /// Where the job stands.
     pub state: JobState<AccountId, Balance, BlockNumber>,
 }
+
+/// A verification round as clients read it (runtime API).
+#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo)]
+pub struct RoundInfo<AccountId> {
+    /// Round number, from 0.
+    pub number: u32,
+    /// Current phase.
+    pub phase: Phase,
+    /// The drawn verifiers and their progress.
+    pub votes: alloc::vec::Vec<VerifierVote<AccountId>>,
+    /// Checkpoint segments `Cᵢ → Cᵢ₊₁` to replay, by `i`.
+    pub segments: alloc::vec::Vec<u32>,
+}

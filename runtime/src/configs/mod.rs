@@ -266,3 +266,42 @@ where
         UncheckedExtrinsic::new_bare(call)
     }
 }
+
+parameter_types! {
+    /// 10% of a job's budget pays its verifiers.
+    pub const VerificationShare: Permill = Permill::from_percent(10);
+    /// A rejected or late trainer loses 10% of its active bond.
+    pub const TrainerSlash: Perbill = Perbill::from_percent(10);
+    /// A silent or outvoted verifier loses 1% of its active bond.
+    pub const VerifierSlash: Perbill = Perbill::from_percent(1);
+}
+
+impl pallet_job_market::Config for Runtime {
+    type Currency = Balances;
+    type RuntimeHoldReason = RuntimeHoldReason;
+    type Staking = TrainerStaking;
+    type ComputePower = ComputePower;
+    // BABE's VRF output of the previous block: unknown when a bundle is committed two blocks earlier.
+    type Randomness = pallet_babe::ParentBlockRandomness<Runtime>;
+    type MinBudget = ConstU128<ERG>;
+    type MinBidWindow = ConstU32<2>;
+    type MaxBidWindow = ConstU32<DAYS>;
+    type MinTrainingTime = ConstU32<{ 2 * MINUTES }>;
+    type MaxJobDuration = ConstU32<{ 30 * DAYS }>;
+    type MaxBids = ConstU32<64>;
+    // 512 jobs stored at most, 8 timeouts handled per block: a queue entry is always found within
+    // 65 blocks, and a block spends at most 8 verifier draws.
+    type MaxActiveJobs = ConstU32<512>;
+    type MaxTimeoutsPerBlock = ConstU32<8>;
+    type Verifiers = ConstU32<3>;
+    type SegmentsPerRound = ConstU32<3>;
+    type MaxRounds = ConstU32<3>;
+    // Replaying a few checkpoint segments of a CPU-sized job takes minutes.
+    type CommitWindow = ConstU32<{ 30 * MINUTES }>;
+    type RevealWindow = ConstU32<{ 10 * MINUTES }>;
+    type Retention = ConstU32<DAYS>;
+    type VerificationShare = VerificationShare;
+    type TrainerSlash = TrainerSlash;
+    type VerifierSlash = VerifierSlash;
+    type WeightInfo = pallet_job_market::weights::SubstrateWeight<Runtime>;
+}

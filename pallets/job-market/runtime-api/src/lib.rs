@@ -1,0 +1,23 @@
+//! Runtime API of the job-market pallet: what the `ergon_openJobs`, `ergon_job` and `ergon_jobsOf`
+//! RPCs, the worker and polkadot.js read.
+
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
+
+use alloc::vec::Vec;
+use codec::Codec;
+pub use pallet_job_market::{Job, JobId, RoundInfo};
+
+sp_api::decl_runtime_apis! {
+    /// The training-job market.
+    pub trait JobMarketApi<AccountId: Codec, Balance: Codec, BlockNumber: Codec> {
+        /// Jobs taking bids, lowest id first, at most `limit`.
+        fn open_jobs(limit: u32) -> Vec<(JobId, Job<AccountId, Balance, BlockNumber>)>;
+        /// A stored job and its current verification round, if any.
+        fn job(id: JobId) -> Option<(Job<AccountId, Balance, BlockNumber>, Option<RoundInfo<AccountId>>)>;
+        /// Ids of the jobs `who` owns, bid on, trains or verifies (current round), lowest first, at
+        /// most `limit`.
+        fn jobs_of(who: AccountId, limit: u32) -> Vec<JobId>;
+    }
+}

@@ -1,0 +1,401 @@
+//! The Proof-of-Training verifier: checks a bundle against its job spec and replays segments of it.
+//!
+//! Checks, in order (each reported with its measured value and threshold):
+//!
+//! 1. **files**: every checkpoint file and tensor matches the manifest (and the Merkle root matches
+//!    the committed one, when given);
+//! 2. **manifest**: the manifest describes this spec (spec hash, batch size, step and checkpoint
+//!    schedule) and the expected seed;
+//! 3. **init**: C0 is Init(seed) bit for bit, weights and optimizer state;
+//! 4. **replay**: for each challenged segment `Cᵢ → Cᵢ₊₁`, the verifier loads `Cᵢ` (weights and
+//!    optimizer state), runs the same steps on the same batches (the seed's PRF), and compares its
+//!    update with the claimed one: relative error ‖ΔW_claim − ΔW_replay‖ / ‖ΔW_replay‖ ≤ ε and
+//!    cosine ≥ τ;
+//! 5. **final_model**: the final-model hash is the hash of the last checkpoint's weights (and the
+//!    committed one, when given);
+//! 6. **metrics**: the claimed validation loss and accuracy are what the final weights give.
+//!
+//! A broken bundle (missing, truncated or altered files) yields a failing report, never an error:
+//! errors are for what is not the trainer's fault (the spec or the data cannot be read).
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use candle_core::{DType, Device};
+use ergon_job_spec::JobSpec;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{
+    bundle::{self, checkpoint, HostTensors, Manifest},
+    data::{self, hex},
+    error::Result,
+    model::Model,
+    optim::Optimizer,
+    rng::Seed,
+    train,
+};
+
+/// Default replay tolerance ε on the relative error of a segment's update.
+pub const DEFAULT_EPSILON: f64 = 1e-3;
+/// Default replay tolerance τ on the cosine between claimed and replayed updates.
+pub const DEFAULT_TAU: f64 = 0.999;
+/// Default number of replayed segments.
+pub const DEFAULT_SEGMENTS: u32 = 3;
+/// Tolerance on claimed validation loss and accuracy (absolute, after evaluating the final weights).
+pub const METRIC_TOLERANCE: f64 = 1e-4;
+
+/// What to verify and how strictly.
+pub struct VerifyOptions {
+    /// The bundle directory.
+    pub bundle: PathBuf,
+    /// Segments to replay (`i` for `Cᵢ → Cᵢ₊₁`), e.g. from the on-chain round; when empty they are
+    /// drawn from `challenge`.
+    pub segments: Vec<u32>,
+    /// Challenge bytes (on-chain randomness) that choose the segments when none are given.
+    pub challenge: Vec<u8>,
+    /// How many segments to draw from the challenge.
+    pub segment_count: u32,
+    /// ε: largest accepted relative error of a segment's update.
+    pub epsilon: f64,
+    /// τ: smallest accepted cosine between claimed and replayed updates.
+    pub tau: f64,
+    /// The committed Merkle root, if known.
+    pub expected_root: Option<[u8; 32]>,
+    /// The seed the job prescribes (from job id and trainer), if known.
+    pub expected_seed: Option<Seed>,
+    /// The committed final-model hash, if known.
+    pub expected_final_model: Option<[u8; 32]>,
+    /// Device to replay on.
+    pub device: Device,
+}
+
+impl VerifyOptions {
+    /// Defaults for `bundle`: 3 segments from an empty challenge, default ε and τ, nothing expected.
+    pub fn new(bundle: PathBuf) -> Self {
+        Self {
+            bundle,
+            segments: Vec::new(),
+            challenge: Vec::new(),
+            segment_count: DEFAULT_SEGMENTS,
+            epsilon: DEFAULT_EPSILON,
+            tau: DEFAULT_TAU,
+            expected_root: None,
+            expected_seed: None,
+            expected_final_model: None,
+            device: Device::Cpu,
+        }
+    }
+}
+
+/// One check's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Which check (`files`, `manifest`, `init`, `replay[i]`, `final_model`, `metrics`).
+    pub name: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What was measured.
+    pub measured: String,
+    /// What passing requires.
+    pub threshold: String,
+}
+
+/// The verdict on a bundle: every check that ran. Its [`Report::evidence_hash`] is what a verifier
+/// commits on chain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// All checks passed.
+    pub passed: bool,
+    /// The bundle's recomputed Merkle root (0x-hex), if the manifest could be read.
+    pub root: Option<String>,
+    /// Replayed segments.
+    pub segments: Vec<u32>,
+    /// The checks, in the order they ran.
+    pub checks: Vec<Check>,
+    /// Seconds spent replaying.
+    pub replay_seconds: f64,
+}
+
+impl Report {
+    /// SHA-256 of the report's JSON without its timing: the evidence hash revealed with the
+    /// verdict (the same bundle and challenge give the same hash on the same machine).
+    pub fn evidence_hash(&self) -> [u8; 32] {
+        let timeless = Report { replay_seconds: 0.0, ..self.clone() };
+        Sha256::digest(serde_json::to_vec(&timeless).unwrap_or_default()).into()
+    }
+
+    /// The first failing check, if any.
+    pub fn first_failure(&self) -> Option<&Check> {
+        self.checks.iter().find(|c| !c.passed)
+    }
+
+    fn push(&mut self, name: impl Into<String>, passed: bool, measured: String, threshold: &str) {
+        self.checks.push(Check {
+            name: name.into(),
+            passed,
+            measured,
+            threshold: threshold.into(),
+        });
+        self.passed &= passed;
+    }
+}
+
+/// `count` distinct segment indices in `0..segments` from the challenge bytes
+/// (`SHA-256(challenge ‖ i)` modulo the number of segments, probing to the next free index), sorted.
+pub fn segments_from_challenge(challenge: &[u8], segments: u64, count: u32) -> Vec<u32> {
+    let total = u32::try_from(segments).unwrap_or(u32::MAX);
+    let mut chosen: Vec<u32> = Vec::new();
+    for i in 0..count.min(total) {
+        let h = Sha256::new().chain_update(challenge).chain_update(i.to_le_bytes()).finalize();
+        let mut idx =
+            (u64::from_le_bytes(h[..8].try_into().unwrap_or_default()) % total as u64) as u32;
+        while chosen.contains(&idx) {
+            idx = (idx + 1) % total;
+        }
+        chosen.push(idx);
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// All weights of `model`, flattened in parameter order.
+fn flat_weights(model: &Model) -> Result<Vec<f32>> {
+    let mut all = Vec::new();
+    for p in &model.params {
+        all.extend(p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
+    }
+    Ok(all)
+}
+
+/// Relative error and cosine between a claimed and a replayed update.
+pub fn compare_updates(claimed: &[f32], replayed: &[f32]) -> (f64, f64) {
+    let (mut diff, mut rr, mut cc, mut dot) = (0f64, 0f64, 0f64, 0f64);
+    for (c, r) in claimed.iter().zip(replayed) {
+        let (c, r) = (*c as f64, *r as f64);
+        diff += (c - r) * (c - r);
+        rr += r * r;
+        cc += c * c;
+        dot += c * r;
+    }
+    if claimed.len() != replayed.len() {
+        return (f64::INFINITY, 0.0);
+    }
+    let rel = if rr > 0.0 {
+        diff.sqrt() / rr.sqrt()
+    } else if diff > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    let cos = if rr > 0.0 && cc > 0.0 {
+        dot / (rr.sqrt() * cc.sqrt())
+    } else if rr == 0.0 && cc == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    (rel, cos)
+}
+
+/// Verifies the bundle at `opts.bundle` against `spec`.
+pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
+    let summary = spec.validate()?;
+    let mut report =
+        Report { passed: true, root: None, segments: vec![], checks: vec![], replay_seconds: 0.0 };
+    let dir = &opts.bundle;
+
+    // 1. Files against the manifest, and the root.
+    let inspection = match bundle::inspect(dir) {
+        Ok(i) => i,
+        Err(e) => {
+            report.push("files", false, e.to_string(), "a readable manifest");
+            return Ok(report);
+        }
+    };
+    report.root = Some(hex(&inspection.root));
+    let problems = inspection.problems.join("; ");
+    report.push(
+        "files",
+        inspection.problems.is_empty(),
+        if problems.is_empty() { "all files and tensors match".into() } else { problems },
+        "every file and tensor hash matches the manifest",
+    );
+    if let Some(root) = opts.expected_root {
+        report.push(
+            "root",
+            inspection.root == root,
+            hex(&inspection.root),
+            &format!("the committed root {}", hex(&root)),
+        );
+    }
+    let m: &Manifest = &inspection.manifest;
+
+    // 2. The manifest describes this spec, this seed, and the prescribed checkpoint schedule.
+    let mut schedule: Vec<u64> = (0..summary.total_steps)
+        .step_by(spec.checkpoint_interval as usize)
+        .chain([summary.total_steps])
+        .collect();
+    schedule.dedup();
+    let steps: Vec<u64> = m.checkpoints.iter().map(|c| c.step).collect();
+    let seed = bundle::parse_hash(&m.seed);
+    let mut mismatches = Vec::new();
+    if m.spec_hash != hex(&train::spec_hash(spec)) {
+        mismatches.push("spec hash".to_string());
+    }
+    if m.batch_size != spec.batch_size
+        || m.checkpoint_interval != spec.checkpoint_interval
+        || m.steps_per_epoch != summary.steps_per_epoch
+        || m.total_steps != summary.total_steps
+        || m.losses.len() as u64 != summary.total_steps
+    {
+        mismatches.push("step schedule".into());
+    }
+    if steps != schedule {
+        mismatches.push(format!("checkpoint steps {steps:?}"));
+    }
+    match (seed, opts.expected_seed) {
+        (None, _) => mismatches.push("seed is not 32 bytes of hex".into()),
+        (Some(s), Some(e)) if s != e => mismatches.push(format!("seed {} ≠ {}", hex(&s), hex(&e))),
+        _ => {}
+    }
+    report.push(
+        "manifest",
+        mismatches.is_empty(),
+        if mismatches.is_empty() { "matches".into() } else { mismatches.join("; ") },
+        "spec hash, batch size, step and checkpoint schedule, seed as prescribed",
+    );
+    let (Some(seed), true) = (seed, report.passed) else {
+        // Nothing below is meaningful on a bundle that is not what it claims to be.
+        return Ok(report);
+    };
+
+    // 3. C0 == Init(seed).
+    let device = &opts.device;
+    let model = Model::new(spec, &seed, device, DType::F32)?;
+    let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+    let init = HostTensors::from_tensors(&train::state_tensors(&model, &opt))?.hashes();
+    let init: BTreeMap<String, String> = init.iter().map(|(n, h)| (n.clone(), hex(h))).collect();
+    let differing =
+        init.iter().filter(|(n, h)| m.checkpoints[0].tensors.get(*n) != Some(h)).count()
+            + m.checkpoints[0].tensors.len().saturating_sub(init.len());
+    report.push(
+        "init",
+        differing == 0,
+        format!("{differing} of {} tensors differ from Init(seed)", init.len()),
+        "C0 equals Init(seed) bit for bit",
+    );
+
+    // 4. Replay the challenged segments.
+    report.segments = if opts.segments.is_empty() {
+        segments_from_challenge(
+            &opts.challenge,
+            (m.checkpoints.len() - 1) as u64,
+            opts.segment_count,
+        )
+    } else {
+        opts.segments.clone()
+    };
+    let train_set = data::load(&spec.train, "training data")?;
+    let started = std::time::Instant::now();
+    for &i in &report.segments.clone() {
+        let name = format!("replay[{i}]");
+        let (Some(from), Some(to)) =
+            (m.checkpoints.get(i as usize), m.checkpoints.get(i as usize + 1))
+        else {
+            report.push(name, false, "no such segment".into(), "a segment of the bundle");
+            continue;
+        };
+        let target = match HostTensors::read(&dir.join(&to.file)) {
+            Ok(t) => t,
+            Err(e) => {
+                report.push(name, false, e.to_string(), "a readable checkpoint");
+                continue;
+            }
+        };
+        if let Err(e) = train::load_checkpoint(dir, from, &model, &mut opt) {
+            report.push(name, false, e.to_string(), "a readable checkpoint");
+            continue;
+        }
+        let before = flat_weights(&model)?;
+        let mut losses = Vec::new();
+        train::run_steps(
+            spec,
+            &summary,
+            &train_set,
+            &seed,
+            &model,
+            &mut opt,
+            from.step..to.step,
+            device,
+            |_, _, _, loss| {
+                losses.push(loss);
+                Ok(true)
+            },
+        )?;
+        let replayed = flat_weights(&model)?;
+        let mut claimed = Vec::with_capacity(replayed.len());
+        for p in &model.params {
+            match target.0.get(&format!("param.{}", p.name)) {
+                Some((_, values)) => claimed.extend_from_slice(values),
+                None => claimed.clear(),
+            }
+        }
+        let delta =
+            |after: &[f32]| -> Vec<f32> { after.iter().zip(&before).map(|(a, b)| a - b).collect() };
+        let (rel, cos) = compare_updates(&delta(&claimed), &delta(&replayed));
+        let claimed_losses = &m.losses[from.step as usize..to.step as usize];
+        let loss_gap = losses
+            .iter()
+            .zip(claimed_losses)
+            .map(|(a, b)| (a - b).abs() as f64)
+            .fold(0.0, f64::max);
+        report.push(
+            name,
+            rel <= opts.epsilon && cos >= opts.tau,
+            format!(
+                "steps {}..{}: relative error {rel:.3e}, cosine {cos:.6}, max loss gap {loss_gap:.2e}",
+                from.step, to.step
+            ),
+            &format!("relative error ≤ {:e} and cosine ≥ {}", opts.epsilon, opts.tau),
+        );
+    }
+    report.replay_seconds = started.elapsed().as_secs_f64();
+
+    // 5. Final-model hash.
+    let last = m.checkpoints.last().expect("the schedule has at least C0 and the final one");
+    let weight_hashes: Vec<[u8; 32]> = last
+        .tensors
+        .iter()
+        .filter(|(n, _)| n.starts_with("param."))
+        .filter_map(|(_, h)| bundle::parse_hash(h))
+        .collect();
+    let final_hash = checkpoint::digest(weight_hashes.iter());
+    let committed_ok = opts.expected_final_model.is_none_or(|e| e == final_hash);
+    report.push(
+        "final_model",
+        hex(&final_hash) == m.final_model_hash && committed_ok,
+        hex(&final_hash),
+        "the manifest's (and the committed) final-model hash",
+    );
+
+    // 6. Claimed metrics of the final weights.
+    match train::load_checkpoint(dir, last, &model, &mut opt) {
+        Ok(()) => {
+            let val_set = data::load(&spec.validation, "validation data")?;
+            let (loss, accuracy) = train::evaluate(&model, &val_set, device)?;
+            let gap_loss = (loss - m.metrics.validation_loss).abs() as f64;
+            let gap_acc = (accuracy - m.metrics.validation_accuracy).abs() as f64;
+            report.push(
+                "metrics",
+                gap_loss <= METRIC_TOLERANCE && gap_acc <= METRIC_TOLERANCE,
+                format!(
+                    "validation loss {loss:.6} (claimed {:.6}), accuracy {accuracy:.6} (claimed {:.6})",
+                    m.metrics.validation_loss, m.metrics.validation_accuracy
+                ),
+                &format!("both within {METRIC_TOLERANCE:e}"),
+            );
+        }
+        Err(e) => report.push("metrics", false, e.to_string(), "a readable final checkpoint"),
+    }
+    Ok(report)
+}

@@ -1,0 +1,223 @@
+//! The Proof-of-Training verifier on real bundles: an honest one passes every check; corrupted,
+//! truncated, re-seeded and forged ones fail on the check meant to catch them, with a report rather
+//! than an error.
+
+mod common;
+
+use std::path::Path;
+
+use candle_core::Device;
+use ergon_job_spec::JobSpec;
+use ergon_worker::{
+    bundle::{self, checkpoint, HostTensors, Manifest, MANIFEST_FILE},
+    data::hex,
+    train::{self, Outcome, TrainOptions},
+    verify::{self, VerifyOptions},
+};
+
+const SEED: [u8; 32] = [7; 32];
+
+/// Trains the CSV task (3 epochs of 10 steps, a checkpoint every 4 steps: 9 checkpoints) into `out`.
+fn honest(dir: &Path, out: &Path) -> (JobSpec, [u8; 32]) {
+    let spec = common::csv_spec(dir);
+    let opts = TrainOptions {
+        out: out.into(),
+        seed: SEED,
+        device: Device::Cpu,
+        progress: false,
+        halt_after_step: None,
+    };
+    match train::train(&spec, &opts).expect("training works") {
+        Outcome::Finished(r) => (spec, r.root),
+        Outcome::Halted(_) => unreachable!("no halt requested"),
+    }
+}
+
+fn all_segments(out: &Path) -> VerifyOptions {
+    let mut opts = VerifyOptions::new(out.into());
+    opts.segments = (0..8).collect();
+    opts.expected_seed = Some(SEED);
+    opts
+}
+
+fn manifest(out: &Path) -> Manifest {
+    serde_json::from_slice(&std::fs::read(out.join(MANIFEST_FILE)).unwrap()).unwrap()
+}
+
+fn write_manifest(out: &Path, m: &Manifest) {
+    std::fs::write(out.join(MANIFEST_FILE), m.to_bytes().unwrap()).unwrap();
+}
+
+/// Rewrites checkpoint `index` with `f` applied to its tensors, and updates the manifest so that the
+/// bundle is self-consistent (what a forger would do).
+fn forge_checkpoint(out: &Path, index: usize, f: impl Fn(&str, &mut Vec<f32>)) {
+    let mut m = manifest(out);
+    let entry = &mut m.checkpoints[index];
+    let mut host = HostTensors::read(&out.join(&entry.file)).unwrap();
+    for (name, (_, values)) in host.0.iter_mut() {
+        f(name, values);
+    }
+    let file_sha = host.write(&out.join(&entry.file)).unwrap();
+    let hashes = host.hashes();
+    entry.file_sha256 = hex(&file_sha);
+    entry.digest = hex(&checkpoint::digest(hashes.values()));
+    entry.tensors = hashes.iter().map(|(n, h)| (n.clone(), hex(h))).collect();
+    if index == m.checkpoints.len() - 1 {
+        let weights: Vec<[u8; 32]> =
+            hashes.iter().filter(|(n, _)| n.starts_with("param.")).map(|(_, h)| *h).collect();
+        m.final_model_hash = hex(&checkpoint::digest(weights.iter()));
+    }
+    write_manifest(out, &m);
+}
+
+#[test]
+fn an_honest_bundle_passes_every_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, root) = honest(dir.path(), &out);
+    let mut opts = all_segments(&out);
+    opts.expected_root = Some(root);
+    let report = verify::verify(&spec, &opts).unwrap();
+    assert!(report.passed, "{:#?}", report.checks);
+    let names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(&names[..4], ["files", "root", "manifest", "init"]);
+    assert_eq!(names.iter().filter(|n| n.starts_with("replay")).count(), 8);
+    // Same machine, same threads: the replay is bit-exact.
+    assert!(report.checks[4].measured.contains("relative error 0.000e0"), "{:?}", report.checks[4]);
+    // The evidence hash is a hash of the report: the same report, the same hash.
+    assert_eq!(report.evidence_hash(), verify::verify(&spec, &opts).unwrap().evidence_hash());
+}
+
+#[test]
+fn challenged_segments_are_distinct_deterministic_and_in_range() {
+    let a = verify::segments_from_challenge(b"block 42", 8, 3);
+    assert_eq!(a, verify::segments_from_challenge(b"block 42", 8, 3));
+    assert_eq!(a.len(), 3);
+    assert!(a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|s| *s < 8));
+    assert_eq!(verify::segments_from_challenge(b"x", 2, 5), vec![0, 1]);
+    assert_ne!(a, verify::segments_from_challenge(b"block 43", 8, 3));
+}
+
+#[test]
+fn update_comparison() {
+    let (rel, cos) = verify::compare_updates(&[1.0, 2.0], &[1.0, 2.0]);
+    assert!(rel == 0.0 && (cos - 1.0).abs() < 1e-12);
+    let (rel, cos) = verify::compare_updates(&[-1.0, -2.0], &[1.0, 2.0]);
+    assert!((rel - 2.0).abs() < 1e-12 && (cos + 1.0).abs() < 1e-12);
+    let (rel, cos) = verify::compare_updates(&[0.5, 1.0], &[1.0, 2.0]);
+    assert!(
+        (rel - 0.5).abs() < 1e-12 && (cos - 1.0).abs() < 1e-12,
+        "half an update is caught by ε"
+    );
+    assert_eq!(verify::compare_updates(&[1.0], &[1.0, 2.0]).0, f64::INFINITY);
+}
+
+#[test]
+fn a_corrupted_checkpoint_fails_the_files_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    let file = out.join(bundle::checkpoint_file(4));
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&file, bytes).unwrap();
+    let report = verify::verify(&spec, &all_segments(&out)).unwrap();
+    assert!(!report.passed);
+    assert_eq!(report.first_failure().unwrap().name, "files");
+}
+
+#[test]
+fn truncated_or_missing_files_give_a_failing_report_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    let file = out.join(bundle::checkpoint_file(8));
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+    let report = verify::verify(&spec, &all_segments(&out)).unwrap();
+    assert_eq!(report.first_failure().unwrap().name, "files");
+
+    let manifest_path = out.join(MANIFEST_FILE);
+    let bytes = std::fs::read(&manifest_path).unwrap();
+    std::fs::write(&manifest_path, &bytes[..bytes.len() / 2]).unwrap();
+    let report = verify::verify(&spec, &all_segments(&out)).unwrap();
+    assert!(!report.passed);
+    assert_eq!(report.first_failure().unwrap().name, "files");
+
+    std::fs::remove_file(&manifest_path).unwrap();
+    assert!(!verify::verify(&spec, &all_segments(&out)).unwrap().passed);
+}
+
+#[test]
+fn another_seed_fails_the_manifest_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    let mut opts = all_segments(&out);
+    opts.expected_seed = Some([8; 32]);
+    let report = verify::verify(&spec, &opts).unwrap();
+    assert_eq!(report.first_failure().unwrap().name, "manifest");
+    // A bundle of another spec fails the same way.
+    let mut other = spec.clone();
+    other.epochs = 2;
+    let report = verify::verify(&other, &all_segments(&out)).unwrap();
+    assert_eq!(report.first_failure().unwrap().name, "manifest");
+}
+
+#[test]
+fn a_permuted_initialization_fails_the_init_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    // Rank-matched permutation of C0's weights: same distribution, not Init(seed).
+    forge_checkpoint(&out, 0, |name, values| {
+        if name.starts_with("param.") {
+            values.reverse();
+        }
+    });
+    let report = verify::verify(&spec, &all_segments(&out)).unwrap();
+    assert_eq!(report.first_failure().unwrap().name, "init");
+}
+
+#[test]
+fn an_interpolated_segment_fails_its_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    // C3 moved a little towards C2: an "infinitesimal update" forgery of one segment.
+    let c2 = HostTensors::read(&out.join(bundle::checkpoint_file(8))).unwrap();
+    forge_checkpoint(&out, 3, |name, values| {
+        if let Some((_, before)) = c2.0.get(name) {
+            if name.starts_with("param.") {
+                for (v, b) in values.iter_mut().zip(before) {
+                    *v = b + 0.9 * (*v - b);
+                }
+            }
+        }
+    });
+    let report = verify::verify(&spec, &all_segments(&out)).unwrap();
+    assert!(!report.passed);
+    let failed: Vec<&str> =
+        report.checks.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    // Segment 2 (C2 → C3) ends at the forged checkpoint, segment 3 starts from it.
+    assert!(failed.contains(&"replay[2]"), "{failed:?}");
+    assert!(!failed.contains(&"init") && !failed.contains(&"files"), "{failed:?}");
+}
+
+#[test]
+fn a_tampered_final_model_fails_final_hash_or_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    let mut m = manifest(&out);
+    m.metrics.validation_accuracy = (m.metrics.validation_accuracy + 0.1).min(1.0) - 0.05;
+    write_manifest(&out, &m);
+    let report = verify::verify(&spec, &all_segments(&out)).unwrap();
+    assert_eq!(report.first_failure().unwrap().name, "metrics");
+
+    let mut opts = all_segments(&out);
+    opts.expected_final_model = Some([0; 32]);
+    let report = verify::verify(&spec, &opts).unwrap();
+    assert!(report.checks.iter().any(|c| c.name == "final_model" && !c.passed));
+}
