@@ -16,6 +16,7 @@
 pub mod bundle;
 pub mod data;
 pub mod error;
+pub mod full_pass;
 pub mod model;
 pub mod optim;
 pub mod rng;

@@ -136,8 +136,18 @@ pub fn batch(samples: &Samples, indices: &[u64], device: &Device) -> Result<(Ten
 
 /// Mean loss and accuracy of `model` over all of `samples`.
 pub fn evaluate(model: &Model, samples: &Samples, device: &Device) -> Result<(f32, f32)> {
+    evaluate_first(model, samples, device, usize::MAX)
+}
+
+/// Mean loss and accuracy of `model` over the first `limit` of `samples`.
+pub fn evaluate_first(
+    model: &Model,
+    samples: &Samples,
+    device: &Device,
+    limit: usize,
+) -> Result<(f32, f32)> {
     let (mut loss_sum, mut hits, mut count) = (0f64, 0u64, 0u64);
-    let all: Vec<u64> = (0..samples.len as u64).collect();
+    let all: Vec<u64> = (0..samples.len.min(limit) as u64).collect();
     for chunk in all.chunks(500) {
         let (x, y) = batch(samples, chunk, device)?;
         let logits = model.forward(&x)?;

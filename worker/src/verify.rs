@@ -29,6 +29,7 @@ use crate::{
     bundle::{self, checkpoint, HostTensors, Manifest},
     data::{self, hex},
     error::Result,
+    full_pass,
     model::Model,
     optim::Optimizer,
     rng::Seed,
@@ -67,6 +68,10 @@ pub struct VerifyOptions {
     pub expected_final_model: Option<[u8; 32]>,
     /// Device to replay on.
     pub device: Device,
+    /// Run the six full-pass rules ([`crate::full_pass`]).
+    pub full_pass: bool,
+    /// Replay the segments (turning it off leaves the rules alone, to measure what they miss).
+    pub replay: bool,
 }
 
 impl VerifyOptions {
@@ -83,6 +88,8 @@ impl VerifyOptions {
             expected_seed: None,
             expected_final_model: None,
             device: Device::Cpu,
+            full_pass: true,
+            replay: true,
         }
     }
 }
@@ -197,6 +204,85 @@ pub fn compare_updates(claimed: &[f32], replayed: &[f32]) -> (f64, f64) {
     (rel, cos)
 }
 
+/// Validation samples rule 1 evaluates each checkpoint on.
+pub const RULE_VALIDATION_SAMPLES: usize = 2_000;
+/// Fresh initializations rule 6 compares the final model with.
+pub const RULE_RANDOM_INITS: usize = 3;
+
+/// The parameters of a checkpoint file (weights only).
+fn checkpoint_weights(dir: &std::path::Path, file: &str) -> Result<full_pass::Weights> {
+    let host = HostTensors::read(&dir.join(file))?;
+    Ok(host
+        .0
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("param."))
+        .map(|(n, (_, v))| (n, v))
+        .collect())
+}
+
+/// The weights of Init(`seed`) for `spec`.
+fn init_weights(spec: &JobSpec, seed: &Seed, device: &Device) -> Result<full_pass::Weights> {
+    let model = Model::new(spec, seed, device, DType::F32)?;
+    let mut out = BTreeMap::new();
+    for p in &model.params {
+        out.insert(format!("param.{}", p.name), p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
+    }
+    Ok(out)
+}
+
+/// A seed derived from `seed` for reference draws, never the training seed itself.
+fn derived_seed(seed: &Seed, label: &str) -> Seed {
+    Sha256::new()
+        .chain_update(b"ergon/verify/")
+        .chain_update(label)
+        .chain_update(seed)
+        .finalize()
+        .into()
+}
+
+/// Runs the six full-pass rules over every checkpoint of the bundle.
+#[allow(clippy::too_many_arguments)]
+fn full_pass_rules(
+    spec: &JobSpec,
+    dir: &std::path::Path,
+    m: &Manifest,
+    seed: &Seed,
+    model: &Model,
+    opt: &mut Optimizer,
+    val_set: &data::Samples,
+    device: &Device,
+) -> Result<Vec<Check>> {
+    let mut chain = Vec::new();
+    let mut accuracies = Vec::new();
+    let mut c0 = None;
+    for entry in &m.checkpoints {
+        // The files check passed: every file is readable and matches its hashes.
+        let weights = checkpoint_weights(dir, &entry.file)?;
+        train::load_checkpoint(dir, entry, model, opt)?;
+        accuracies.push(train::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
+        chain.push(full_pass::flatten(&weights));
+        c0.get_or_insert(weights);
+    }
+    let c0 = c0.unwrap_or_default();
+    let reference = init_weights(spec, &derived_seed(seed, "reference"), device)?;
+    let randoms = (0..RULE_RANDOM_INITS)
+        .map(|k| init_weights(spec, &derived_seed(seed, &format!("random-{k}")), device))
+        .collect::<Result<Vec<_>>>()?
+        .iter()
+        .map(full_pass::flatten)
+        .collect::<Vec<_>>();
+    let (first, last) =
+        (chain.first().cloned().unwrap_or_default(), chain.last().cloned().unwrap_or_default());
+    Ok(vec![
+        full_pass::accuracy_monotone(&accuracies),
+        full_pass::continuity(&chain),
+        full_pass::initial_distribution(&c0, &reference),
+        full_pass::initial_independence(&c0),
+        full_pass::distance_monotone(&chain),
+        full_pass::init_final_distance(&first, &last, &randoms),
+    ])
+}
+
 /// Verifies the bundle at `opts.bundle` against `spec`.
 pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let summary = spec.validate()?;
@@ -285,8 +371,17 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         "C0 equals Init(seed) bit for bit",
     );
 
+    // The six full-pass rules: cheap screens before the replay.
+    let val_set = data::load(&spec.validation, "validation data")?;
+    if opts.full_pass {
+        for check in full_pass_rules(spec, dir, m, &seed, &model, &mut opt, &val_set, device)? {
+            report.passed &= check.passed;
+            report.checks.push(check);
+        }
+    }
+
     // 4. Replay the challenged segments.
-    report.segments = if opts.segments.is_empty() {
+    let segments = if opts.segments.is_empty() {
         segments_from_challenge(
             &opts.challenge,
             (m.checkpoints.len() - 1) as u64,
@@ -295,6 +390,9 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     } else {
         opts.segments.clone()
     };
+    if opts.replay {
+        report.segments = segments;
+    }
     let train_set = data::load(&spec.train, "training data")?;
     let started = std::time::Instant::now();
     for &i in &report.segments.clone() {
@@ -381,7 +479,6 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     // 6. Claimed metrics of the final weights.
     match train::load_checkpoint(dir, last, &model, &mut opt) {
         Ok(()) => {
-            let val_set = data::load(&spec.validation, "validation data")?;
             let (loss, accuracy) = train::evaluate(&model, &val_set, device)?;
             let gap_loss = (loss - m.metrics.validation_loss).abs() as f64;
             let gap_acc = (accuracy - m.metrics.validation_accuracy).abs() as f64;
