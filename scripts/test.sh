@@ -14,8 +14,8 @@ scripts/setup.sh
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "job spec and trainer engine (ergon-job-spec, ergon-worker)"
-cargo test --release --locked -p ergon-job-spec -p ergon-worker
+step "job spec, trainer engine, verifier and attack suite (ergon-job-spec, ergon-worker)"
+cargo test --release --locked -p ergon-job-spec -p ergon-worker --features ergon-worker/attacks
 # The spec crate is shared with the runtime: it must build without std for the wasm target.
 cargo build --release --locked --target wasm32v1-none -p ergon-job-spec --no-default-features
 

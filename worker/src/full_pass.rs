@@ -17,9 +17,9 @@ pub type Weights = BTreeMap<String, Vec<f32>>;
 pub const ACCURACY_DROP: f64 = 0.2;
 /// Rules 3 and 4 skip tensors with fewer values than this: their statistics are noise.
 pub const MIN_TENSOR: usize = 64;
-/// Rule 2 threshold: no step between adjacent checkpoints longer than this many times the chain's
-/// median step (no jumps; early steps of an honest run are a few times longer than later ones).
-pub const CONTINUITY: f64 = 10.0;
+/// Rule 2 threshold: no step between adjacent checkpoints more than this many times longer than the
+/// step before it (no jumps). Honest steps shrink or grow slowly as the learning slows down.
+pub const CONTINUITY: f64 = 4.0;
 /// Rule 3 tolerance: each C0 tensor's standard deviation within this relative distance of the
 /// initializer's (measured on a fresh draw of the same shapes).
 pub const INIT_STD: f64 = 0.15;
@@ -71,24 +71,26 @@ pub fn accuracy_monotone(accuracies: &[f32]) -> Check {
     )
 }
 
-/// Rule 2: adjacent checkpoints are close: no step ‖Cᵢ₊₁ − Cᵢ‖ exceeds [`CONTINUITY`] times the
-/// median step of the chain.
+/// Rule 2: adjacent checkpoints are close: no step ‖Cᵢ₊₁ − Cᵢ‖ is more than [`CONTINUITY`] times
+/// the step before it.
 pub fn continuity(chain: &[Vec<f32>]) -> Check {
-    let mut steps: Vec<f64> = chain.windows(2).map(|w| distance(&w[1], &w[0])).collect();
-    let largest = steps.iter().copied().fold(0f64, f64::max);
-    steps.sort_by(f64::total_cmp);
-    let median = steps.get(steps.len() / 2).copied().unwrap_or_default();
-    let ratio = if median > 0.0 {
-        largest / median
-    } else if largest > 0.0 {
-        f64::INFINITY
-    } else {
-        0.0
-    };
+    let steps: Vec<f64> = chain.windows(2).map(|w| distance(&w[1], &w[0])).collect();
+    let ratio = steps
+        .windows(2)
+        .map(|w| {
+            if w[0] > 0.0 {
+                w[1] / w[0]
+            } else if w[1] > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            }
+        })
+        .fold(0f64, f64::max);
     check(
         "continuity",
         ratio <= CONTINUITY,
-        format!("largest step / median step = {ratio:.2}"),
+        format!("largest step / previous step = {ratio:.2}"),
         format!("≤ {CONTINUITY}"),
     )
 }

@@ -13,6 +13,8 @@
 //!
 //! It depends on no node crate: it builds and tests on its own.
 
+#[cfg(feature = "attacks")]
+pub mod attacks;
 pub mod bundle;
 pub mod data;
 pub mod error;

@@ -171,7 +171,8 @@ pub fn state_tensors(model: &Model, opt: &Optimizer) -> BTreeMap<String, Tensor>
     all
 }
 
-fn write_checkpoint(
+/// Writes the checkpoint of the current state as step `step` of the bundle in `dir`.
+pub fn write_checkpoint(
     dir: &Path,
     step: u64,
     model: &Model,
@@ -242,6 +243,49 @@ fn progress_bar(total: u64, done: u64, show: bool) -> indicatif::ProgressBar {
     );
     bar.set_position(done);
     bar
+}
+
+/// The manifest of a bundle with these checkpoints and per-step losses (the final-model hash is taken
+/// from the last checkpoint, the final training loss from the last loss).
+#[allow(clippy::too_many_arguments)]
+pub fn build_manifest(
+    spec: &JobSpec,
+    summary: &SpecSummary,
+    seed: &Seed,
+    device: &Device,
+    lr: f32,
+    losses: Vec<f32>,
+    checkpoints: Vec<CheckpointEntry>,
+    metrics: Metrics,
+) -> Result<Manifest> {
+    let last = checkpoints.last().ok_or_else(|| Error::Bundle {
+        path: PathBuf::new(),
+        reason: "no checkpoint written".into(),
+    })?;
+    let weight_hashes = last
+        .tensors
+        .iter()
+        .filter(|(n, _)| n.starts_with("param."))
+        .filter_map(|(_, h)| bundle::parse_hash(h))
+        .collect::<Vec<_>>();
+    Ok(Manifest {
+        format_version: bundle::manifest::FORMAT_VERSION,
+        spec_hash: hex(&spec_hash(spec)),
+        seed: hex(seed),
+        environment: environment(device),
+        batch_size: spec.batch_size,
+        checkpoint_interval: spec.checkpoint_interval,
+        steps_per_epoch: summary.steps_per_epoch,
+        total_steps: summary.total_steps,
+        learning_rates: vec![lr; summary.total_steps as usize],
+        final_model_hash: hex(&checkpoint::digest(weight_hashes.iter())),
+        metrics: Metrics {
+            final_train_loss: losses.last().copied().unwrap_or_default(),
+            ..metrics
+        },
+        losses,
+        checkpoints,
+    })
 }
 
 /// Runs the optimizer steps `steps` (global step numbers) of `spec` on `model` and `opt`, each on the
@@ -385,35 +429,20 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     if !validation_loss.is_finite() {
         return Err(Error::Diverged { step: summary.total_steps, loss: validation_loss });
     }
-    let last = progress.checkpoints.last().cloned().ok_or_else(|| Error::Bundle {
-        path: dir.clone(),
-        reason: "no checkpoint written".into(),
-    })?;
-    let weight_hashes = last
-        .tensors
-        .iter()
-        .filter(|(n, _)| n.starts_with("param."))
-        .filter_map(|(_, h)| bundle::parse_hash(h))
-        .collect::<Vec<_>>();
-    let manifest = Manifest {
-        format_version: bundle::manifest::FORMAT_VERSION,
-        spec_hash,
-        seed: seed_hex,
-        environment: environment(device),
-        batch_size: spec.batch_size,
-        checkpoint_interval: spec.checkpoint_interval,
-        steps_per_epoch: summary.steps_per_epoch,
-        total_steps: summary.total_steps,
-        learning_rates: vec![opt.lr() as f32; summary.total_steps as usize],
-        final_model_hash: hex(&checkpoint::digest(weight_hashes.iter())),
-        metrics: Metrics {
+    let manifest = build_manifest(
+        spec,
+        &summary,
+        &opts.seed,
+        device,
+        opt.lr() as f32,
+        progress.losses,
+        progress.checkpoints,
+        Metrics {
             validation_loss,
             validation_accuracy,
-            final_train_loss: progress.losses.last().copied().unwrap_or_default(),
+            final_train_loss: 0.0, // set from the losses below
         },
-        losses: progress.losses,
-        checkpoints: progress.checkpoints,
-    };
+    )?;
     let bytes = manifest
         .to_bytes()
         .map_err(|e| Error::Bundle { path: dir.clone(), reason: e.to_string() })?;

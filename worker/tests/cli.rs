@@ -63,7 +63,7 @@ fn sigkill_mid_training_then_restart_gives_the_same_root() {
     assert!(inspect.status.success());
     assert!(String::from_utf8_lossy(&inspect.stdout).contains(&expected[2..]));
 
-    // The resumed bundle verifies: root, seed (job 0, trainer "offline"), 3 replayed segments.
+    // The resumed bundle verifies: root, seed (job 0, trainer "offline"), 3 drawn segments + the last.
     let verify = Command::new(BIN)
         .args(["verify", "--spec", &spec, "--bundle"])
         .arg(&out)
@@ -72,7 +72,7 @@ fn sigkill_mid_training_then_restart_gives_the_same_root() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&verify.stdout);
     assert!(verify.status.success(), "{stdout}{}", String::from_utf8_lossy(&verify.stderr));
-    assert!(stdout.contains("verdict PASS") && stdout.matches("replay[").count() == 3, "{stdout}");
+    assert!(stdout.contains("verdict PASS") && stdout.matches("replay[").count() == 4, "{stdout}");
     // A bundle of another seed is refused (exit status 1, a report, no error).
     let verify = Command::new(BIN)
         .args(["verify", "--spec", &spec, "--bundle"])

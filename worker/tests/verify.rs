@@ -94,7 +94,9 @@ fn an_honest_bundle_passes_every_check() {
 fn challenged_segments_are_distinct_deterministic_and_in_range() {
     let a = verify::segments_from_challenge(b"block 42", 8, 3);
     assert_eq!(a, verify::segments_from_challenge(b"block 42", 8, 3));
-    assert_eq!(a.len(), 3);
+    // Three drawn, plus the last segment always.
+    assert_eq!(a.len(), 4);
+    assert_eq!(a.last(), Some(&7));
     assert!(a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|s| *s < 8));
     assert_eq!(verify::segments_from_challenge(b"x", 2, 5), vec![0, 1]);
     assert_ne!(a, verify::segments_from_challenge(b"block 43", 8, 3));

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Calibrates the verifier's replay tolerances ε (relative error) and τ (cosine) on honest runs:
+# the Fashion-MNIST MLP example trained with SEEDS seeds (default 10) on 1 and on 2 threads, each
+# bundle verified on the *other* thread count with every segment replayed. Prints one line per run
+# and the extremes; docs/pot-calibration.md records a run of it. Needs Debian's dataset-fashion-mnist
+# (scripts/setup.sh installs it).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
+cargo build --release --locked -p ergon-worker
+worker="$CARGO_TARGET_DIR/release/ergon-worker"
+spec=worker/examples/fashion-mnist-mlp.json
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+all_segments="$(seq -s, 0 9)"
+
+echo "seed train-threads verify-threads worst-relative-error worst-cosine verdict"
+for s in $(seq 1 "${SEEDS:-10}"); do
+    seed="$(printf '%064x' "$s")"
+    for t in 1 2; do
+        v=$((3 - t))
+        out="$work/$s-$t"
+        "$worker" train --spec "$spec" --out "$out" --seed "$seed" --threads "$t" --quiet > /dev/null
+        "$worker" verify --spec "$spec" --bundle "$out" --seed "$seed" --threads "$v" \
+            --segments "$all_segments" --epsilon 1 --tau -1 > "$out.txt" || true
+        python3 - "$s" "$t" "$v" "$out.txt" <<'PY'
+import re, sys
+s, t, v, path = sys.argv[1:]
+text = open(path).read()
+rel = [float(x) for x in re.findall(r"relative error ([0-9.e+-]+)", text)]
+cos = [float(x) for x in re.findall(r"cosine ([0-9.e+-]+)", text)]
+verdict = re.search(r"verdict (\w+)", text).group(1)
+print(f"{s} {t} {v} {max(rel):.3e} {min(cos):.9f} {verdict}")
+PY
+        rm -rf "$out"
+    done
+done | tee "$work/lines"
+python3 - "$work/lines" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l[0].isdigit()]
+print(f"\n{len(rows)} honest runs: largest relative error {max(float(r[3]) for r in rows):.3e}, "
+      f"smallest cosine {min(float(r[4]) for r in rows):.9f}")
+PY

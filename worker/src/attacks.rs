@@ -1,0 +1,384 @@
+//! Forgers: what a cheating trainer would submit instead of honest work, each writing a bundle in the
+//! real format (checkpoints + manifest, self-consistent hashes and metrics) so that only Proof of
+//! Training's checks stand between it and payment. Built only with the `attacks` feature, for the
+//! tests and `scripts/bench-pot.sh`.
+//!
+//! Every forger starts from the prescribed `seed` (the verifier knows it) and writes its bundle to
+//! `out`; `variant` varies the forger's own choices between samples.
+
+use std::{collections::BTreeMap, path::Path, time::Instant};
+
+use candle_core::{DType, Device, Tensor};
+use ergon_job_spec::{JobSpec, Optimizer as OptimizerSpec, Ppb};
+
+use crate::{
+    bundle::{checkpoint, CheckpointEntry, Metrics, MANIFEST_FILE},
+    data,
+    error::{io, Error, Result},
+    model::Model,
+    optim::Optimizer,
+    rng::Seed,
+    train,
+};
+
+/// The attacks of the suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attack {
+    /// Another model (trained from another seed: a "public" model) passed off as the result, with a
+    /// chain interpolated from the genuine C0 to it.
+    FineTunedOther,
+    /// Only the first segment is trained; the rest of the chain are small interpolated updates
+    /// towards an extrapolated final model.
+    Interpolation,
+    /// Honest training from a rank-matched permutation of Init(seed) (same values, other places).
+    PermutedInit,
+    /// The first `real` segments are trained, the rest interpolated.
+    BlindfoldTopQ {
+        /// Honestly trained segments.
+        real: usize,
+    },
+    /// Half the steps are trained; the later checkpoints repeat the last real one.
+    TruncatedTail,
+    /// Trained on substituted data (labels rotated), relabelled as the job's.
+    SubstitutedData,
+    /// Another trainer's honest bundle (another seed) submitted as is.
+    ReplayedBundle,
+    /// Trained with weights rounded to bfloat16 after every step (cheaper arithmetic).
+    ReducedPrecision,
+    /// Trained with twice the prescribed learning rate.
+    WrongLearningRate,
+}
+
+impl Attack {
+    /// Every attack, with `BlindfoldTopQ` keeping half of the segments real.
+    pub fn all(segments: usize) -> Vec<Attack> {
+        vec![
+            Attack::FineTunedOther,
+            Attack::Interpolation,
+            Attack::PermutedInit,
+            Attack::BlindfoldTopQ { real: segments / 2 },
+            Attack::TruncatedTail,
+            Attack::SubstitutedData,
+            Attack::ReplayedBundle,
+            Attack::ReducedPrecision,
+            Attack::WrongLearningRate,
+        ]
+    }
+
+    /// A short name for reports.
+    pub fn name(&self) -> String {
+        match self {
+            Attack::BlindfoldTopQ { real } => format!("blindfold-top-{real}"),
+            other => format!("{other:?}").to_lowercase(),
+        }
+    }
+}
+
+/// What a forgery cost.
+pub struct Forgery {
+    /// Seconds the forger spent (training it did, interpolation, writing).
+    pub seconds: f64,
+}
+
+fn other_seed(seed: &Seed, variant: u64, label: &str) -> Seed {
+    use sha2::{Digest, Sha256};
+    Sha256::new()
+        .chain_update(b"ergon/attack/")
+        .chain_update(label)
+        .chain_update(seed)
+        .chain_update(variant.to_le_bytes())
+        .finalize()
+        .into()
+}
+
+/// The checkpoint steps a bundle of `spec` must have.
+fn schedule(spec: &JobSpec) -> Result<Vec<u64>> {
+    let summary = spec.validate()?;
+    let mut steps: Vec<u64> = (0..summary.total_steps)
+        .step_by(spec.checkpoint_interval as usize)
+        .chain([summary.total_steps])
+        .collect();
+    steps.dedup();
+    Ok(steps)
+}
+
+/// Trains `spec` from `model`'s current weights (and a fresh optimizer), writing every scheduled
+/// checkpoint up to step `until`; `tamper` may change the weights after each step.
+/// Returns the checkpoint entries, the per-step losses, and the optimizer.
+fn train_chain(
+    spec: &JobSpec,
+    data_spec: &JobSpec,
+    seed: &Seed,
+    model: &Model,
+    out: &Path,
+    until: u64,
+    tamper: impl Fn(&Model) -> Result<()>,
+) -> Result<(Vec<CheckpointEntry>, Vec<f32>, Optimizer)> {
+    let summary = spec.validate()?;
+    let train_set = data::load(&data_spec.train, "training data")?;
+    let mut opt = Optimizer::new(data_spec.optimizer.clone(), &model.params)?;
+    let mut entries = vec![train::write_checkpoint(out, 0, model, &opt)?];
+    let mut losses = Vec::new();
+    let device = Device::Cpu;
+    train::run_steps(
+        data_spec,
+        &summary,
+        &train_set,
+        seed,
+        model,
+        &mut opt,
+        0..until,
+        &device,
+        |model, opt, done, loss| {
+            tamper(model)?;
+            losses.push(loss);
+            if done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps {
+                entries.push(train::write_checkpoint(out, done, model, opt)?);
+            }
+            Ok(true)
+        },
+    )?;
+    Ok((entries, losses, opt))
+}
+
+/// Parameters of `model` as host vectors, by name.
+fn weights_of(model: &Model) -> Result<BTreeMap<String, Vec<f32>>> {
+    let mut w = BTreeMap::new();
+    for p in &model.params {
+        w.insert(p.name.clone(), p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
+    }
+    Ok(w)
+}
+
+/// Sets `model`'s parameters to `w`.
+fn set_weights(model: &Model, w: &BTreeMap<String, Vec<f32>>) -> Result<()> {
+    for p in &model.params {
+        if let Some(v) = w.get(&p.name) {
+            p.var.set(&Tensor::from_vec(v.clone(), p.var.dims(), p.var.device())?)?;
+        }
+    }
+    Ok(())
+}
+
+/// `a + t·(b − a)` for every parameter.
+fn lerp(
+    a: &BTreeMap<String, Vec<f32>>,
+    b: &BTreeMap<String, Vec<f32>>,
+    t: f32,
+) -> BTreeMap<String, Vec<f32>> {
+    a.iter()
+        .map(|(n, va)| {
+            let vb = &b[n];
+            (n.clone(), va.iter().zip(vb).map(|(x, y)| x + t * (y - x)).collect())
+        })
+        .collect()
+}
+
+/// Completes a chain whose first `entries` are real: the remaining scheduled checkpoints move
+/// linearly from the last real weights to `target` (optimizer state copied from the last real one),
+/// then writes the manifest with the claimed losses continuing the last real loss and metrics of the
+/// final weights (so that the metrics check alone does not catch it).
+#[allow(clippy::too_many_arguments)]
+fn finish_forgery(
+    spec: &JobSpec,
+    seed: &Seed,
+    model: &Model,
+    opt: &Optimizer,
+    out: &Path,
+    mut entries: Vec<CheckpointEntry>,
+    mut losses: Vec<f32>,
+    target: &BTreeMap<String, Vec<f32>>,
+) -> Result<()> {
+    let steps = schedule(spec)?;
+    let summary = spec.validate()?;
+    let start = weights_of(model)?;
+    let remaining = steps.len() - entries.len();
+    for (k, step) in steps[entries.len()..].iter().enumerate() {
+        let t = (k + 1) as f32 / remaining as f32;
+        set_weights(model, &lerp(&start, target, t))?;
+        entries.push(train::write_checkpoint(out, *step, model, opt)?);
+    }
+    let last_loss = losses.last().copied().unwrap_or(1.0);
+    losses.resize(summary.total_steps as usize, last_loss);
+    let val_set = data::load(&spec.validation, "validation data")?;
+    let (validation_loss, validation_accuracy) = train::evaluate(model, &val_set, &Device::Cpu)?;
+    let manifest = train::build_manifest(
+        spec,
+        &summary,
+        seed,
+        &Device::Cpu,
+        match spec.optimizer {
+            OptimizerSpec::Sgd { lr, .. } | OptimizerSpec::AdamW { lr, .. } => lr.0 as f32 / 1e9,
+        },
+        losses,
+        entries,
+        Metrics { validation_loss, validation_accuracy, final_train_loss: 0.0 },
+    )?;
+    let bytes = manifest
+        .to_bytes()
+        .map_err(|e| Error::Bundle { path: out.into(), reason: e.to_string() })?;
+    checkpoint::write_atomic(&out.join(MANIFEST_FILE), &bytes)
+}
+
+/// Writes the manifest of a chain trained in full (by the forger's own rules) as if it were `spec`'s.
+fn relabel(
+    spec: &JobSpec,
+    seed: &Seed,
+    model: &Model,
+    opt: &Optimizer,
+    out: &Path,
+    entries: Vec<CheckpointEntry>,
+    losses: Vec<f32>,
+) -> Result<()> {
+    // Nothing left to interpolate: the target is the current weights.
+    let target = weights_of(model)?;
+    finish_forgery(spec, seed, model, opt, out, entries, losses, &target)
+}
+
+/// Writes the bundle of `attack` against the job `spec` with prescribed `seed` into `out`.
+pub fn forge(
+    attack: Attack,
+    spec: &JobSpec,
+    seed: &Seed,
+    out: &Path,
+    variant: u64,
+) -> Result<Forgery> {
+    let started = Instant::now();
+    std::fs::create_dir_all(out).map_err(io("creating", out))?;
+    let summary = spec.validate()?;
+    let steps = schedule(spec)?;
+    let device = Device::Cpu;
+    let model = Model::new(spec, seed, &device, DType::F32)?;
+    let none = |_: &Model| Ok(());
+    match attack {
+        Attack::FineTunedOther => {
+            // The "public" model: honest training from another seed, in a scratch directory.
+            let scratch = out.join("scratch");
+            std::fs::create_dir_all(&scratch).map_err(io("creating", &scratch))?;
+            let other_seed = other_seed(seed, variant, "other-model");
+            let other = Model::new(spec, &other_seed, &device, DType::F32)?;
+            train_chain(spec, spec, &other_seed, &other, &scratch, summary.total_steps, none)?;
+            std::fs::remove_dir_all(&scratch).map_err(io("removing", &scratch))?;
+            let target = weights_of(&other)?;
+            let (entries, losses, opt) = train_chain(spec, spec, seed, &model, out, 0, none)?;
+            finish_forgery(spec, seed, &model, &opt, out, entries, losses, &target)?;
+        }
+        Attack::Interpolation | Attack::BlindfoldTopQ { .. } => {
+            let real = match attack {
+                Attack::BlindfoldTopQ { real } => real.clamp(1, steps.len() - 1),
+                _ => 1,
+            };
+            let c0 = weights_of(&model)?;
+            let (entries, losses, opt) =
+                train_chain(spec, spec, seed, &model, out, steps[real], none)?;
+            // Extrapolate the real progress to the whole run, scaled by the variant.
+            let now = weights_of(&model)?;
+            let factor =
+                (steps.len() - 1) as f32 / real as f32 * (0.5 + (variant % 5) as f32 / 10.0);
+            let target = lerp(&c0, &now, factor);
+            finish_forgery(spec, seed, &model, &opt, out, entries, losses, &target)?;
+        }
+        Attack::PermutedInit => {
+            // Rank-matched: each tensor's values, rotated by a variant-dependent offset.
+            let mut w = weights_of(&model)?;
+            for v in w.values_mut() {
+                if v.len() > 1 {
+                    let k = 1 + variant as usize % (v.len() - 1);
+                    v.rotate_left(k);
+                }
+            }
+            set_weights(&model, &w)?;
+            let (entries, losses, opt) =
+                train_chain(spec, spec, seed, &model, out, summary.total_steps, none)?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::TruncatedTail => {
+            let half = steps[steps.len() / 2];
+            let (entries, losses, opt) = train_chain(spec, spec, seed, &model, out, half, none)?;
+            let target = weights_of(&model)?;
+            finish_forgery(spec, seed, &model, &opt, out, entries, losses, &target)?;
+        }
+        Attack::SubstitutedData => {
+            let substituted = substitute_labels(spec, out, variant)?;
+            let (entries, losses, opt) =
+                train_chain(spec, &substituted, seed, &model, out, summary.total_steps, none)?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::ReplayedBundle => {
+            let other_seed = other_seed(seed, variant, "other-trainer");
+            let other = Model::new(spec, &other_seed, &device, DType::F32)?;
+            let (entries, losses, opt) =
+                train_chain(spec, spec, &other_seed, &other, out, summary.total_steps, none)?;
+            relabel(spec, &other_seed, &other, &opt, out, entries, losses)?;
+        }
+        Attack::ReducedPrecision => {
+            let round = |model: &Model| -> Result<()> {
+                for p in &model.params {
+                    let t = p.var.as_tensor().to_dtype(DType::BF16)?.to_dtype(DType::F32)?;
+                    p.var.set(&t)?;
+                }
+                Ok(())
+            };
+            let (entries, losses, opt) =
+                train_chain(spec, spec, seed, &model, out, summary.total_steps, round)?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::WrongLearningRate => {
+            let mut wrong = spec.clone();
+            wrong.optimizer = match spec.optimizer.clone() {
+                OptimizerSpec::Sgd { lr, momentum, weight_decay } => {
+                    OptimizerSpec::Sgd { lr: Ppb(lr.0.saturating_mul(2)), momentum, weight_decay }
+                }
+                OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
+                    OptimizerSpec::AdamW {
+                        lr: Ppb(lr.0.saturating_mul(2)),
+                        beta1,
+                        beta2,
+                        eps,
+                        weight_decay,
+                    }
+                }
+            };
+            let (entries, losses, opt) =
+                train_chain(spec, &wrong, seed, &model, out, summary.total_steps, none)?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+    }
+    Ok(Forgery { seconds: started.elapsed().as_secs_f64() })
+}
+
+/// A copy of `spec` whose training data has every label moved to the next class (written beside the
+/// bundle). Only CSV data is supported, which is what the suite uses.
+fn substitute_labels(spec: &JobSpec, out: &Path, variant: u64) -> Result<JobSpec> {
+    use ergon_job_spec::{Bounded, BoundedString, DataFormat, Hash32};
+    let DataFormat::Csv { classes, .. } = spec.train.format else {
+        return Err(Error::Data { file: "substituted data".into(), reason: "only CSV".into() });
+    };
+    let file = spec.train.files.first().and_then(|f| f.as_str()).unwrap_or_default().to_string();
+    let text = String::from_utf8(data::fetch(&file)?)
+        .map_err(|_| Error::Data { file: file.clone(), reason: "not UTF-8".into() })?;
+    let shift = 1 + variant as u32 % (classes - 1).max(1);
+    let rotated: String = text
+        .lines()
+        .map(|line| match line.split_once(',') {
+            Some((label, rest)) => match label.trim().parse::<u32>() {
+                Ok(l) => format!("{},{rest}\n", (l + shift) % classes),
+                Err(_) => format!("{line}\n"),
+            },
+            None => format!("{line}\n"),
+        })
+        .collect();
+    let path = out.join("substituted.csv");
+    std::fs::write(&path, &rotated).map_err(io("writing", &path))?;
+    let mut substituted = spec.clone();
+    substituted.train.files =
+        Bounded::new(vec![BoundedString::from_str(path.to_str().unwrap_or_default()).ok_or_else(
+            || Error::Data { file: path.display().to_string(), reason: "path too long".into() },
+        )?])
+        .map_err(|_| Error::Data {
+            file: path.display().to_string(),
+            reason: "too many files".into(),
+        })?;
+    substituted.train.content_root = Hash32(data::content_root([rotated.as_bytes()]));
+    Ok(substituted)
+}

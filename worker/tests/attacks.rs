@@ -1,0 +1,94 @@
+//! Each forger of the attack suite writes a real bundle, and the verifier rejects it on the check
+//! meant to catch it (with every segment replayed; `scripts/bench-pot.sh` measures detection with
+//! the default number of random segments).
+
+mod common;
+
+use ergon_worker::{
+    attacks::{forge, Attack},
+    verify::{self, Report, VerifyOptions},
+};
+
+const SEED: [u8; 32] = [9; 32];
+
+fn verify_forgery(attack: Attack) -> Report {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = common::csv_spec(dir.path());
+    let out = dir.path().join("forged");
+    forge(attack, &spec, &SEED, &out, 1).expect("the forger writes a bundle");
+    let mut opts = VerifyOptions::new(out);
+    opts.segments = (0..8).collect();
+    opts.expected_seed = Some(SEED);
+    verify::verify(&spec, &opts).expect("verification runs")
+}
+
+fn failed(report: &Report) -> Vec<String> {
+    report.checks.iter().filter(|c| !c.passed).map(|c| c.name.clone()).collect()
+}
+
+/// The bundle is well-formed (files, hashes, metrics all consistent) and rejected by `check`.
+fn assert_caught_by(attack: Attack, check: &str) {
+    let report = verify_forgery(attack);
+    let failed = failed(&report);
+    assert!(!report.passed, "{attack:?} passed verification");
+    assert!(
+        !failed.iter().any(|f| f == "files"),
+        "{attack:?}: the forgery is malformed: {failed:?}"
+    );
+    assert!(
+        failed.iter().any(|f| f.starts_with(check)),
+        "{attack:?} not caught by {check}: {failed:?}"
+    );
+}
+
+#[test]
+fn fine_tuned_other_model() {
+    assert_caught_by(Attack::FineTunedOther, "replay");
+}
+
+#[test]
+fn interpolation() {
+    assert_caught_by(Attack::Interpolation, "replay");
+}
+
+#[test]
+fn permuted_initialization() {
+    assert_caught_by(Attack::PermutedInit, "init");
+}
+
+#[test]
+fn blindfold_top_q_fails_only_on_forged_segments() {
+    let report = verify_forgery(Attack::BlindfoldTopQ { real: 4 });
+    let failed = failed(&report);
+    for i in 0..4 {
+        assert!(!failed.contains(&format!("replay[{i}]")), "real segment {i} failed: {failed:?}");
+    }
+    for i in 4..8 {
+        assert!(failed.contains(&format!("replay[{i}]")), "forged segment {i} passed: {failed:?}");
+    }
+}
+
+#[test]
+fn truncated_tail() {
+    assert_caught_by(Attack::TruncatedTail, "replay");
+}
+
+#[test]
+fn substituted_data() {
+    assert_caught_by(Attack::SubstitutedData, "replay");
+}
+
+#[test]
+fn another_trainers_bundle() {
+    assert_caught_by(Attack::ReplayedBundle, "manifest");
+}
+
+#[test]
+fn reduced_precision() {
+    assert_caught_by(Attack::ReducedPrecision, "replay");
+}
+
+#[test]
+fn wrong_learning_rate() {
+    assert_caught_by(Attack::WrongLearningRate, "replay");
+}
