@@ -22,9 +22,9 @@ for s in $(seq 1 "${SEEDS:-10}"); do
     for t in 1 2; do
         v=$((3 - t))
         out="$work/$s-$t"
-        "$worker" train --spec "$spec" --out "$out" --seed "$seed" --threads "$t" --quiet > /dev/null
+        "$worker" train --spec "$spec" --out "$out" --seed "$seed" --threads "$t" --quiet > /dev/null 2>&1
         "$worker" verify --spec "$spec" --bundle "$out" --seed "$seed" --threads "$v" \
-            --segments "$all_segments" --epsilon 1 --tau -1 > "$out.txt" || true
+            --segments "$all_segments" --epsilon=1 --tau=-1 > "$out.txt" || true
         python3 - "$s" "$t" "$v" "$out.txt" <<'PY'
 import re, sys
 s, t, v, path = sys.argv[1:]

@@ -150,7 +150,7 @@ pub mod pallet {
         #[pallet::constant]
         type Verifiers: Get<u32>;
 
-        /// Checkpoint segments each round replays.
+        /// Checkpoint segments each round replays (the last one always, the others drawn).
         #[pallet::constant]
         type SegmentsPerRound: Get<u32>;
 

@@ -358,7 +358,7 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
         let round = Rounds::<Test>::get(job).unwrap();
         assert_eq!(round.phase, Phase::Commit);
         assert_eq!(round.segments.len(), 2);
-        assert!(round.segments.iter().all(|s| *s < 10));
+        assert!(round.segments.iter().all(|s| *s < 10) && round.segments.contains(&9));
         let drawn = verifiers(job);
         assert_eq!(drawn.len(), 3);
         assert!(!drawn.contains(&TRAINER) && !drawn.contains(&OWNER));
@@ -649,6 +649,7 @@ fn segment_and_verifier_draws_are_distinct_and_in_range() {
     for seed in 0u8..50 {
         let segments = verification::draw_segments(10, 4, &[seed]);
         assert_eq!(segments.len(), 4);
+        assert_eq!(segments.last(), Some(&9), "the last segment is always replayed");
         assert!(segments.windows(2).all(|w| w[0] < w[1]) && segments.iter().all(|s| *s < 10));
         assert_eq!(verification::draw_segments(2, 4, &[seed]), vec![0, 1]);
         let drawn =

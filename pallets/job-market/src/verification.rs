@@ -106,11 +106,15 @@ pub fn weighted_sample<A: Clone>(
     chosen
 }
 
-/// `count` distinct segment indices in `0..segments` (all of them if there are fewer), sorted.
+/// `count` distinct segment indices in `0..segments` (all of them if there are fewer), sorted: always
+/// the last segment (where a truncated or skipped tail shows) and `count − 1` drawn from `seed`.
 pub fn draw_segments(segments: u64, count: u32, seed: &[u8]) -> Vec<u32> {
     let segments = u32::try_from(segments).unwrap_or(u32::MAX);
-    let mut chosen: Vec<u32> = Vec::new();
-    for i in 0..count.min(segments) {
+    if segments == 0 || count == 0 {
+        return Vec::new();
+    }
+    let mut chosen: Vec<u32> = alloc::vec![segments - 1];
+    for i in 0..(count - 1).min(segments - 1) {
         let mut index = (random_u128(seed, b"segment", i) % segments as u128) as u32;
         // Linear probing to the next unused index keeps the draw distinct and bounded.
         while chosen.contains(&index) {
