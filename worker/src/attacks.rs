@@ -39,6 +39,9 @@ pub enum Attack {
     },
     /// Half the steps are trained; the later checkpoints repeat the last real one.
     TruncatedTail,
+    /// The middle third of the run is skipped (its checkpoints interpolated); the first and last
+    /// thirds are trained for real, the last from the interpolated point on.
+    SkippedEpochs,
     /// Trained on substituted data (labels rotated), relabelled as the job's.
     SubstitutedData,
     /// Another trainer's honest bundle (another seed) submitted as is.
@@ -58,6 +61,7 @@ impl Attack {
             Attack::PermutedInit,
             Attack::BlindfoldTopQ { real: segments / 2 },
             Attack::TruncatedTail,
+            Attack::SkippedEpochs,
             Attack::SubstitutedData,
             Attack::ReplayedBundle,
             Attack::ReducedPrecision,
@@ -114,11 +118,40 @@ fn train_chain(
     until: u64,
     tamper: impl Fn(&Model) -> Result<()>,
 ) -> Result<(Vec<CheckpointEntry>, Vec<f32>, Optimizer)> {
-    let summary = spec.validate()?;
-    let train_set = data::load(&data_spec.train, "training data")?;
     let mut opt = Optimizer::new(data_spec.optimizer.clone(), &model.params)?;
     let mut entries = vec![train::write_checkpoint(out, 0, model, &opt)?];
     let mut losses = Vec::new();
+    continue_chain(
+        spec,
+        data_spec,
+        seed,
+        model,
+        &mut opt,
+        out,
+        0..until,
+        &mut entries,
+        &mut losses,
+        tamper,
+    )?;
+    Ok((entries, losses, opt))
+}
+
+/// Trains the steps `steps` from the current state, appending the scheduled checkpoints and losses.
+#[allow(clippy::too_many_arguments)]
+fn continue_chain(
+    spec: &JobSpec,
+    data_spec: &JobSpec,
+    seed: &Seed,
+    model: &Model,
+    opt: &mut Optimizer,
+    out: &Path,
+    steps: std::ops::Range<u64>,
+    entries: &mut Vec<CheckpointEntry>,
+    losses: &mut Vec<f32>,
+    tamper: impl Fn(&Model) -> Result<()>,
+) -> Result<()> {
+    let summary = spec.validate()?;
+    let train_set = data::load(&data_spec.train, "training data")?;
     let device = Device::Cpu;
     train::run_steps(
         data_spec,
@@ -126,8 +159,8 @@ fn train_chain(
         &train_set,
         seed,
         model,
-        &mut opt,
-        0..until,
+        opt,
+        steps,
         &device,
         |model, opt, done, loss| {
             tamper(model)?;
@@ -137,8 +170,7 @@ fn train_chain(
             }
             Ok(true)
         },
-    )?;
-    Ok((entries, losses, opt))
+    )
 }
 
 /// Parameters of `model` as host vectors, by name.
@@ -297,6 +329,35 @@ pub fn forge(
             let (entries, losses, opt) = train_chain(spec, spec, seed, &model, out, half, none)?;
             let target = weights_of(&model)?;
             finish_forgery(spec, seed, &model, &opt, out, entries, losses, &target)?;
+        }
+        Attack::SkippedEpochs => {
+            let (a, b) = (steps.len() / 3, 2 * steps.len() / 3);
+            let (mut entries, mut losses, mut opt) =
+                train_chain(spec, spec, seed, &model, out, steps[a], none)?;
+            // Interpolate the middle third: as far again as the first third went.
+            let c0 = Model::new(spec, seed, &device, DType::F32)?;
+            let (start, origin) = (weights_of(&model)?, weights_of(&c0)?);
+            let target = lerp(&origin, &start, (b as f32 / a.max(1) as f32).min(2.0));
+            for (k, step) in steps[a + 1..=b].iter().enumerate() {
+                set_weights(&model, &lerp(&start, &target, (k + 1) as f32 / (b - a) as f32))?;
+                entries.push(train::write_checkpoint(out, *step, &model, &opt)?);
+            }
+            let last_loss = losses.last().copied().unwrap_or(1.0);
+            losses.resize(steps[b] as usize, last_loss);
+            opt.step = steps[b];
+            continue_chain(
+                spec,
+                spec,
+                seed,
+                &model,
+                &mut opt,
+                out,
+                steps[b]..summary.total_steps,
+                &mut entries,
+                &mut losses,
+                none,
+            )?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
         }
         Attack::SubstitutedData => {
             let substituted = substitute_labels(spec, out, variant)?;

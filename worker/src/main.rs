@@ -55,9 +55,9 @@ enum Command {
         /// The job spec (JSON).
         #[arg(long)]
         spec: PathBuf,
-        /// Bundle directory.
+        /// Bundle directory, or the http(s) URL it is served at.
         #[arg(long)]
-        bundle: PathBuf,
+        bundle: String,
         /// Challenge bytes as hex (on-chain randomness): choose the replayed segments.
         #[arg(long, default_value = "")]
         challenge: String,
@@ -228,7 +228,25 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 std::env::set_var("RAYON_NUM_THREADS", t.to_string());
             }
             let spec = load_spec(&spec)?;
-            let mut opts = ergon_worker::verify::VerifyOptions::new(dir);
+            // A served bundle is downloaded first (and removed afterwards).
+            let download = (dir.starts_with("http://") || dir.starts_with("https://")).then(|| {
+                std::env::temp_dir().join(format!(
+                    "ergon-verify-{}-{}",
+                    std::process::id(),
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_nanos())
+                        .unwrap_or_default()
+                ))
+            });
+            let local = match &download {
+                Some(tmp) => {
+                    bundle::fetch(&dir, tmp)?;
+                    tmp.clone()
+                }
+                None => PathBuf::from(&dir),
+            };
+            let mut opts = ergon_worker::verify::VerifyOptions::new(local);
             opts.challenge = parse_hex(&challenge)?;
             opts.segments = segments;
             opts.segment_count = count;
@@ -240,7 +258,11 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 (None, Some(t)) => Some(rng::job_seed(job_id, t.as_bytes())),
                 (None, None) => None,
             };
-            let verdict = ergon_worker::verify::verify(&spec, &opts)?;
+            let verdict = ergon_worker::verify::verify(&spec, &opts);
+            if let Some(tmp) = &download {
+                let _ = std::fs::remove_dir_all(tmp);
+            }
+            let verdict = verdict?;
             for c in &verdict.checks {
                 println!(
                     "{} {:<12} {}  [{}]",

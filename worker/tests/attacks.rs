@@ -74,6 +74,19 @@ fn truncated_tail() {
 }
 
 #[test]
+fn skipped_epochs_fail_only_in_the_middle() {
+    let report = verify_forgery(Attack::SkippedEpochs);
+    let failed = failed(&report);
+    // 9 checkpoints: the first third (segments 0–2) and the last third (6, 7) are real.
+    for i in [0, 1, 2, 6, 7] {
+        assert!(!failed.contains(&format!("replay[{i}]")), "real segment {i} failed: {failed:?}");
+    }
+    for i in [3, 4, 5] {
+        assert!(failed.contains(&format!("replay[{i}]")), "skipped segment {i} passed: {failed:?}");
+    }
+}
+
+#[test]
 fn substituted_data() {
     assert_caught_by(Attack::SubstitutedData, "replay");
 }

@@ -113,6 +113,14 @@ fn bad_input_is_an_error_message_not_a_panic() {
             "--bundle".into(),
             "x".into(),
         ],
+        // Nothing listens on port 9 of loopback: a clear download error.
+        vec![
+            "verify".into(),
+            "--spec".into(),
+            example("fashion-mnist-mlp.json"),
+            "--bundle".into(),
+            "http://127.0.0.1:9/bundle".into(),
+        ],
     ];
     for args in cases {
         let out = Command::new(BIN).args(&args).current_dir(dir.path()).output().unwrap();

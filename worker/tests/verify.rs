@@ -225,3 +225,58 @@ fn a_tampered_final_model_fails_final_hash_or_metrics() {
     let report = verify::verify(&spec, &opts).unwrap();
     assert!(report.checks.iter().any(|c| c.name == "final_model" && !c.passed));
 }
+
+/// Serves the files of `dir` over HTTP on a loopback port (one thread, GET only, 404 otherwise).
+fn serve(dir: std::path::PathBuf) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut request = String::new();
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            // Drain the headers.
+            let mut line = String::new();
+            while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+                line.clear();
+            }
+            let name = request.split_whitespace().nth(1).unwrap_or("/").trim_start_matches('/');
+            let mut stream = reader.into_inner();
+            match std::fs::read(dir.join(name)) {
+                Ok(body) => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(&body);
+                }
+                Err(_) => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    );
+                }
+            }
+        }
+    });
+    url
+}
+
+#[test]
+fn a_served_bundle_is_fetched_and_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, root) = honest(dir.path(), &out);
+    let url = serve(out.clone());
+    let local = dir.path().join("downloaded");
+    bundle::fetch(&url, &local).expect("the bundle downloads");
+    let mut opts = all_segments(&local);
+    opts.expected_root = Some(root);
+    assert!(verify::verify(&spec, &opts).unwrap().passed);
+    // A URL serving nothing is an error (not the trainer's verdict to give).
+    assert!(bundle::fetch(&format!("{url}/missing"), &dir.path().join("none")).is_err());
+}

@@ -57,6 +57,31 @@ pub fn parse_hash(s: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// Downloads the bundle served at `url` (its `manifest.json` and every checkpoint file it lists)
+/// into the directory `into`. Names that would escape the directory are refused; what the files
+/// contain is for [`inspect`] and the verifier to judge.
+pub fn fetch(url: &str, into: &Path) -> Result<()> {
+    let base = url.trim_end_matches('/');
+    std::fs::create_dir_all(into).map_err(io("creating", into))?;
+    let manifest_bytes = crate::data::fetch(&format!("{base}/{MANIFEST_FILE}"))?;
+    let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
+        .map_err(|e| Error::Bundle { path: url.into(), reason: format!("manifest: {e}") })?;
+    let path = into.join(MANIFEST_FILE);
+    std::fs::write(&path, &manifest_bytes).map_err(io("writing", &path))?;
+    for entry in &manifest.checkpoints {
+        if entry.file.is_empty() || entry.file.contains('/') || entry.file.contains("..") {
+            return Err(Error::Bundle {
+                path: url.into(),
+                reason: format!("checkpoint name {:?} escapes the bundle", entry.file),
+            });
+        }
+        let bytes = crate::data::fetch(&format!("{base}/{}", entry.file))?;
+        let path = into.join(&entry.file);
+        std::fs::write(&path, bytes).map_err(io("writing", &path))?;
+    }
+    Ok(())
+}
+
 /// What `inspect` found in a bundle directory.
 pub struct Inspection {
     /// The manifest.
