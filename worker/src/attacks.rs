@@ -82,6 +82,13 @@ impl Attack {
 pub struct Forgery {
     /// Seconds the forger spent (training it did, interpolation, writing).
     pub seconds: f64,
+    /// Optimizer steps it actually ran (an honest run takes the spec's total).
+    pub steps: u64,
+}
+
+thread_local! {
+    /// Optimizer steps run by the forger on this thread since the last reset.
+    static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 fn other_seed(seed: &Seed, variant: u64, label: &str) -> Seed {
@@ -163,6 +170,7 @@ fn continue_chain(
         steps,
         &device,
         |model, opt, done, loss| {
+            STEPS.with(|s| s.set(s.get() + 1));
             tamper(model)?;
             losses.push(loss);
             if done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps {
@@ -276,6 +284,7 @@ pub fn forge(
     variant: u64,
 ) -> Result<Forgery> {
     let started = Instant::now();
+    STEPS.with(|s| s.set(0));
     std::fs::create_dir_all(out).map_err(io("creating", out))?;
     let summary = spec.validate()?;
     let steps = schedule(spec)?;
@@ -405,7 +414,7 @@ pub fn forge(
             relabel(spec, seed, &model, &opt, out, entries, losses)?;
         }
     }
-    Ok(Forgery { seconds: started.elapsed().as_secs_f64() })
+    Ok(Forgery { seconds: started.elapsed().as_secs_f64(), steps: STEPS.with(|s| s.get()) })
 }
 
 /// A copy of `spec` whose training data has every label moved to the next class (written beside the
