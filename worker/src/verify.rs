@@ -211,8 +211,20 @@ pub fn compare_updates(claimed: &[f32], replayed: &[f32]) -> (f64, f64) {
 
 /// Validation samples rule 1 evaluates each checkpoint on.
 pub const RULE_VALIDATION_SAMPLES: usize = 256;
-/// Checkpoints rule 1 evaluates at most (evenly spaced, first and last included).
-pub const RULE_ACCURACY_CHECKPOINTS: usize = 16;
+/// Checkpoints the full-pass rules look at, at most (evenly spaced, first and last included).
+pub const RULE_CHECKPOINTS: usize = 16;
+
+/// Indices of the checkpoints the rules sample out of `n`: every one if `n` ≤ [`RULE_CHECKPOINTS`],
+/// else evenly spaced with the first and the last.
+pub fn rule_sample(n: usize) -> Vec<usize> {
+    if n <= RULE_CHECKPOINTS {
+        return (0..n).collect();
+    }
+    let mut picked: Vec<usize> =
+        (0..RULE_CHECKPOINTS).map(|k| k * (n - 1) / (RULE_CHECKPOINTS - 1)).collect();
+    picked.dedup();
+    picked
+}
 /// Fresh initializations rule 6 compares the final model with.
 pub const RULE_RANDOM_INITS: usize = 3;
 
@@ -262,18 +274,14 @@ fn full_pass_rules(
     let mut chain = Vec::new();
     let mut accuracies = Vec::new();
     let mut c0 = None;
-    // Rule 1 evaluates at most RULE_ACCURACY_CHECKPOINTS checkpoints, evenly spaced, first and
-    // last included: evaluating every one of a long chain would cost more than the replay.
-    let n = m.checkpoints.len();
-    let stride = n.div_ceil(RULE_ACCURACY_CHECKPOINTS).max(1);
-    for (i, entry) in m.checkpoints.iter().enumerate() {
-        // The files check passed: every file is readable and matches its hashes.
+    // The rules look at an evenly spaced sample of the chain (first and last included): reading and
+    // evaluating every checkpoint of a long chain would cost more than the replay.
+    for i in rule_sample(m.checkpoints.len()) {
+        let entry = &m.checkpoints[i];
+        // The files check passed: every sampled file is readable and matches its hashes.
         let weights = checkpoint_weights(dir, &entry.file)?;
-        if i % stride == 0 || i + 1 == n {
-            train::load_checkpoint(dir, entry, model, opt)?;
-            let sampled = train::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?;
-            accuracies.push(sampled.1);
-        }
+        train::load_checkpoint(dir, entry, model, opt)?;
+        accuracies.push(train::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
         chain.push(full_pass::flatten(&weights));
         c0.get_or_insert(weights);
     }
@@ -304,8 +312,29 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         Report { passed: true, root: None, segments: vec![], checks: vec![], replay_seconds: 0.0 };
     let dir = &opts.bundle;
 
-    // 1. Files against the manifest, and the root.
-    let inspection = match bundle::inspect(dir) {
+    // 1. Files against the manifest, and the root. Only the checkpoints the checks below read are
+    // re-hashed (the rules' sample, the replayed segments' ends, C0 and the last); the Merkle root
+    // over the manifest still commits to every one.
+    let mut chosen_segments = Vec::new();
+    let mut read = Vec::new();
+    let select = |m: &Manifest| {
+        let n = m.checkpoints.len();
+        chosen_segments = if opts.segments.is_empty() {
+            segments_from_challenge(&opts.challenge, n.saturating_sub(1) as u64, opts.segment_count)
+        } else {
+            opts.segments.clone()
+        };
+        let mut picked: std::collections::BTreeSet<usize> = rule_sample(n).into_iter().collect();
+        if opts.replay {
+            for s in &chosen_segments {
+                picked.extend([*s as usize, *s as usize + 1]);
+            }
+        }
+        picked.retain(|i| *i < n);
+        read = picked.into_iter().collect::<Vec<_>>();
+        read.clone()
+    };
+    let inspection = match bundle::inspect_selected(dir, select) {
         Ok(i) => i,
         Err(e) => {
             report.push("files", false, e.to_string(), "a readable manifest");
@@ -317,8 +346,16 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     report.push(
         "files",
         inspection.problems.is_empty(),
-        if problems.is_empty() { "all files and tensors match".into() } else { problems },
-        "every file and tensor hash matches the manifest",
+        if problems.is_empty() {
+            format!(
+                "{} of {} checkpoint files read; all files and tensors match",
+                read.len(),
+                inspection.manifest.checkpoints.len()
+            )
+        } else {
+            problems
+        },
+        "every file read matches the manifest's hashes",
     );
     if let Some(root) = opts.expected_root {
         report.push(

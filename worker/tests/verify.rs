@@ -280,3 +280,12 @@ fn a_served_bundle_is_fetched_and_verified() {
     // A URL serving nothing is an error (not the trainer's verdict to give).
     assert!(bundle::fetch(&format!("{url}/missing"), &dir.path().join("none")).is_err());
 }
+
+#[test]
+fn the_rules_sample_long_chains_evenly() {
+    assert_eq!(verify::rule_sample(9), (0..9).collect::<Vec<_>>());
+    let sample = verify::rule_sample(188);
+    assert_eq!(sample.len(), verify::RULE_CHECKPOINTS);
+    assert_eq!((sample[0], *sample.last().unwrap()), (0, 187));
+    assert!(sample.windows(2).all(|w| w[0] < w[1]));
+}

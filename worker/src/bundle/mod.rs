@@ -94,6 +94,15 @@ pub struct Inspection {
 
 /// Reads `dir`'s manifest, re-hashes every checkpoint tensor and file, and recomputes the root.
 pub fn inspect(dir: &Path) -> Result<Inspection> {
+    inspect_selected(dir, |m| (0..m.checkpoints.len()).collect())
+}
+
+/// Like [`inspect`], but re-hashes only the checkpoints `select` picks from the manifest (by index):
+/// the root still commits to all of them through the manifest's digests.
+pub fn inspect_selected(
+    dir: &Path,
+    select: impl FnOnce(&Manifest) -> Vec<usize>,
+) -> Result<Inspection> {
     let manifest_path = dir.join(MANIFEST_FILE);
     let bytes = std::fs::read(&manifest_path).map_err(io("reading", &manifest_path))?;
     let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::Bundle {
@@ -101,7 +110,8 @@ pub fn inspect(dir: &Path) -> Result<Inspection> {
         reason: format!("manifest: {e}"),
     })?;
     let mut problems = Vec::new();
-    for entry in &manifest.checkpoints {
+    let selected = select(&manifest);
+    for entry in selected.iter().filter_map(|i| manifest.checkpoints.get(*i)) {
         let path: PathBuf = dir.join(&entry.file);
         if entry.file.contains('/') || entry.file.contains("..") {
             problems.push(format!("{}: file name escapes the bundle", entry.file));
