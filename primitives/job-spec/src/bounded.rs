@@ -7,7 +7,7 @@
 use alloc::{string::String, vec::Vec};
 use codec::{Compact, Decode, DecodeWithMemTracking, Encode, Input, MaxEncodedLen};
 use core::ops::Deref;
-use scale_info::{build::Fields, Path, Type, TypeInfo, TypeParameter};
+use scale_info::{Type, TypeInfo};
 
 /// A `Vec<T>` of at most `N` elements.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -72,14 +72,13 @@ impl<T: MaxEncodedLen, const N: u32> MaxEncodedLen for Bounded<T, N> {
     }
 }
 
+/// Described to clients as the plain `Vec<T>` it encodes as. (A named generic wrapper would give
+/// every instance the same name in the metadata, and polkadot.js would confuse `Bounded<u8>` with
+/// `Bounded<BoundedString>`.)
 impl<T: TypeInfo + 'static, const N: u32> TypeInfo for Bounded<T, N> {
-    type Identity = Self;
+    type Identity = Vec<T>;
     fn type_info() -> Type {
-        Type::builder()
-            .path(Path::new("Bounded", module_path!()))
-            .type_params([TypeParameter::new("T", Some(scale_info::meta_type::<T>()))])
-            .docs(&["A list of at most N elements (SCALE-encoded like a Vec)."])
-            .composite(Fields::unnamed().field(|f| f.ty::<Vec<T>>()))
+        Vec::<T>::type_info()
     }
 }
 
