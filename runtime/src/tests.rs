@@ -130,6 +130,44 @@ fn babe_equivocation_is_reported_to_offences_and_slashed() {
 }
 
 #[test]
+fn grandpa_equivocation_is_reported_to_offences_and_slashed() {
+    use sp_consensus_grandpa::{AuthorityId as GrandpaId, Equivocation, EquivocationProof};
+    use sp_keyring::Ed25519Keyring;
+    ext("local_testnet").execute_with(|| {
+        System::set_block_number(1);
+        let dave = Dave.to_account_id();
+        let key = GrandpaId::from(Ed25519Keyring::Dave.public());
+        let (round, set_id) = (1u64, 0u64);
+        // Dave prevotes for two different blocks in the same round.
+        let vote = |target: H256| {
+            let prevote = finality_grandpa::Prevote { target_hash: target, target_number: 1u32 };
+            let message = finality_grandpa::Message::<H256, u32>::Prevote(prevote.clone());
+            let payload = sp_consensus_grandpa::localized_payload(round, set_id, &message);
+            (prevote, Ed25519Keyring::Dave.pair().sign(&payload).into())
+        };
+        let proof = EquivocationProof::new(
+            set_id,
+            Equivocation::Prevote(finality_grandpa::Equivocation {
+                round_number: round,
+                identity: key.clone(),
+                first: vote(H256::repeat_byte(1)),
+                second: vote(H256::repeat_byte(2)),
+            }),
+        );
+        let key_owner_proof = Historical::prove((sp_consensus_grandpa::KEY_TYPE, key)).unwrap();
+        assert!(crate::Grandpa::report_equivocation_unsigned(
+            RuntimeOrigin::none(),
+            Box::new(proof),
+            key_owner_proof
+        )
+        .is_ok());
+        // One offender of four: (3·1/4)² = 56.25% of the bond.
+        assert_eq!(TrainerStaking::active_bond(&dave), 10_000 * ERG - 5_625 * ERG);
+        TrainerStaking::do_try_state().unwrap();
+    });
+}
+
+#[test]
 fn the_block_author_is_rewarded() {
     ext("development").execute_with(|| {
         System::set_block_number(1);
