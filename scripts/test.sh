@@ -21,6 +21,8 @@ cargo build --release --locked --target wasm32v1-none -p ergon-job-spec --no-def
 
 step "pallets (mock runtimes)"
 cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking -p pallet-job-market
+# The benchmarks run once each in the mock runtime, so they keep compiling and working.
+cargo test --release --locked -p pallet-trainer-staking --features runtime-benchmarks benchmarking
 
 step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node

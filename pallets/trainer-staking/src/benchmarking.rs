@@ -4,7 +4,7 @@ use super::*;
 use frame_benchmarking::v2::*;
 use frame_support::traits::{fungible::Mutate, Get};
 use frame_system::RawOrigin;
-use sp_runtime::traits::{Bounded, Saturating};
+use sp_runtime::traits::{Bounded, Saturating, Zero};
 
 /// A funded account with `bonded` already bonded (if non-zero).
 fn trainer<T: Config>(bonded: BalanceOf<T>) -> T::AccountId {
