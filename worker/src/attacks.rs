@@ -104,13 +104,7 @@ fn other_seed(seed: &Seed, variant: u64, label: &str) -> Seed {
 
 /// The checkpoint steps a bundle of `spec` must have.
 fn schedule(spec: &JobSpec) -> Result<Vec<u64>> {
-    let summary = spec.validate()?;
-    let mut steps: Vec<u64> = (0..summary.total_steps)
-        .step_by(spec.checkpoint_interval as usize)
-        .chain([summary.total_steps])
-        .collect();
-    steps.dedup();
-    Ok(steps)
+    Ok(train::checkpoint_steps(spec, &spec.validate()?))
 }
 
 /// Trains `spec` from `model`'s current weights (and a fresh optimizer), writing every scheduled
@@ -173,7 +167,7 @@ fn continue_chain(
             STEPS.with(|s| s.set(s.get() + 1));
             tamper(model)?;
             losses.push(loss);
-            if done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps {
+            if train::is_checkpoint_step(spec, &summary, done) {
                 entries.push(train::write_checkpoint(out, done, model, opt)?);
             }
             Ok(true)

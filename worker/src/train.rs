@@ -245,6 +245,22 @@ fn progress_bar(total: u64, done: u64, show: bool) -> indicatif::ProgressBar {
     bar
 }
 
+/// Whether a checkpoint is written after `done` steps: every `checkpoint_interval` steps and after
+/// the last one.
+pub fn is_checkpoint_step(spec: &JobSpec, summary: &SpecSummary, done: u64) -> bool {
+    done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps
+}
+
+/// The steps of every checkpoint of a bundle of `spec`, C0 included.
+pub fn checkpoint_steps(spec: &JobSpec, summary: &SpecSummary) -> Vec<u64> {
+    let mut steps: Vec<u64> = (0..summary.total_steps)
+        .step_by(spec.checkpoint_interval as usize)
+        .chain([summary.total_steps])
+        .collect();
+    steps.dedup();
+    steps
+}
+
 /// The manifest of a bundle with these checkpoints and per-step losses (the final-model hash is taken
 /// from the last checkpoint, the final training loss from the last loss).
 #[allow(clippy::too_many_arguments)]
@@ -399,7 +415,7 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         device,
         |model, opt, done, loss_value| {
             progress.losses.push(loss_value);
-            if done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps {
+            if is_checkpoint_step(spec, &summary, done) {
                 let t = Instant::now();
                 progress.checkpoints.push(write_checkpoint(dir, done, model, opt)?);
                 write_progress(dir, &progress)?;

@@ -368,11 +368,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let m: &Manifest = &inspection.manifest;
 
     // 2. The manifest describes this spec, this seed, and the prescribed checkpoint schedule.
-    let mut schedule: Vec<u64> = (0..summary.total_steps)
-        .step_by(spec.checkpoint_interval as usize)
-        .chain([summary.total_steps])
-        .collect();
-    schedule.dedup();
+    let schedule = train::checkpoint_steps(spec, &summary);
     let steps: Vec<u64> = m.checkpoints.iter().map(|c| c.step).collect();
     let seed = bundle::parse_hash(&m.seed);
     let mut mismatches = Vec::new();

@@ -680,10 +680,9 @@ pub mod pallet {
                     }
                 }
                 JobState::Assigned { trainer, .. } => {
-                    let bond = T::Staking::active_bond(&trainer);
-                    T::Staking::slash(
+                    verification::slash_share::<T>(
                         &trainer,
-                        T::TrainerSlash::get().mul_floor(bond),
+                        T::TrainerSlash::get(),
                         pallet_trainer_staking::SlashReason::NoShow,
                     );
                     Self::finish(id, &mut job, Some(trainer), FailureReason::MissedDeadline);

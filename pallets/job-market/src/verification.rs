@@ -277,6 +277,15 @@ impl<T: Config> Pallet<T> {
     }
 }
 
+/// Slashes `share` of `who`'s active bond for `reason`.
+pub(crate) fn slash_share<T: Config>(
+    who: &T::AccountId,
+    share: sp_runtime::Perbill,
+    reason: SlashReason,
+) {
+    T::Staking::slash(who, share.mul_floor(T::Staking::active_bond(who)), reason);
+}
+
 /// Pays `amount` from the job's escrow to `to`; returns what was paid (nothing if the transfer
 /// cannot happen, in which case the amount stays in escrow and is refunded at the end).
 fn pay<T: Config>(job: &mut JobOf<T>, to: &T::AccountId, amount: BalanceOf<T>) -> BalanceOf<T> {
@@ -333,22 +342,12 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
     for vote in round.votes.iter() {
         let verifier = &vote.verifier;
         match (vote.verdict, outcome) {
-            (None, _) => {
-                let bond = T::Staking::active_bond(verifier);
-                T::Staking::slash(
-                    verifier,
-                    T::VerifierSlash::get().mul_floor(bond),
-                    SlashReason::NoShow,
-                );
-            }
-            (Some(v), Some(o)) if v != o => {
-                let bond = T::Staking::active_bond(verifier);
-                T::Staking::slash(
-                    verifier,
-                    T::VerifierSlash::get().mul_floor(bond),
-                    SlashReason::LostVerificationVote,
-                );
-            }
+            (None, _) => slash_share::<T>(verifier, T::VerifierSlash::get(), SlashReason::NoShow),
+            (Some(v), Some(o)) if v != o => slash_share::<T>(
+                verifier,
+                T::VerifierSlash::get(),
+                SlashReason::LostVerificationVote,
+            ),
             (Some(_), _) => {
                 let paid = pay::<T>(job, verifier, fee);
                 if !paid.is_zero() {
@@ -377,12 +376,7 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
             });
         }
         Some(Verdict::Fail) => {
-            let bond = T::Staking::active_bond(&trainer);
-            T::Staking::slash(
-                &trainer,
-                T::TrainerSlash::get().mul_floor(bond),
-                SlashReason::FailedProofOfTraining,
-            );
+            slash_share::<T>(&trainer, T::TrainerSlash::get(), SlashReason::FailedProofOfTraining);
             Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Rejected);
         }
         None if round.number + 1 < T::MaxRounds::get() => {

@@ -321,11 +321,7 @@ pub mod pallet {
             ensure!(!freed.is_zero(), Error::<T>::NothingToWithdraw);
             T::Currency::release(&HoldReason::Bonded.into(), &who, freed, Precision::Exact)?;
             TotalBonded::<T>::mutate(|total| *total = total.saturating_sub(freed));
-            if ledger.is_empty() {
-                Ledgers::<T>::remove(&who);
-            } else {
-                Ledgers::<T>::insert(&who, ledger);
-            }
+            Self::put_ledger(&who, ledger);
             Self::deposit_event(Event::Withdrawn { who, amount: freed });
             Ok(())
         }
@@ -370,13 +366,23 @@ pub mod pallet {
             let slashed = ledger.slash(frame_support::traits::Imbalance::peek(&credit));
             T::Slashed::on_unbalanced(credit);
             TotalBonded::<T>::mutate(|total| *total = total.saturating_sub(slashed));
+            Self::put_ledger(who, ledger);
+            Self::deposit_event(Event::Slashed { who: who.clone(), amount: slashed, reason });
+            slashed
+        }
+
+        /// Stores `ledger`, or removes it once nothing is left in it.
+        fn put_ledger(who: &T::AccountId, ledger: LedgerOf<T>) {
             if ledger.is_empty() {
                 Ledgers::<T>::remove(who);
             } else {
                 Ledgers::<T>::insert(who, ledger);
             }
-            Self::deposit_event(Event::Slashed { who: who.clone(), amount: slashed, reason });
-            slashed
+        }
+
+        /// Whether an active bond makes a trainer eligible: non-zero and at least `MinBond`.
+        pub(crate) fn is_eligible_bond(active: BalanceOf<T>) -> bool {
+            !active.is_zero() && active >= T::MinBond::get()
         }
 
         /// Active bond of `who` (zero if none).

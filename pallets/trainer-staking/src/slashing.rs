@@ -9,7 +9,7 @@
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use frame_support::weights::Weight;
 use scale_info::TypeInfo;
-use sp_runtime::{traits::Zero, Perbill, Saturating};
+use sp_runtime::{Perbill, Saturating};
 use sp_staking::{
     offence::{OffenceDetails, OnOffenceHandler},
     SessionIndex,
@@ -75,13 +75,12 @@ impl<T: Config> BondInspect<T::AccountId> for Pallet<T> {
     }
 
     fn is_eligible(who: &T::AccountId) -> bool {
-        let active = Pallet::<T>::active_bond(who);
-        !active.is_zero() && active >= T::MinBond::get()
+        Pallet::<T>::is_eligible_bond(Pallet::<T>::active_bond(who))
     }
 
     fn eligible_trainers() -> alloc::vec::Vec<(T::AccountId, BalanceOf<T>)> {
         Ledgers::<T>::iter()
-            .filter(|(_, ledger)| !ledger.active.is_zero() && ledger.active >= T::MinBond::get())
+            .filter(|(_, ledger)| Pallet::<T>::is_eligible_bond(ledger.active))
             .map(|(who, ledger)| (who, ledger.active))
             .collect()
     }
