@@ -4,8 +4,10 @@
 # Sets up the machine, builds the node and the worker, starts a dev chain (Alice validating, temporary
 # state, RPC on ws://127.0.0.1:9944), then drives the whole job with polkadot.js
 # (scripts/client/demo.mjs): Bob, Charlie and Dave bond; Alice posts the Fashion-MNIST MLP job; Bob
-# bids, trains it with ergon-worker and commits the bundle; the chain draws verifiers who replay
-# segments with `ergon-worker verify`, commit and reveal; Bob is paid and credited. The chain keeps
+# bids, trains it with ergon-worker, serves the bundle over HTTP (`ergon-worker serve`, port
+# BUNDLE_PORT, default 8700) and commits it; Alice's offchain worker attests that it is available;
+# the chain draws verifiers who download it and replay segments with `ergon-worker verify`, commit and
+# reveal; Bob is paid and credited. The chain keeps
 # running afterwards for polkadot.js apps (Ctrl-C stops it); DEMO_EXIT=1 stops right after the job.
 # Another spec: scripts/demo.sh path/to/spec.json
 set -euo pipefail
@@ -29,7 +31,12 @@ cargo build --release --locked -p ergon-worker
 
 work="$(mktemp -d)"
 node_pid=""
-cleanup() { [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+serve_pid=""
+cleanup() {
+    for pid in $node_pid $serve_pid; do kill "$pid" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$work"
+}
 trap cleanup EXIT INT TERM
 
 echo "[demo] starting a dev chain (log: $work/node.log)"
@@ -43,7 +50,13 @@ for _ in $(seq 60); do
     sleep 1
 done
 
-node scripts/client/demo.mjs "$spec" "$CARGO_TARGET_DIR/release/ergon-worker" "$work"
+# Bob's bundles are served over HTTP, where verifiers and the validator's availability checks fetch them.
+bundle_addr="127.0.0.1:${BUNDLE_PORT:-8700}"
+mkdir -p "$work/bundles"
+"$CARGO_TARGET_DIR/release/ergon-worker" serve --dir "$work/bundles" --addr "$bundle_addr" > "$work/serve.log" 2>&1 &
+serve_pid=$!
+
+node scripts/client/demo.mjs "$spec" "$CARGO_TARGET_DIR/release/ergon-worker" "$work/bundles" "http://$bundle_addr"
 
 if [ "${DEMO_EXIT:-0}" != 1 ]; then
     echo "[demo] the chain keeps running: connect polkadot.js apps to ws://127.0.0.1:9944 (Ctrl-C stops it)"

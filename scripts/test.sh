@@ -14,15 +14,18 @@ scripts/setup.sh
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "job spec, trainer engine, verifier and attack suite (ergon-job-spec, ergon-worker)"
-cargo test --release --locked -p ergon-job-spec -p ergon-worker --features ergon-worker/attacks
-# The spec crate is shared with the runtime: it must build without std for the wasm target.
-cargo build --release --locked --target wasm32v1-none -p ergon-job-spec --no-default-features
+step "job spec, bundle commitment, trainer engine, verifier and attack suite"
+cargo test --release --locked -p ergon-job-spec -p ergon-bundle -p ergon-worker \
+    --features ergon-worker/attacks
+# These crates are shared with the runtime: they must build without std for the wasm target.
+cargo build --release --locked --target wasm32v1-none -p ergon-job-spec -p ergon-bundle \
+    --no-default-features
 
 step "pallets (mock runtimes)"
 cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking -p pallet-job-market
 # The benchmarks run once each in the mock runtime, so they keep compiling and working.
 cargo test --release --locked -p pallet-trainer-staking --features runtime-benchmarks benchmarking
+cargo test --release --locked -p pallet-job-market --features runtime-benchmarks benchmarking
 
 step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node

@@ -35,6 +35,12 @@ pub enum Subcommand {
 
     /// Database metadata.
     ChainInfo(sc_cli::ChainInfoCmd),
+
+    /// Runtime benchmarks (`benchmark pallet` measures the weights in the pallets' `weights.rs`).
+    /// Only in a node built with `--features runtime-benchmarks`.
+    #[cfg(feature = "runtime-benchmarks")]
+    #[command(subcommand)]
+    Benchmark(frame_benchmarking_cli::BenchmarkCmd),
 }
 
 /// The `ergon-node` command line.

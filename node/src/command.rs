@@ -112,6 +112,17 @@ pub fn run() -> sc_cli::Result<()> {
             let runner = cli.create_runner(cmd)?;
             runner.sync_run(|config| cmd.run::<ergon_runtime::opaque::Block>(&config))
         }
+        #[cfg(feature = "runtime-benchmarks")]
+        Some(Subcommand::Benchmark(cmd)) => {
+            use frame_benchmarking_cli::BenchmarkCmd;
+            let runner = cli.create_runner(cmd)?;
+            runner.sync_run(|config| match cmd {
+                BenchmarkCmd::Pallet(cmd) => cmd.run_with_spec::<sp_runtime::traits::HashingFor<
+                    ergon_runtime::opaque::Block,
+                >, ()>(Some(config.chain_spec)),
+                _ => Err("only `benchmark pallet` is wired into ergon-node".into()),
+            })
+        }
         None => {
             let runner = cli.create_runner(&cli.run)?;
             runner.run_node_until_exit(|config| async move {

@@ -20,6 +20,8 @@ include!(concat!(env!("OUT_DIR"), "/wasm_binary.rs"));
 extern crate alloc;
 
 pub mod apis;
+#[cfg(feature = "runtime-benchmarks")]
+mod benchmarks;
 pub use apis::RuntimeApi;
 pub mod configs;
 pub mod genesis_config_presets;
@@ -77,10 +79,12 @@ pub mod opaque {
     pub type BlockId = generic::BlockId<Block>;
 
     impl_opaque_keys! {
-        /// The session keys of a validator: BABE for authorship, GRANDPA for finality.
+        /// The session keys of a validator: BABE for authorship, GRANDPA for finality, and `ergn`
+        /// for signing bundle-availability attestations.
         pub struct SessionKeys {
             pub babe: super::Babe,
             pub grandpa: super::Grandpa,
+            pub ergon: super::JobMarket,
         }
     }
 }

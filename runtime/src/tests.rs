@@ -180,3 +180,77 @@ fn the_block_author_is_rewarded() {
         assert_eq!(Balances::balance(&alice), before + crate::configs::BlockReward::get());
     });
 }
+
+/// The benchmarked weights (from `weights.rs`) of every job-market and staking call as a share of a
+/// block, and how many fit in the normal-dispatch part of one, printed for the record
+/// (`scripts/bench-weights.sh` runs this with `--nocapture`). Every call must fit in a block many
+/// times over, and the worst block of timeouts must leave most of the block to transactions.
+#[test]
+fn weights_fit_in_a_block() {
+    use frame_support::{dispatch::DispatchClass, traits::Get, weights::Weight};
+    use pallet_job_market::WeightInfo as _;
+    use pallet_trainer_staking::WeightInfo as _;
+    type Market = pallet_job_market::weights::SubstrateWeight<crate::Runtime>;
+    type Staking = pallet_trainer_staking::weights::SubstrateWeight<crate::Runtime>;
+
+    let weights = crate::configs::RuntimeBlockWeights::get();
+    let block = weights.max_block;
+    let normal = weights.get(DispatchClass::Normal);
+    let room = normal.max_total.unwrap_or(block);
+    let base = normal.base_extrinsic;
+    // `ergon_job_spec::MAX_LAYERS`.
+    let max_layers = 64;
+    let bonders = 1_000;
+    let calls: [(&str, Weight); 15] = [
+        ("job_market::post_job (64 layers)", Market::post_job(max_layers)),
+        ("job_market::cancel_job", Market::cancel_job()),
+        ("job_market::bid", Market::bid()),
+        ("job_market::accept_bid", Market::accept_bid()),
+        ("job_market::submit_bundle", Market::submit_bundle()),
+        ("job_market::commit_verdict", Market::commit_verdict()),
+        ("job_market::reveal_verdict (settles)", Market::reveal_verdict()),
+        ("job_market::attest_availability", Market::attest_availability()),
+        ("job_market timeout: assign", Market::timeout_assign()),
+        ("job_market timeout: missed deadline", Market::timeout_missed_deadline()),
+        ("job_market timeout: draw (1000 bonders)", Market::timeout_draw(bonders)),
+        ("job_market timeout: settle", Market::timeout_settle()),
+        ("trainer_staking::bond", Staking::bond()),
+        ("trainer_staking::unbond", Staking::unbond()),
+        ("trainer_staking::withdraw_unbonded", Staking::withdraw_unbonded()),
+    ];
+    println!(
+        "{:<42} {:>14} {:>10} {:>9} {:>10}",
+        "call", "ref time (ps)", "proof (B)", "% block", "per block"
+    );
+    for (name, w) in calls {
+        let share = w.ref_time() as f64 / block.ref_time() as f64;
+        let per_block = room.ref_time() / (w.ref_time() + base.ref_time()).max(1);
+        println!(
+            "{name:<42} {:>14} {:>10} {:>8.4}% {per_block:>10}",
+            w.ref_time(),
+            w.proof_size(),
+            100.0 * share
+        );
+        assert!(w.all_lt(room), "{name} does not fit in a block");
+        assert!(per_block >= 10, "{name}: fewer than 10 per block");
+    }
+    // The heaviest block of timeouts `on_initialize` may process.
+    let per_timeout = [
+        Market::timeout_assign(),
+        Market::timeout_missed_deadline(),
+        Market::timeout_draw(bonders),
+        Market::timeout_settle(),
+        Market::timeout_remove(),
+    ]
+    .into_iter()
+    .fold(Weight::zero(), |a, b| a.max(b));
+    let timeouts: u32 = <crate::Runtime as pallet_job_market::Config>::MaxTimeoutsPerBlock::get();
+    let hook =
+        Market::on_initialize_idle().saturating_add(per_timeout.saturating_mul(timeouts as u64));
+    let hook_share = hook.ref_time() as f64 / block.ref_time() as f64;
+    println!(
+        "job_market on_initialize, {timeouts} worst timeouts: {:.2}% of a block",
+        100.0 * hook_share
+    );
+    assert!(hook_share < 0.25, "timeouts may take {:.1}% of a block", 100.0 * hook_share);
+}

@@ -2,13 +2,16 @@
 //
 //   1. Bob, Charlie and Dave bond stake (trainers);
 //   2. Alice posts a training job (a worker example spec) with its budget in escrow;
-//   3. Bob bids, Alice accepts; Bob's `ergon-worker train` produces the checkpoint bundle and Bob
-//      commits its Merkle root on chain;
-//   4. the chain draws verifiers and segments from randomness of a later block; each drawn verifier runs
-//      `ergon-worker verify` on those segments, commits to its verdict, then reveals it;
+//   3. Bob bids, Alice accepts; Bob's `ergon-worker train` produces the checkpoint bundle, which Bob
+//      serves over HTTP (`ergon-worker serve`), and Bob commits its Merkle root on chain;
+//   4. the validator's offchain worker fetches the manifest and random chunks of the bundle and attests
+//      its availability; the chain draws verifiers and segments from randomness of a later block; each
+//      drawn verifier downloads the bundle, runs `ergon-worker verify` on those segments, commits to its
+//      verdict, then reveals it;
 //   5. the quorum settles: Bob is paid from escrow and credited training work (his ECP grows).
 //
-// Usage: node demo.mjs SPEC.json WORKER_BINARY WORK_DIR   (ERGON_WS, default ws://127.0.0.1:9944)
+// Usage: node demo.mjs SPEC.json WORKER_BINARY WORK_DIR BUNDLE_URL
+//   (WORK_DIR is served at BUNDLE_URL; ERGON_WS, default ws://127.0.0.1:9944)
 
 import { ApiPromise, Keyring, WsProvider } from '@polkadot/api';
 import { blake2AsU8a } from '@polkadot/util-crypto';
@@ -17,7 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [specPath, worker, workDir] = process.argv.slice(2);
+const [specPath, worker, workDir, bundleUrl] = process.argv.slice(2);
 const url = process.env.ERGON_WS || 'ws://127.0.0.1:9944';
 const ERG = 10n ** 12n;
 const log = (...args) => console.log('[demo]', ...args);
@@ -146,13 +149,22 @@ async function main() {
   };
   await send(
     api,
-    api.tx.jobMarket.submitBundle(id, root, `file://${bundle}`, manifest.final_model_hash, metrics),
+    api.tx.jobMarket.submitBundle(id, root, `${bundleUrl}/job-${id}`, manifest.final_model_hash, metrics),
     bob,
     'submit_bundle',
   );
-  log(`   Bob committed bundle root ${root}`);
+  log(`   Bob committed bundle root ${root}, served at ${bundleUrl}/job-${id}`);
 
-  log('4. Waiting for the chain to draw verifiers and segments (randomness of a later block)');
+  log("4. Alice's offchain worker checks the bundle is served and matches the root");
+  const attested = await waitFor('an availability attestation', async () => {
+    const list = (await api.query.jobMarket.attestations(id)).toJSON();
+    return list.length > 0 ? list : null;
+  });
+  for (const [, available] of attested) {
+    log(`   attestation on chain: ${available ? 'available' : 'UNAVAILABLE'}`);
+  }
+
+  log('   Waiting for the chain to draw verifiers and segments (randomness of a later block)');
   const drawn = await waitFor('the verifier draw', async () => {
     const j = await job(api, id);
     return j.round && j.round.phase === 'commit' ? j : null;
@@ -164,7 +176,7 @@ async function main() {
     const verifier = byAddress.get(vote.verifier);
     const out = runWorker(
       [
-        'verify', '--spec', specPath, '--bundle', bundle, '--root', root, '--job-id', String(id),
+        'verify', '--spec', specPath, '--bundle', `${bundleUrl}/job-${id}`, '--root', root, '--job-id', String(id),
         '--trainer', bob.address, '--segments', segments.join(','),
       ],
       true,

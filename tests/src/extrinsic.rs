@@ -81,6 +81,47 @@ pub fn post_job_call(
     call
 }
 
+/// `JobMarket::bid(job, price)` for pallet index `market_index`.
+pub fn bid_call(market_index: u8, job: u64, price: u128) -> Vec<u8> {
+    /// `bid` is call index 2 of pallet-job-market.
+    const BID: u8 = 2;
+    let mut call = vec![market_index, BID];
+    job.encode_to(&mut call);
+    Compact(price).encode_to(&mut call);
+    call
+}
+
+/// `JobMarket::accept_bid(job, trainer)` for pallet index `market_index`.
+pub fn accept_bid_call(market_index: u8, job: u64, trainer: &[u8; 32]) -> Vec<u8> {
+    /// `accept_bid` is call index 3 of pallet-job-market.
+    const ACCEPT_BID: u8 = 3;
+    let mut call = vec![market_index, ACCEPT_BID];
+    job.encode_to(&mut call);
+    call.extend(trainer);
+    call
+}
+
+/// `JobMarket::submit_bundle(job, root, uri, final_model_hash, metrics)` for pallet index
+/// `market_index`, with zero claimed metrics.
+pub fn submit_bundle_call(
+    market_index: u8,
+    job: u64,
+    root: [u8; 32],
+    uri: &str,
+    final_model_hash: [u8; 32],
+) -> Vec<u8> {
+    /// `submit_bundle` is call index 4 of pallet-job-market.
+    const SUBMIT_BUNDLE: u8 = 4;
+    let mut call = vec![market_index, SUBMIT_BUNDLE];
+    job.encode_to(&mut call);
+    call.extend(root);
+    uri.as_bytes().to_vec().encode_to(&mut call);
+    call.extend(final_model_hash);
+    // ClaimedMetrics { train_loss_micro: u64, validation_loss_micro: u64, validation_accuracy_ppm: u32 }
+    (0u64, 0u64, 0u32).encode_to(&mut call);
+    call
+}
+
 /// What the signature commits to besides the call (the runtime's "implicit" extension data).
 #[derive(Clone, Copy, Debug)]
 pub struct ChainContext {

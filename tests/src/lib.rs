@@ -216,6 +216,31 @@ impl Node {
         let value = self.call("author_submitExtrinsic", json!([rpc::to_hex(xt)]))?;
         rpc::h256(&value).ok_or_else(|| RpcError::Malformed(value.to_string()))
     }
+
+    /// What signed extrinsics for this chain commit to (runtime version, genesis).
+    pub fn chain_context(&self) -> extrinsic::ChainContext {
+        let version = self.call("state_getRuntimeVersion", json!([])).expect("runtime version");
+        let field = |name: &str| version[name].as_u64().expect("version field") as u32;
+        extrinsic::ChainContext {
+            spec_version: field("specVersion"),
+            transaction_version: field("transactionVersion"),
+            genesis: self.block_hash(0).expect("genesis hash"),
+        }
+    }
+
+    /// Signs `call` by `signer` with its next nonce, submits it and waits until it is in a block
+    /// (the nonce moved on). Whether the call succeeded is for the caller to check in state.
+    pub fn send(&self, call: &[u8], signer: &sp_core::sr25519::Pair, timeout: Duration) {
+        use sp_core::Pair;
+        let key = extrinsic::system_account_key(&signer.public().0);
+        let nonce = self.storage_decoded::<extrinsic::AccountInfo>(&key).map_or(0, |a| a.nonce);
+        let xt = extrinsic::signed_extrinsic(call, signer, nonce, self.chain_context());
+        self.submit(&xt).expect("the pool accepts the extrinsic");
+        wait_for("the extrinsic to be included", timeout, || {
+            let now = self.storage_decoded::<extrinsic::AccountInfo>(&key)?;
+            (now.nonce > nonce).then_some(())
+        });
+    }
 }
 
 impl Drop for Node {

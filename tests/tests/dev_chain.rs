@@ -7,7 +7,7 @@ use codec::{Decode, Encode};
 use ergon_integration_tests::{
     extrinsic::{
         bond_call, post_job_call, signed_extrinsic, staking_ledger_key, system_account_key,
-        transfer_keep_alive_call, AccountInfo, ChainContext, StakingLedger,
+        transfer_keep_alive_call, AccountInfo, StakingLedger,
     },
     wait_for, Node, Ports,
 };
@@ -102,13 +102,7 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     let before: AccountInfo = node.storage_decoded(&bob_key).expect("Bob is endowed");
     let sender: AccountInfo =
         node.storage_decoded(&system_account_key(&alice.public().0)).expect("Alice is endowed");
-    let version = node.call("state_getRuntimeVersion", json!([])).expect("runtime version");
-    let ctx = ChainContext {
-        spec_version: version["specVersion"].as_u64().expect("specVersion") as u32,
-        transaction_version: version["transactionVersion"].as_u64().expect("transactionVersion")
-            as u32,
-        genesis: node.block_hash(0).expect("genesis hash"),
-    };
+    let ctx = node.chain_context();
     let balances_index = pallets.iter().find(|(n, _)| n == "Balances").map(|(_, i)| *i).unwrap();
     let amount: u128 = 1_234_567_890_123;
     let call = transfer_keep_alive_call(balances_index, &bob, amount);

@@ -22,6 +22,7 @@ pub mod full_pass;
 pub mod model;
 pub mod optim;
 pub mod rng;
+pub mod serve;
 pub mod train;
 pub mod verify;
 

@@ -104,6 +104,16 @@ enum Command {
         /// Files or URLs, in the order the format names them.
         files: Vec<String>,
     },
+    /// Serve bundle directories over HTTP (with byte ranges) for verifiers and availability checks:
+    /// `<dir>/<bundle>/manifest.json` is served at `http://<addr>/<bundle>/manifest.json`.
+    Serve {
+        /// Directory whose files are served.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8700")]
+        addr: String,
+    },
 }
 
 fn parse_seed(s: &str) -> Result<rng::Seed, String> {
@@ -166,6 +176,12 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 }
                 train::Outcome::Halted(step) => println!("halted after step {step}"),
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve { dir, addr } => {
+            let server = ergon_worker::serve::Server::bind(&addr, &dir)?;
+            println!("serving {} at http://{}/", dir.display(), server.local_addr()?);
+            server.run()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { bundle: dir } => {

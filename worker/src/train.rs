@@ -180,12 +180,14 @@ pub fn write_checkpoint(
 ) -> Result<CheckpointEntry> {
     let host = HostTensors::from_tensors(&state_tensors(model, opt))?;
     let file = bundle::checkpoint_file(step);
-    let file_sha = host.write(&dir.join(&file))?;
+    let written = host.write(&dir.join(&file))?;
     let hashes = host.hashes();
     Ok(CheckpointEntry {
         step,
         file,
-        file_sha256: hex(&file_sha),
+        file_sha256: hex(&written.sha256),
+        file_bytes: written.bytes,
+        chunks: written.chunks.iter().map(|h| hex(h)).collect(),
         digest: hex(&checkpoint::digest(hashes.values())),
         tensors: hashes.iter().map(|(n, h)| (n.clone(), hex(h))).collect(),
     })
@@ -464,6 +466,6 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         .map_err(|e| Error::Bundle { path: dir.clone(), reason: e.to_string() })?;
     checkpoint::write_atomic(&dir.join(bundle::MANIFEST_FILE), &bytes)?;
     fs::remove_file(&progress_path).map_err(io("removing", &progress_path))?;
-    let root = bundle::root_of(&bytes, &manifest)?;
+    let root = bundle::root_of(&bytes)?;
     Ok(Outcome::Finished(TrainReport { root, manifest, train_seconds, checkpoint_seconds }))
 }

@@ -57,9 +57,11 @@ fn forge_checkpoint(out: &Path, index: usize, f: impl Fn(&str, &mut Vec<f32>)) {
     for (name, (_, values)) in host.0.iter_mut() {
         f(name, values);
     }
-    let file_sha = host.write(&out.join(&entry.file)).unwrap();
+    let written = host.write(&out.join(&entry.file)).unwrap();
     let hashes = host.hashes();
-    entry.file_sha256 = hex(&file_sha);
+    entry.file_sha256 = hex(&written.sha256);
+    entry.file_bytes = written.bytes;
+    entry.chunks = written.chunks.iter().map(|h| hex(h)).collect();
     entry.digest = hex(&checkpoint::digest(hashes.values()));
     entry.tensors = hashes.iter().map(|(n, h)| (n.clone(), hex(h))).collect();
     if index == m.checkpoints.len() - 1 {

@@ -21,6 +21,11 @@
 //!    round's fee; silent verifiers and, in a decisive round, the minority are slashed a little. An
 //!    indecisive round is followed by a fresh one, at most `MaxRounds`; then the owner is refunded.
 //!
+//! 6. Availability ([`availability`]): validators' offchain workers sample every bundle under
+//!    verification over HTTP and attest ([`Pallet::attest_availability`], an unsigned transaction
+//!    signed with their `ergn` session key); two thirds of the attesters finding it unavailable fail
+//!    the job as a rejected bundle.
+//!
 //! Every phase has a timeout in [`Timeouts`], processed in `on_initialize` within a bounded number per
 //! block; every job reaches a terminal state, its escrow is then settled to zero, and its record is
 //! removed `Retention` blocks later. Invariant (`try_state`): the balance each owner has on hold under
@@ -30,11 +35,16 @@
 
 extern crate alloc;
 
+pub mod availability;
+#[cfg(feature = "runtime-benchmarks")]
+mod benchmarking;
 pub mod queries;
 pub mod types;
 pub mod verification;
 pub mod weights;
 
+#[cfg(test)]
+mod availability_tests;
 #[cfg(test)]
 mod mock;
 #[cfg(test)]
@@ -62,6 +72,33 @@ pub type RoundOf<T> = Round<T>;
 
 const LOG_TARGET: &str = "runtime::job-market";
 
+/// What the benchmarks need from the runtime beyond this pallet's config.
+#[cfg(feature = "runtime-benchmarks")]
+pub trait BenchmarkHelper<AccountId> {
+    /// Funds `who` and bonds enough to make it an eligible trainer.
+    fn make_trainer(who: &AccountId);
+}
+
+/// Trainer-staking makes trainers by bonding its minimum.
+#[cfg(feature = "runtime-benchmarks")]
+impl<T: pallet_trainer_staking::Config> BenchmarkHelper<T::AccountId>
+    for pallet_trainer_staking::Pallet<T>
+{
+    fn make_trainer(who: &T::AccountId) {
+        use frame_support::traits::{fungible::Mutate, Get};
+        use sp_runtime::traits::Saturating;
+        let bond = T::MinBond::get().max(1u32.into());
+        let _ = <T as pallet_trainer_staking::Config>::Currency::set_balance(
+            who,
+            bond.saturating_mul(100u32.into()),
+        );
+        let origin = frame_system::RawOrigin::Signed(who.clone()).into();
+        if let Err(e) = pallet_trainer_staking::Pallet::<T>::bond(origin, bond) {
+            log::error!(target: LOG_TARGET, "benchmark trainer cannot bond: {e:?}");
+        }
+    }
+}
+
 #[frame_support::pallet]
 pub mod pallet {
     use super::*;
@@ -78,6 +115,7 @@ pub mod pallet {
     use pallet_compute_power::ComputePowerLedger;
     use pallet_trainer_staking::{BondInspect, Slashing};
     use sp_core::H256;
+    use sp_runtime::{traits::MaybeSerializeDeserialize, RuntimeAppPublic};
     use sp_runtime::{
         traits::{One, Saturating, Zero},
         Perbill, Permill,
@@ -94,7 +132,10 @@ pub mod pallet {
     }
 
     #[pallet::config]
-    pub trait Config: frame_system::Config<RuntimeEvent: From<Event<Self>>> {
+    pub trait Config:
+        frame_system::Config<RuntimeEvent: From<Event<Self>>>
+        + frame_system::offchain::CreateBare<Call<Self>>
+    {
         /// The currency escrows are held in and paid from.
         type Currency: fungible::Inspect<Self::AccountId>
             + fungible::Mutate<Self::AccountId>
@@ -182,8 +223,29 @@ pub mod pallet {
         #[pallet::constant]
         type VerifierSlash: Get<Perbill>;
 
+        /// The session key validators sign availability attestations with
+        /// ([`availability::crypto::Public`] in a runtime).
+        type AttesterId: Member
+            + Parameter
+            + RuntimeAppPublic
+            + Ord
+            + MaybeSerializeDeserialize
+            + MaxEncodedLen;
+
+        /// Most attesters (validators) in a session.
+        #[pallet::constant]
+        type MaxAttesters: Get<u32>;
+
+        /// Pool priority of availability attestations.
+        #[pallet::constant]
+        type UnsignedPriority: Get<TransactionPriority>;
+
         /// Weights of this pallet's calls and hooks.
         type WeightInfo: WeightInfo;
+
+        /// Makes eligible trainers for the benchmarks.
+        #[cfg(feature = "runtime-benchmarks")]
+        type BenchmarkHelper: BenchmarkHelper<Self::AccountId>;
     }
 
     /// The next job's id.
@@ -226,6 +288,25 @@ pub mod pallet {
         Twox64Concat,
         BlockNumberFor<T>,
         BoundedVec<JobId, T::MaxTimeoutsPerBlock>,
+        ValueQuery,
+    >;
+
+    /// The `ergn` keys of the current session's validators: who may attest bundle availability.
+    #[pallet::storage]
+    pub type Attesters<T: Config> =
+        StorageValue<_, BoundedVec<T::AttesterId, T::MaxAttesters>, ValueQuery>;
+
+    /// Counts attester sets (one per session); attestations name the set they were made under.
+    #[pallet::storage]
+    pub type AttesterSetId<T: Config> = StorageValue<_, u32, ValueQuery>;
+
+    /// Availability attestations of each job under verification: attester key and verdict.
+    #[pallet::storage]
+    pub type Attestations<T: Config> = StorageMap<
+        _,
+        Twox64Concat,
+        JobId,
+        BoundedVec<(T::AttesterId, bool), T::MaxAttesters>,
         ValueQuery,
     >;
 
@@ -272,6 +353,8 @@ pub mod pallet {
         JobFailed { job: JobId, reason: FailureReason, refunded: BalanceOf<T> },
         /// A finished job's record was removed.
         JobRemoved { job: JobId },
+        /// An attester checked the job's bundle over HTTP against its root.
+        AvailabilityAttested { job: JobId, attester: T::AttesterId, available: bool },
     }
 
     #[pallet::error]
@@ -333,18 +416,28 @@ pub mod pallet {
         AlreadyRevealed,
         /// The revealed verdict does not match the commitment.
         CommitmentMismatch,
+        /// No attester with that index in the current set.
+        NotAnAttester,
+        /// The job's bundle is not under verification.
+        NotVerifying,
+        /// This attester already attested this job.
+        AlreadyAttested,
     }
 
     #[pallet::hooks]
     impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
         fn on_initialize(now: BlockNumberFor<T>) -> Weight {
             let due = Timeouts::<T>::take(now);
-            let mut weight = T::DbWeight::get().reads_writes(1, 1);
-            for job in due.iter() {
-                Self::on_timeout(*job, now);
-                weight = weight.saturating_add(T::WeightInfo::on_timeout());
+            // At most `MaxTimeoutsPerBlock` jobs, each weighed by the path its timeout took.
+            due.iter().fold(T::WeightInfo::on_initialize_idle(), |weight, job| {
+                weight.saturating_add(Self::on_timeout(*job, now))
+            })
+        }
+
+        fn offchain_worker(now: BlockNumberFor<T>) {
+            if sp_io::offchain::is_validator() {
+                availability::offchain_worker::<T>(now);
             }
-            weight
         }
 
         #[cfg(feature = "try-runtime")]
@@ -359,7 +452,7 @@ pub mod pallet {
         /// held in escrow, bids are taken for `bid_window` blocks, and the assigned trainer must
         /// commit its bundle by block `deadline`.
         #[pallet::call_index(0)]
-        #[pallet::weight(T::WeightInfo::post_job())]
+        #[pallet::weight(T::WeightInfo::post_job(spec.model.layers.len() as u32))]
         pub fn post_job(
             origin: OriginFor<T>,
             spec: alloc::boxed::Box<JobSpec>,
@@ -556,6 +649,38 @@ pub mod pallet {
             let who = ensure_signed(origin)?;
             Self::do_reveal(job, who, verdict, evidence_hash, salt)
         }
+
+        /// An attester's verdict on the availability of a job's bundle: an unsigned transaction from
+        /// a validator's offchain worker, signed with its `ergn` session key (checked before
+        /// dispatch). Two thirds of the attesters finding the bundle unavailable fail the job.
+        #[pallet::call_index(7)]
+        #[pallet::weight(T::WeightInfo::attest_availability())]
+        pub fn attest_availability(
+            origin: OriginFor<T>,
+            attestation: availability::Attestation,
+            _signature: <T::AttesterId as RuntimeAppPublic>::Signature,
+        ) -> DispatchResult {
+            ensure_none(origin)?;
+            Self::do_attest(attestation)
+        }
+    }
+
+    // `ValidateUnsigned` is deprecated in favour of `#[pallet::authorize]`, which needs the
+    // `AuthorizeCall` transaction extension in the runtime; BABE and GRANDPA of this release line still
+    // report equivocations through it, and so do attestations until the runtime moves over.
+    #[allow(deprecated)]
+    #[pallet::validate_unsigned]
+    impl<T: Config> ValidateUnsigned for Pallet<T> {
+        type Call = Call<T>;
+
+        fn validate_unsigned(_source: TransactionSource, call: &Self::Call) -> TransactionValidity {
+            match call {
+                Call::attest_availability { attestation, signature } => {
+                    availability::validate::<T>(attestation, signature)
+                }
+                _ => InvalidTransaction::Call.into(),
+            }
+        }
     }
 
     impl<T: Config> Pallet<T> {
@@ -656,19 +781,22 @@ pub mod pallet {
         pub(crate) fn retire(id: JobId, job: &mut JobOf<T>) {
             Rounds::<T>::remove(id);
             PastVerifiers::<T>::remove(id);
+            Attestations::<T>::remove(id);
             let at = frame_system::Pallet::<T>::block_number()
                 .saturating_add(T::Retention::get())
                 .max(frame_system::Pallet::<T>::block_number().saturating_add(One::one()));
             Self::reschedule(id, job, at);
         }
 
-        /// A job's phase timed out at `now`.
-        fn on_timeout(id: JobId, now: BlockNumberFor<T>) {
-            let Some(mut job) = Jobs::<T>::get(id) else { return };
+        /// A job's phase timed out at `now`; returns the weight of what it did.
+        pub(crate) fn on_timeout(id: JobId, now: BlockNumberFor<T>) -> Weight {
+            let Some(mut job) = Jobs::<T>::get(id) else {
+                return T::WeightInfo::timeout_remove();
+            };
             if job.timeout != now {
-                return;
+                return T::WeightInfo::timeout_remove();
             }
-            match job.state.clone() {
+            let weight = match job.state.clone() {
                 JobState::Open => {
                     match verification::cheapest_bid::<T>(Bids::<T>::get(id).into_inner()) {
                         Some(bid) => {
@@ -678,6 +806,7 @@ pub mod pallet {
                         }
                         None => Self::finish(id, &mut job, None, FailureReason::NoBids),
                     }
+                    T::WeightInfo::timeout_assign().max(T::WeightInfo::timeout_missed_deadline())
                 }
                 JobState::Assigned { trainer, .. } => {
                     verification::slash_share::<T>(
@@ -686,15 +815,17 @@ pub mod pallet {
                         pallet_trainer_staking::SlashReason::NoShow,
                     );
                     Self::finish(id, &mut job, Some(trainer), FailureReason::MissedDeadline);
+                    T::WeightInfo::timeout_missed_deadline()
                 }
                 JobState::Verifying { .. } => verification::advance::<T>(id, &mut job, now),
                 JobState::Completed { .. } | JobState::Failed { .. } => {
                     Jobs::<T>::remove(id);
                     Self::deposit_event(Event::JobRemoved { job: id });
-                    return;
+                    return T::WeightInfo::timeout_remove();
                 }
-            }
+            };
             Jobs::<T>::insert(id, job);
+            weight
         }
 
         /// Every owner's `Escrow` hold equals the escrow of its jobs; terminal jobs hold nothing;
@@ -724,4 +855,34 @@ pub mod pallet {
             Ok(())
         }
     }
+}
+
+impl<T: Config> sp_runtime::BoundToRuntimeAppPublic for Pallet<T> {
+    type Public = T::AttesterId;
+}
+
+/// The session's validators, with their `ergn` keys, are the attesters.
+impl<T: Config> frame_support::traits::OneSessionHandler<T::AccountId> for Pallet<T> {
+    type Key = T::AttesterId;
+
+    fn on_genesis_session<'a, I: 'a>(validators: I)
+    where
+        I: Iterator<Item = (&'a T::AccountId, T::AttesterId)>,
+    {
+        Attesters::<T>::put(frame_support::BoundedVec::truncate_from(
+            validators.map(|(_, key)| key).collect(),
+        ));
+    }
+
+    fn on_new_session<'a, I: 'a>(_changed: bool, validators: I, _queued: I)
+    where
+        I: Iterator<Item = (&'a T::AccountId, T::AttesterId)>,
+    {
+        Attesters::<T>::put(frame_support::BoundedVec::truncate_from(
+            validators.map(|(_, key)| key).collect(),
+        ));
+        AttesterSetId::<T>::mutate(|id| *id = id.wrapping_add(1));
+    }
+
+    fn on_disabled(_validator_index: u32) {}
 }

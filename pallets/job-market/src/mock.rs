@@ -12,7 +12,7 @@ use frame_support::{
     traits::{ConstU128, ConstU32, ConstU64, Hooks, Randomness},
 };
 use sp_core::H256;
-use sp_runtime::{BuildStorage, Perbill, Permill};
+use sp_runtime::{testing::UintAuthorityId, BuildStorage, Perbill, Permill};
 
 type Block = frame_system::mocking::MockBlock<Test>;
 
@@ -69,7 +69,7 @@ impl pallet_trainer_staking::Config for Test {
     type MinBond = ConstU128<1_000>;
     type UnbondingPeriod = ConstU64<50>;
     type MaxUnlockingChunks = ConstU32<4>;
-    type MaxBonders = ConstU32<50>;
+    type MaxBonders = ConstU32<1_000>;
     type MaxAuthorities = ConstU32<10>;
     type MinEquivocationSlash = MinEquivocationSlash;
     type SuspensionSessions = ConstU32<1>;
@@ -125,7 +125,32 @@ impl pallet_job_market::Config for Test {
     type VerificationShare = VerificationShare;
     type TrainerSlash = TrainerSlash;
     type VerifierSlash = VerifierSlash;
+    type AttesterId = UintAuthorityId;
+    type MaxAttesters = ConstU32<16>;
+    type UnsignedPriority = ConstU64<{ 1 << 20 }>;
     type WeightInfo = ();
+    #[cfg(feature = "runtime-benchmarks")]
+    type BenchmarkHelper = TrainerStaking;
+}
+
+/// Extrinsics of the mock: what the availability offchain worker submits.
+pub type Extrinsic = <Block as sp_runtime::traits::Block>::Extrinsic;
+
+impl<LocalCall> frame_system::offchain::CreateTransactionBase<LocalCall> for Test
+where
+    RuntimeCall: From<LocalCall>,
+{
+    type RuntimeCall = RuntimeCall;
+    type Extrinsic = Extrinsic;
+}
+
+impl<LocalCall> frame_system::offchain::CreateBare<LocalCall> for Test
+where
+    RuntimeCall: From<LocalCall>,
+{
+    fn create_bare(call: RuntimeCall) -> Extrinsic {
+        Extrinsic::new_bare(call)
+    }
 }
 
 /// Funds of each account at genesis.

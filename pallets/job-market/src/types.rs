@@ -145,6 +145,8 @@ pub enum FailureReason {
     Rejected,
     /// No round reached a quorum within `MaxRounds`.
     Inconclusive,
+    /// Two thirds of the attesters found the bundle unavailable or not matching its root.
+    Unavailable,
 }
 
 /// Where a job stands. The last two are terminal: the escrow is settled and the record is kept

@@ -19,8 +19,9 @@ use sp_core::H256;
 use sp_runtime::traits::{One, Saturating, Zero};
 
 use crate::{
-    BalanceOf, Bid, Config, Error, Event, FailureReason, HoldReason, JobId, JobOf, JobState, Jobs,
-    Pallet, PastVerifiers, Phase, Round, RoundOf, Rounds, Verdict, VerifierVote,
+    weights::WeightInfo, BalanceOf, Bid, Config, Error, Event, FailureReason, HoldReason, JobId,
+    JobOf, JobState, Jobs, Pallet, PastVerifiers, Phase, Round, RoundOf, Rounds, Verdict,
+    VerifierVote,
 };
 
 /// Bound of [`crate::PastVerifiers`]: every verifier of every round.
@@ -126,29 +127,37 @@ pub fn draw_segments(segments: u64, count: u32, seed: &[u8]) -> Vec<u32> {
     chosen
 }
 
-/// A verifying job's phase timed out at `now`.
-pub(crate) fn advance<T: Config>(id: JobId, job: &mut JobOf<T>, now: BlockNumberFor<T>) {
+/// A verifying job's phase timed out at `now`; returns the weight of what it did.
+pub(crate) fn advance<T: Config>(id: JobId, job: &mut JobOf<T>, now: BlockNumberFor<T>) -> Weight {
     let Some(mut round) = Rounds::<T>::get(id) else {
         frame_support::defensive!("a verifying job has no round");
-        return;
+        return T::WeightInfo::timeout_remove();
     };
     match round.phase {
         Phase::Drawing => {
+            let weight = T::WeightInfo::timeout_draw(T::Staking::bonder_count());
             if draw::<T>(id, job, &mut round, now) {
-                return;
+                return weight;
             }
+            Rounds::<T>::insert(id, round);
+            weight
         }
         Phase::Commit => {
             if round.votes.iter().all(|v| v.commitment.is_none()) {
                 // Nobody committed: nothing to reveal.
-                return settle::<T>(id, job, round);
+                settle::<T>(id, job, round);
+            } else {
+                round.phase = Phase::Reveal;
+                Pallet::<T>::reschedule(id, job, now.saturating_add(T::RevealWindow::get()));
+                Rounds::<T>::insert(id, round);
             }
-            round.phase = Phase::Reveal;
-            Pallet::<T>::reschedule(id, job, now.saturating_add(T::RevealWindow::get()));
+            T::WeightInfo::timeout_settle()
         }
-        Phase::Reveal => return settle::<T>(id, job, round),
+        Phase::Reveal => {
+            settle::<T>(id, job, round);
+            T::WeightInfo::timeout_settle()
+        }
     }
-    Rounds::<T>::insert(id, round);
 }
 
 /// Draws the round's verifiers and segments from the previous block's randomness. Returns whether

@@ -56,6 +56,8 @@ pub trait BondInspect<AccountId> {
     fn is_eligible(who: &AccountId) -> bool;
     /// Every eligible trainer with its active bond (at most `MaxBonders` of them).
     fn eligible_trainers() -> alloc::vec::Vec<(AccountId, Self::Balance)>;
+    /// Number of bonded accounts, eligible or not: what [`Self::eligible_trainers`] reads.
+    fn bonder_count() -> u32;
 }
 
 /// Slashing of bonded stake, for the pallets that judge work.
@@ -83,6 +85,10 @@ impl<T: Config> BondInspect<T::AccountId> for Pallet<T> {
             .filter(|(_, ledger)| Pallet::<T>::is_eligible_bond(ledger.active))
             .map(|(who, ledger)| (who, ledger.active))
             .collect()
+    }
+
+    fn bonder_count() -> u32 {
+        Ledgers::<T>::count()
     }
 }
 

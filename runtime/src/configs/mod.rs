@@ -12,7 +12,7 @@ use frame_support::{
 };
 use frame_system::limits::{BlockLength, BlockWeights};
 use pallet_transaction_payment::{ConstFeeMultiplier, FungibleAdapter, Multiplier};
-use sp_runtime::{traits::One, Perbill, Permill};
+use sp_runtime::{traits::One, transaction_validity::TransactionPriority, Perbill, Permill};
 use sp_version::RuntimeVersion;
 
 use pallet_trainer_staking::rewards::FeesToAuthor;
@@ -124,9 +124,9 @@ impl pallet_session::Config for Runtime {
     // Trainer-staking picks the validators (bonded, with keys, by ECP); the historical wrapper keeps
     // each session's set so equivocation reports can prove key ownership.
     type SessionManager = pallet_session::historical::NoteHistoricalRoot<Self, TrainerStaking>;
-    // Same key types as `SessionKeys` (BABE, GRANDPA); BABE's handler is Proof of Hashrate, which
-    // weights the authorities by ECP.
-    type SessionHandler = (crate::proof_of_hashrate::ProofOfHashrate, Grandpa);
+    // Same key types as `SessionKeys` (BABE, GRANDPA, ergn); BABE's handler is Proof of Hashrate, which
+    // weights the authorities by ECP; the job market's keeps the availability attesters.
+    type SessionHandler = (crate::proof_of_hashrate::ProofOfHashrate, Grandpa, crate::JobMarket);
     type Keys = SessionKeys;
     type DisablingStrategy = ();
     type WeightInfo = ();
@@ -276,6 +276,11 @@ parameter_types! {
     pub const VerifierSlash: Perbill = Perbill::from_percent(1);
 }
 
+parameter_types! {
+    /// Availability attestations go ahead of ordinary transactions.
+    pub const AvailabilityPriority: TransactionPriority = TransactionPriority::MAX / 2;
+}
+
 impl pallet_job_market::Config for Runtime {
     type Currency = Balances;
     type RuntimeHoldReason = RuntimeHoldReason;
@@ -303,5 +308,11 @@ impl pallet_job_market::Config for Runtime {
     type VerificationShare = VerificationShare;
     type TrainerSlash = TrainerSlash;
     type VerifierSlash = VerifierSlash;
+    // Validators' offchain workers attest bundle availability with their `ergn` session key.
+    type AttesterId = pallet_job_market::availability::crypto::Public;
+    type MaxAttesters = MaxAuthorities;
+    type UnsignedPriority = AvailabilityPriority;
     type WeightInfo = pallet_job_market::weights::SubstrateWeight<Runtime>;
+    #[cfg(feature = "runtime-benchmarks")]
+    type BenchmarkHelper = TrainerStaking;
 }

@@ -6,6 +6,7 @@
 use std::{collections::BTreeMap, fs, io::Write, path::Path};
 
 use candle_core::{DType, Device, Tensor};
+use ergon_bundle::FileCommitment;
 use safetensors::{tensor::TensorView, SafeTensors};
 use sha2::{Digest, Sha256};
 
@@ -66,9 +67,9 @@ impl HostTensors {
         Ok(out)
     }
 
-    /// Writes the tensors to `path` atomically (temporary file, fsync, rename); returns the file bytes'
-    /// SHA-256.
-    pub fn write(&self, path: &Path) -> Result<[u8; 32]> {
+    /// Writes the tensors to `path` atomically (temporary file, fsync, rename); returns what the file
+    /// commits to (hash, length, chunk hashes).
+    pub fn write(&self, path: &Path) -> Result<FileCommitment> {
         let bytes_le: Vec<(String, Vec<usize>, Vec<u8>)> = self
             .0
             .iter()
@@ -87,7 +88,7 @@ impl HostTensors {
         let data = safetensors::serialize(views, None)
             .map_err(|e| Error::Bundle { path: path.into(), reason: e.to_string() })?;
         write_atomic(path, &data)?;
-        Ok(Sha256::digest(&data).into())
+        Ok(FileCommitment::of(&data))
     }
 
     /// Reads the checkpoint at `path`; a truncated, corrupted or non-f32 file is an error, not a panic.

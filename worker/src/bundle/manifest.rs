@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Manifest format version.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Where and how the run was computed. Replays elsewhere must tolerate differences of these.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,8 +29,13 @@ pub struct CheckpointEntry {
     pub step: u64,
     /// File name within the bundle.
     pub file: String,
-    /// SHA-256 of the file's bytes (for availability checks of raw chunks).
+    /// SHA-256 of the file's bytes.
     pub file_sha256: String,
+    /// Length of the file in bytes.
+    pub file_bytes: u64,
+    /// SHA-256 of each `ergon_bundle::CHUNK_SIZE` chunk of the file: what availability checks
+    /// fetch with range requests and compare.
+    pub chunks: Vec<String>,
     /// Digest over the tensor hashes in name order: the checkpoint's Merkle leaf.
     pub digest: String,
     /// Hash of every tensor (`param.<name>` weights, `opt.<name>.<slot>` optimizer state), by name.

@@ -1,7 +1,8 @@
 //! Checkpoint bundles: `manifest.json` plus C0 … Cn (`ckpt-<step>.safetensors`), committed to by one
 //! Merkle root over the manifest and the checkpoint digests.
 //!
-//! Leaves: `SHA-256(manifest.json)`, then each checkpoint's tensor digest in order.
+//! Leaves: `SHA-256(manifest.json)`, then each checkpoint's tensor digest in order. Each file is also
+//! committed chunk by chunk (`ergon-bundle`), which is what the chain's availability checks sample.
 
 pub mod checkpoint;
 pub mod manifest;
@@ -12,49 +13,30 @@ use std::path::{Path, PathBuf};
 pub use checkpoint::HostTensors;
 pub use manifest::{CheckpointEntry, Environment, Manifest, Metrics};
 
-use sha2::{Digest, Sha256};
-
 use crate::{
     data::hex,
     error::{io, Error, Result},
 };
 
 /// File name of the manifest in a bundle directory.
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub const MANIFEST_FILE: &str = ergon_bundle::MANIFEST_FILE;
 
 /// File name of checkpoint `step`.
 pub fn checkpoint_file(step: u64) -> String {
     format!("ckpt-{step:08}.safetensors")
 }
 
-/// Merkle leaves of a bundle: the manifest's hash, then each checkpoint digest.
-pub fn leaves(manifest_bytes: &[u8], manifest: &Manifest) -> Result<Vec<merkle::Hash>> {
-    let mut leaves = vec![Sha256::digest(manifest_bytes).into()];
-    for c in &manifest.checkpoints {
-        leaves.push(parse_hash(&c.digest).ok_or_else(|| Error::Bundle {
-            path: c.file.clone().into(),
-            reason: "checkpoint digest is not 32 hex bytes".into(),
-        })?);
-    }
-    Ok(leaves)
-}
-
-/// The bundle root of a manifest.
-pub fn root_of(manifest_bytes: &[u8], manifest: &Manifest) -> Result<merkle::Hash> {
-    Ok(merkle::root(&leaves(manifest_bytes, manifest)?))
+/// The bundle root of a manifest's bytes: the same computation as the runtime's availability
+/// checks (`ergon_bundle::ManifestIndex`), which also validates names, hashes and chunk lists.
+pub fn root_of(manifest_bytes: &[u8]) -> Result<merkle::Hash> {
+    ergon_bundle::ManifestIndex::parse(manifest_bytes)
+        .map(|index| index.root())
+        .map_err(|e| Error::Bundle { path: MANIFEST_FILE.into(), reason: e.to_string() })
 }
 
 /// Parses `0x…` hex of 32 bytes.
 pub fn parse_hash(s: &str) -> Option<[u8; 32]> {
-    let s = s.strip_prefix("0x").unwrap_or(s);
-    if s.len() != 64 || !s.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
+    ergon_bundle::parse_hash(s)
 }
 
 /// Downloads the bundle served at `url` (its `manifest.json` and every checkpoint file it lists)
@@ -124,8 +106,12 @@ pub fn inspect_selected(
                 continue;
             }
         };
-        if hex(&Sha256::digest(&data)) != entry.file_sha256 {
+        let commitment = ergon_bundle::FileCommitment::of(&data);
+        if hex(&commitment.sha256) != entry.file_sha256 || commitment.bytes != entry.file_bytes {
             problems.push(format!("{}: file bytes do not match the manifest", entry.file));
+        }
+        if commitment.chunks.iter().map(|h| hex(h)).ne(entry.chunks.iter().cloned()) {
+            problems.push(format!("{}: chunk hashes do not match the manifest", entry.file));
         }
         match HostTensors::parse(&path, &data) {
             Ok(t) => {
@@ -148,6 +134,6 @@ pub fn inspect_selected(
             Err(e) => problems.push(e.to_string()),
         }
     }
-    let root = root_of(&bytes, &manifest)?;
+    let root = root_of(&bytes)?;
     Ok(Inspection { manifest, root, problems })
 }

@@ -80,12 +80,7 @@ pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
     Ok(samples)
 }
 
-/// Lowercase hex with `0x`.
+/// Lowercase hex with `0x` (the manifest's encoding of hashes).
 pub fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(2 + 2 * bytes.len());
-    s.push_str("0x");
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    ergon_bundle::to_hex(bytes)
 }

@@ -1,0 +1,289 @@
+//! Bundle availability: validators' offchain workers fetch the manifest and random chunks of every
+//! bundle under verification from its URI, check them against the committed Merkle root, and attest
+//! with an unsigned transaction carrying a payload signed by their `ergn` session key. Once the
+//! "unavailable" attestations of the current attesters reach two thirds of them, the job fails: the
+//! trainer is slashed as for a rejected bundle and the owner refunded.
+//!
+//! The check (`ergon_bundle`, the same code the worker writes bundles with):
+//! 1. `GET <uri>/manifest.json` (at most [`MAX_MANIFEST_BYTES`]); its commitments must hash to the
+//!    committed root (the manifest is the first Merkle leaf, the checkpoint digests the others).
+//! 2. [`SAMPLES`] chunks drawn with the node's local randomness (so a server cannot guess which ones to
+//!    keep), each fetched with an HTTP range request and compared with the chunk hash the manifest lists.
+//!
+//! Every request has a deadline ([`HTTP_DEADLINE_MS`]). A bundle at a `file://` URI (local test setups)
+//! cannot be checked from the runtime and gets no attestation. A per-job lock in the node's offchain
+//! storage stops the same node from submitting twice while its attestation is in the pool.
+
+use alloc::{format, string::String, vec::Vec};
+use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
+use frame_support::pallet_prelude::*;
+use frame_system::pallet_prelude::BlockNumberFor;
+use scale_info::TypeInfo;
+use sp_core::{crypto::KeyTypeId, H256};
+use sp_runtime::{
+    offchain::{http, storage::StorageValueRef, Duration},
+    traits::Saturating,
+    RuntimeAppPublic,
+};
+
+use crate::{Attestations, AttesterSetId, Attesters, Call, Config, JobId, JobState, Jobs, Pallet};
+
+/// Key type of the attesters' session keys.
+pub const KEY_TYPE: KeyTypeId = KeyTypeId(*b"ergn");
+
+/// The attesters' sr25519 application crypto.
+pub mod crypto {
+    use sp_runtime::app_crypto::{app_crypto, sr25519};
+    app_crypto!(sr25519, super::KEY_TYPE);
+}
+
+/// Largest manifest an offchain worker downloads.
+pub const MAX_MANIFEST_BYTES: usize = 8 << 20;
+/// Largest file fetched whole from a server that ignores range requests.
+pub const MAX_WHOLE_FILE_BYTES: usize = 16 << 20;
+/// Chunks sampled per check.
+pub const SAMPLES: u32 = 2;
+/// Deadline of each HTTP request.
+pub const HTTP_DEADLINE_MS: u64 = 10_000;
+/// Most bundles one node checks per block (HTTP is slow; the rest wait for later blocks).
+pub const CHECKS_PER_BLOCK: usize = 2;
+/// Blocks before a node retries a job it attested (in case its transaction was dropped).
+pub const RETRY_BLOCKS: u32 = 10;
+
+/// What an attester signs: bundle of `job` found available or not, by attester number `attester` of
+/// attester set `set_id`.
+#[derive(
+    Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
+)]
+pub struct Attestation {
+    /// The job whose bundle was checked.
+    pub job: JobId,
+    /// The attester set it was checked under ([`crate::AttesterSetId`]).
+    pub set_id: u32,
+    /// Index of the attester in [`crate::Attesters`].
+    pub attester: u32,
+    /// Whether the manifest and every sampled chunk were served and matched the root.
+    pub available: bool,
+}
+
+/// Why a bundle was found unavailable (logged by the node).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// A request failed or ran past its deadline.
+    Http(&'static str),
+    /// A request answered with this status.
+    Status(u16),
+    /// A response was larger than allowed.
+    TooLarge,
+    /// The manifest is not a valid manifest.
+    Manifest(ergon_bundle::IndexError),
+    /// The manifest does not hash to the committed root.
+    RootMismatch,
+    /// A sampled chunk differs from its listed hash.
+    ChunkMismatch { checkpoint: usize, chunk: u64 },
+}
+
+/// The validity of an attestation transaction, checked in the pool and again before dispatch.
+pub(crate) fn validate<T: Config>(
+    attestation: &Attestation,
+    signature: &<T::AttesterId as RuntimeAppPublic>::Signature,
+) -> TransactionValidity {
+    if attestation.set_id != AttesterSetId::<T>::get() {
+        return InvalidTransaction::Stale.into();
+    }
+    let Some(key) = Attesters::<T>::get().get(attestation.attester as usize).cloned() else {
+        return InvalidTransaction::BadProof.into();
+    };
+    if !key.verify(&attestation.encode(), signature) {
+        return InvalidTransaction::BadProof.into();
+    }
+    let verifying = Jobs::<T>::get(attestation.job)
+        .is_some_and(|job| matches!(job.state, JobState::Verifying { .. }));
+    if !verifying || Attestations::<T>::get(attestation.job).iter().any(|(k, _)| *k == key) {
+        return InvalidTransaction::Stale.into();
+    }
+    ValidTransaction::with_tag_prefix("ErgonAvailability")
+        .priority(T::UnsignedPriority::get())
+        .and_provides((attestation.job, key))
+        .longevity(RETRY_BLOCKS as u64)
+        .propagate(true)
+        .build()
+}
+
+/// Whether the "unavailable" attestations of current attesters reach two thirds of the attesters.
+pub(crate) fn quorum_unavailable<T: Config>(job: JobId) -> bool {
+    let attesters = Attesters::<T>::get();
+    let unavailable = Attestations::<T>::get(job)
+        .iter()
+        .filter(|(key, available)| !available && attesters.contains(key))
+        .count();
+    !attesters.is_empty() && unavailable * 3 >= attesters.len() * 2
+}
+
+/// The offchain worker of block `now`: checks and attests bundles under verification.
+pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
+    let attesters = Attesters::<T>::get();
+    let local = T::AttesterId::all();
+    let Some((index, key)) = attesters.iter().enumerate().find(|(_, k)| local.contains(k)) else {
+        return;
+    };
+    let set_id = AttesterSetId::<T>::get();
+    let mut checked = 0;
+    for (job, record) in Jobs::<T>::iter() {
+        if checked >= CHECKS_PER_BLOCK {
+            break;
+        }
+        let JobState::Verifying { bundle, .. } = record.state else { continue };
+        if Attestations::<T>::get(job).iter().any(|(k, _)| k == key) || !claim::<T>(job, now) {
+            continue;
+        }
+        let Some(base) = http_base(&bundle.uri) else { continue };
+        checked += 1;
+        let available = match check_bundle(&base, bundle.root) {
+            Ok(()) => true,
+            Err(why) => {
+                log::info!(target: crate::LOG_TARGET, "job {job}: bundle unavailable: {why:?}");
+                false
+            }
+        };
+        let attestation = Attestation { job, set_id, attester: index as u32, available };
+        let Some(signature) = key.sign(&attestation.encode()) else {
+            log::warn!(target: crate::LOG_TARGET, "cannot sign with the local attester key");
+            return;
+        };
+        let call = Call::<T>::attest_availability { attestation, signature };
+        let xt = <T as frame_system::offchain::CreateBare<Call<T>>>::create_bare(call.into());
+        if frame_system::offchain::SubmitTransaction::<T, Call<T>>::submit_transaction(xt).is_err()
+        {
+            log::warn!(target: crate::LOG_TARGET, "job {job}: attestation not accepted by the pool");
+        }
+    }
+}
+
+/// Takes the node-local lock of `job` for [`RETRY_BLOCKS`] blocks; false if another attempt holds it.
+fn claim<T: Config>(job: JobId, now: BlockNumberFor<T>) -> bool {
+    let key = (b"ergon/job-market/availability", job).encode();
+    let lock = StorageValueRef::persistent(&key);
+    let taken = lock.mutate(|last: Result<Option<BlockNumberFor<T>>, _>| match last {
+        Ok(Some(at)) if now < at.saturating_add(RETRY_BLOCKS.into()) => Err(()),
+        _ => Ok(now),
+    });
+    taken.is_ok()
+}
+
+/// The bundle's base URL without a trailing `/`, if it is served over HTTP(S).
+pub fn http_base(uri: &[u8]) -> Option<String> {
+    let uri = core::str::from_utf8(uri).ok()?;
+    (uri.starts_with("http://") || uri.starts_with("https://"))
+        .then(|| String::from(uri.trim_end_matches('/')))
+}
+
+/// Fetches the manifest and [`SAMPLES`] random chunks from `base` and checks them against `root`.
+pub fn check_bundle(base: &str, root: H256) -> Result<(), Unavailable> {
+    let manifest =
+        get(&format!("{base}/{}", ergon_bundle::MANIFEST_FILE), None, MAX_MANIFEST_BYTES)?;
+    let index = ergon_bundle::ManifestIndex::parse(&manifest).map_err(Unavailable::Manifest)?;
+    if index.root() != root.0 {
+        return Err(Unavailable::RootMismatch);
+    }
+    let total = index.total_chunks();
+    let seed = sp_io::offchain::random_seed();
+    for i in 0..SAMPLES.min(total.try_into().unwrap_or(u32::MAX)) {
+        let pick = sp_io::hashing::blake2_256(&(seed, i).encode());
+        let n = u64::from_le_bytes(pick[..8].try_into().unwrap_or_default()) % total;
+        let Some((checkpoint, chunk)) = index.nth_chunk(n) else { continue };
+        let entry = &index.checkpoints[checkpoint];
+        let Some((start, end)) = ergon_bundle::chunk_range(entry.file_bytes, chunk) else {
+            continue;
+        };
+        let url = format!("{base}/{}", entry.file);
+        let data =
+            get(&url, Some((start, end, entry.file_bytes)), ergon_bundle::CHUNK_SIZE as usize)?;
+        if sp_io::hashing::sha2_256(&data) != entry.chunks[chunk as usize] {
+            return Err(Unavailable::ChunkMismatch { checkpoint, chunk });
+        }
+    }
+    Ok(())
+}
+
+/// `GET url` with a deadline: the whole body (at most `limit` bytes), or the byte range
+/// `[start, end)` of a file of `len` bytes. A server that ignores the range and sends the whole file
+/// (status 200) is accepted when the file is at most [`MAX_WHOLE_FILE_BYTES`].
+fn get(url: &str, range: Option<(u64, u64, u64)>, limit: usize) -> Result<Vec<u8>, Unavailable> {
+    let deadline = sp_io::offchain::timestamp().add(Duration::from_millis(HTTP_DEADLINE_MS));
+    let header = range.map(|(start, end, _)| format!("bytes={start}-{}", end.saturating_sub(1)));
+    let mut request = http::Request::get(url);
+    if let Some(h) = header.as_deref() {
+        request = request.add_header("Range", h);
+    }
+    let pending = request.deadline(deadline).send().map_err(|_| Unavailable::Http("send"))?;
+    let response = pending
+        .try_wait(deadline)
+        .map_err(|_| Unavailable::Http("deadline"))?
+        .map_err(|_| Unavailable::Http("io"))?;
+    let (expected, slice) = match (response.code, range) {
+        (200, None) => (None, None),
+        (206, Some((start, end, _))) => (Some((end - start) as usize), None),
+        // The server ignored the range: cut the chunk out of the whole file, if that is small.
+        (200, Some((start, end, len))) if len as usize <= MAX_WHOLE_FILE_BYTES => {
+            (Some(len as usize), Some((start as usize, end as usize)))
+        }
+        (code, _) => return Err(Unavailable::Status(code)),
+    };
+    let cap = expected.unwrap_or(limit);
+    let mut body = Vec::new();
+    for byte in response.body() {
+        if body.len() >= cap {
+            return Err(Unavailable::TooLarge);
+        }
+        body.push(byte);
+    }
+    if expected.is_some_and(|n| body.len() != n) {
+        return Err(Unavailable::Http("short body"));
+    }
+    Ok(match slice {
+        Some((start, end)) => body[start..end].to_vec(),
+        None => body,
+    })
+}
+
+impl<T: Config> Pallet<T> {
+    /// Records a valid attestation; fails the job when the unavailable quorum is reached.
+    pub(crate) fn do_attest(attestation: Attestation) -> DispatchResult {
+        let key = Attesters::<T>::get()
+            .get(attestation.attester as usize)
+            .cloned()
+            .ok_or(crate::Error::<T>::NotAnAttester)?;
+        let mut job = Jobs::<T>::get(attestation.job).ok_or(crate::Error::<T>::JobNotFound)?;
+        let JobState::Verifying { trainer, .. } = job.state.clone() else {
+            return Err(crate::Error::<T>::NotVerifying.into());
+        };
+        Attestations::<T>::try_mutate(attestation.job, |list| -> DispatchResult {
+            ensure!(!list.iter().any(|(k, _)| *k == key), crate::Error::<T>::AlreadyAttested);
+            list.try_push((key.clone(), attestation.available))
+                .map_err(|_| crate::Error::<T>::AlreadyAttested)?;
+            Ok(())
+        })?;
+        Self::deposit_event(crate::Event::AvailabilityAttested {
+            job: attestation.job,
+            attester: key,
+            available: attestation.available,
+        });
+        if quorum_unavailable::<T>(attestation.job) {
+            crate::verification::slash_share::<T>(
+                &trainer,
+                T::TrainerSlash::get(),
+                pallet_trainer_staking::SlashReason::FailedProofOfTraining,
+            );
+            Self::unschedule(attestation.job, job.timeout);
+            Self::finish(
+                attestation.job,
+                &mut job,
+                Some(trainer),
+                crate::FailureReason::Unavailable,
+            );
+            Jobs::<T>::insert(attestation.job, job);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,336 @@
+//! The availability offchain worker and its attestations: HTTP checks against the committed root
+//! (through the test offchain externalities), the signature and staleness checks of the unsigned
+//! transaction, and the unavailable quorum that fails a job.
+
+use crate::{availability::*, mock::*, *};
+use codec::{Decode, Encode};
+use ergon_bundle::{to_hex, FileCommitment, ManifestIndex};
+use frame_support::{
+    assert_noop, assert_ok,
+    pallet_prelude::{InvalidTransaction, TransactionSource, TransactionValidityError},
+    traits::{fungible::InspectHold, Hooks, OneSessionHandler},
+};
+use sp_core::{
+    offchain::{
+        testing::{PendingRequest, PoolState, TestOffchainExt, TestTransactionPoolExt},
+        OffchainDbExt, OffchainWorkerExt, TransactionPoolExt,
+    },
+    H256,
+};
+use sp_runtime::{testing::UintAuthorityId, RuntimeAppPublic};
+
+const OWNER: u64 = 1;
+const TRAINER: u64 = 2;
+const BASE: &str = "http://bundles.test/job0";
+const CHECKPOINT: &[u8] = b"the bytes of checkpoint zero";
+const FILE: &str = "ckpt-00000000.safetensors";
+
+/// A manifest committing to [`CHECKPOINT`], with the fields the worker writes besides.
+fn manifest() -> Vec<u8> {
+    let c = FileCommitment::of(CHECKPOINT);
+    let chunks: Vec<String> = c.chunks.iter().map(|h| format!("\"{}\"", to_hex(h))).collect();
+    format!(
+        r#"{{"format_version": 2, "seed": "0x01", "losses": [2.5, 1e-3],
+            "checkpoints": [{{"step": 0, "file": "{FILE}", "file_sha256": "{}", "file_bytes": {},
+            "chunks": [{}], "digest": "{}", "tensors": {{}}}}]}}"#,
+        to_hex(&c.sha256),
+        c.bytes,
+        chunks.join(","),
+        to_hex(&[9; 32]),
+    )
+    .into_bytes()
+}
+
+fn root() -> H256 {
+    H256(ManifestIndex::parse(&manifest()).expect("valid manifest").root())
+}
+
+/// Attesters 1..=n with keys `UintAuthorityId(i)`; this node holds key 1.
+fn set_attesters(n: u64) {
+    let accounts: Vec<u64> = (1..=n).collect();
+    JobMarket::on_genesis_session(accounts.iter().map(|a| (a, UintAuthorityId(*a))));
+    UintAuthorityId::set_all_keys(vec![UintAuthorityId(1)]);
+}
+
+fn spec() -> ergon_job_spec::JobSpec {
+    serde_json::from_str(include_str!("../../../worker/examples/fashion-mnist-mlp.json"))
+        .expect("the example spec parses")
+}
+
+/// A job whose bundle at `uri` with `root` is under verification.
+fn verifying_job(uri: &str, root: H256) -> JobId {
+    for who in 2..=6 {
+        assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 10_000));
+    }
+    let job = NextJobId::<Test>::get();
+    let now = System::block_number();
+    assert_ok!(JobMarket::post_job(
+        RuntimeOrigin::signed(OWNER),
+        Box::new(spec()),
+        1_000,
+        5,
+        now + 20
+    ));
+    assert_ok!(JobMarket::bid(RuntimeOrigin::signed(TRAINER), job, 500));
+    assert_ok!(JobMarket::accept_bid(RuntimeOrigin::signed(OWNER), job, TRAINER));
+    assert_ok!(JobMarket::submit_bundle(
+        RuntimeOrigin::signed(TRAINER),
+        job,
+        root,
+        BundleUri::truncate_from(uri.as_bytes().to_vec()),
+        H256::repeat_byte(8),
+        ClaimedMetrics::default(),
+    ));
+    job
+}
+
+fn expect_get(offchain: &TestOffchainExt, path: &str, range: Option<(usize, usize)>, body: &[u8]) {
+    offchain.0.write().expect_request(PendingRequest {
+        method: "GET".into(),
+        uri: format!("{BASE}/{path}"),
+        headers: range
+            .map(|(a, b)| vec![("Range".into(), format!("bytes={a}-{}", b - 1))])
+            .unwrap_or_default(),
+        response: Some(body.to_vec()),
+        sent: true,
+        ..Default::default()
+    });
+}
+
+/// Runs `test` with offchain externalities (HTTP, local storage, transaction pool) registered.
+fn with_offchain(test: impl FnOnce(&TestOffchainExt, &Pool)) {
+    let mut ext = new_test_ext();
+    let (offchain, _) = TestOffchainExt::new();
+    let (pool, pool_state) = TestTransactionPoolExt::new();
+    ext.register_extension(OffchainDbExt::new(offchain.clone()));
+    ext.register_extension(OffchainWorkerExt::new(offchain.clone()));
+    ext.register_extension(TransactionPoolExt::new(pool));
+    ext.execute_with(|| {
+        test(&offchain, &pool_state);
+        JobMarket::do_try_state().expect("job-market invariants");
+    });
+}
+
+/// The attestations the offchain worker put in the pool.
+/// The test transaction pool's contents.
+type Pool = std::sync::Arc<parking_lot::RwLock<PoolState>>;
+
+fn submitted(pool: &Pool) -> Vec<(Attestation, UintAuthorityId, crate::Call<Test>)> {
+    pool.read()
+        .transactions
+        .iter()
+        .map(|tx| {
+            let xt = Extrinsic::decode(&mut &tx[..]).expect("an extrinsic");
+            let RuntimeCall::JobMarket(call) = xt.function else { panic!("not a job-market call") };
+            let crate::Call::attest_availability { attestation, signature } = call.clone() else {
+                panic!("not an attestation")
+            };
+            let key = Attesters::<Test>::get()[attestation.attester as usize].clone();
+            assert!(key.verify(&attestation.encode(), &signature), "signed by the attester");
+            (attestation, key, call)
+        })
+        .collect()
+}
+
+#[allow(deprecated)]
+fn validate(call: &crate::Call<Test>) -> Result<(), TransactionValidityError> {
+    use frame_support::unsigned::ValidateUnsigned;
+    JobMarket::validate_unsigned(TransactionSource::External, call).map(|_| ())
+}
+
+fn dispatch(call: crate::Call<Test>) -> sp_runtime::DispatchResult {
+    let crate::Call::attest_availability { attestation, signature } = call else { unreachable!() };
+    JobMarket::attest_availability(RuntimeOrigin::none(), attestation, signature)
+}
+
+#[test]
+fn a_served_bundle_is_attested_available() {
+    with_offchain(|state, pool| {
+        set_attesters(1);
+        let job = verifying_job(BASE, root());
+        expect_get(state, "manifest.json", None, &manifest());
+        // The bundle has one chunk, so one sample; the test server answers the range request with the
+        // whole file (status 200), which the check accepts for small files.
+        expect_get(state, FILE, Some((0, CHECKPOINT.len())), CHECKPOINT);
+        JobMarket::offchain_worker(System::block_number());
+
+        let txs = submitted(&pool);
+        assert_eq!(txs.len(), 1);
+        let (attestation, key, call) = txs[0].clone();
+        assert_eq!(attestation, Attestation { job, set_id: 0, attester: 0, available: true });
+        assert_eq!(validate(&call), Ok(()));
+        assert_ok!(dispatch(call.clone()));
+        System::assert_has_event(
+            Event::<Test>::AvailabilityAttested { job, attester: key, available: true }.into(),
+        );
+        assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Verifying { .. }));
+        // Once on chain, the same attestation is stale in the pool and refused at dispatch.
+        assert_eq!(validate(&call), Err(InvalidTransaction::Stale.into()));
+        assert_noop!(dispatch(call), Error::<Test>::AlreadyAttested);
+    });
+}
+
+#[test]
+fn a_manifest_not_matching_the_root_is_attested_unavailable() {
+    with_offchain(|state, pool| {
+        set_attesters(1);
+        let job = verifying_job(BASE, H256::repeat_byte(1));
+        expect_get(state, "manifest.json", None, &manifest());
+        JobMarket::offchain_worker(System::block_number());
+        let txs = submitted(&pool);
+        assert_eq!(txs.len(), 1);
+        assert_eq!(txs[0].0, Attestation { job, set_id: 0, attester: 0, available: false });
+    });
+}
+
+#[test]
+fn garbage_or_a_wrong_chunk_is_attested_unavailable() {
+    with_offchain(|state, pool| {
+        set_attesters(1);
+        let garbage = verifying_job(BASE, root());
+        expect_get(state, "manifest.json", None, b"<html>not found</html>");
+        JobMarket::offchain_worker(System::block_number());
+        assert_eq!(submitted(&pool)[0].0.available, false);
+        assert_eq!(submitted(&pool)[0].0.job, garbage);
+    });
+    with_offchain(|state, pool| {
+        set_attesters(1);
+        verifying_job(BASE, root());
+        expect_get(state, "manifest.json", None, &manifest());
+        let mut tampered = CHECKPOINT.to_vec();
+        tampered[0] ^= 1;
+        expect_get(state, FILE, Some((0, CHECKPOINT.len())), &tampered);
+        JobMarket::offchain_worker(System::block_number());
+        assert_eq!(submitted(&pool)[0].0.available, false);
+    });
+}
+
+#[test]
+fn the_worker_skips_file_uris_non_attesters_and_jobs_it_just_checked() {
+    with_offchain(|_, pool| {
+        set_attesters(1);
+        verifying_job("file:///tmp/bundle", root());
+        JobMarket::offchain_worker(System::block_number());
+        assert!(pool.read().transactions.is_empty(), "file:// cannot be checked from the runtime");
+    });
+    with_offchain(|_state, pool| {
+        set_attesters(1);
+        UintAuthorityId::set_all_keys(vec![UintAuthorityId(99)]);
+        verifying_job(BASE, root());
+        JobMarket::offchain_worker(System::block_number());
+        assert!(pool.read().transactions.is_empty(), "this node holds no attester key");
+    });
+    with_offchain(|state, pool| {
+        set_attesters(1);
+        verifying_job(BASE, H256::repeat_byte(1));
+        expect_get(state, "manifest.json", None, &manifest());
+        let now = System::block_number();
+        JobMarket::offchain_worker(now);
+        // The lock holds for RETRY_BLOCKS: no new request (the test server would panic) or tx.
+        JobMarket::offchain_worker(now + 1);
+        assert_eq!(pool.read().transactions.len(), 1);
+        // After it, the node retries (its first transaction may have been dropped).
+        expect_get(state, "manifest.json", None, &manifest());
+        JobMarket::offchain_worker(now + RETRY_BLOCKS as u64);
+        assert_eq!(pool.read().transactions.len(), 2);
+    });
+}
+
+fn attestation(job: JobId, attester: u32, available: bool) -> crate::Call<Test> {
+    let attestation =
+        Attestation { job, set_id: AttesterSetId::<Test>::get(), attester, available };
+    let signature = UintAuthorityId(attester as u64 + 1).sign(&attestation.encode()).unwrap();
+    crate::Call::attest_availability { attestation, signature }
+}
+
+#[test]
+fn two_thirds_unavailable_fails_the_job_slashes_and_refunds() {
+    with_offchain(|_, _| {
+        set_attesters(3);
+        let job = verifying_job(BASE, root());
+        let escrow =
+            || Balances::balance_on_hold(&RuntimeHoldReason::JobMarket(HoldReason::Escrow), &OWNER);
+        let bond = TrainerStaking::active_bond(&TRAINER);
+        assert_eq!(escrow(), 1_000);
+
+        for (attester, available) in [(0, false), (1, true)] {
+            let call = attestation(job, attester, available);
+            assert_eq!(validate(&call), Ok(()));
+            assert_ok!(dispatch(call));
+        }
+        // One of three unavailable, one available: still verifying.
+        assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Verifying { .. }));
+        assert_ok!(dispatch(attestation(job, 2, false)));
+        // Two of three (≥ 2/3) unavailable: the bundle fails as a rejected one would.
+        assert!(matches!(
+            Jobs::<Test>::get(job).unwrap().state,
+            JobState::Failed { reason: FailureReason::Unavailable, .. }
+        ));
+        assert_eq!(escrow(), 0);
+        assert_eq!(TrainerStaking::active_bond(&TRAINER), bond - bond / 10);
+        assert!(Attestations::<Test>::get(job).is_empty());
+        assert!(Rounds::<Test>::get(job).is_none());
+        // Nothing more to attest.
+        assert_eq!(validate(&attestation(job, 0, false)), Err(InvalidTransaction::Stale.into()));
+        assert_noop!(dispatch(attestation(job, 0, false)), Error::<Test>::NotVerifying);
+    });
+}
+
+#[test]
+fn forged_stale_or_unknown_attestations_are_refused() {
+    with_offchain(|_, _| {
+        set_attesters(2);
+        let job = verifying_job(BASE, root());
+
+        // Signed by another key than the attester's.
+        let crate::Call::attest_availability { attestation: a, .. } = attestation(job, 0, false)
+        else {
+            unreachable!()
+        };
+        let forged = crate::Call::attest_availability {
+            attestation: a.clone(),
+            signature: UintAuthorityId(2).sign(&a.encode()).unwrap(),
+        };
+        assert_eq!(validate(&forged), Err(InvalidTransaction::BadProof.into()));
+        // No attester number 5.
+        assert_eq!(validate(&attestation(job, 5, false)), Err(InvalidTransaction::BadProof.into()));
+        assert_noop!(dispatch(attestation(job, 5, false)), Error::<Test>::NotAnAttester);
+        // A job that is not under verification.
+        assert_eq!(
+            validate(&attestation(job + 1, 0, false)),
+            Err(InvalidTransaction::Stale.into())
+        );
+        // Made under the previous attester set.
+        let old = attestation(job, 0, false);
+        fn with_key(a: &u64) -> (&u64, UintAuthorityId) {
+            (a, UintAuthorityId(*a))
+        }
+        let accounts = [1u64, 2];
+        JobMarket::on_new_session(
+            true,
+            accounts.iter().map(with_key),
+            accounts.iter().map(with_key),
+        );
+        assert_eq!(AttesterSetId::<Test>::get(), 1);
+        assert_eq!(validate(&old), Err(InvalidTransaction::Stale.into()));
+        assert_eq!(validate(&attestation(job, 0, false)), Ok(()));
+    });
+}
+
+#[test]
+fn http_base_takes_only_http_uris() {
+    assert_eq!(http_base(b"http://a/b/").as_deref(), Some("http://a/b"));
+    assert_eq!(http_base(b"https://a").as_deref(), Some("https://a"));
+    assert_eq!(http_base(b"file:///tmp/b"), None);
+    assert_eq!(http_base(&[0xff, 0xfe]), None);
+}
+
+#[test]
+fn offchain_worker_hook_needs_no_keys_to_do_nothing() {
+    with_offchain(|_, pool| {
+        // No attesters at all: the hook returns without touching HTTP.
+        verifying_job(BASE, root());
+        JobMarket::offchain_worker(System::block_number());
+        assert!(pool.read().transactions.is_empty());
+    });
+}

@@ -1,0 +1,435 @@
+//! Benchmarks of the job-market calls and of each kind of timeout `on_initialize` processes
+//! (frame-benchmarking v2), each in its worst case.
+//!
+//! Worst cases: the largest spec (`MAX_LAYERS` layers, longest data URIs); `MaxBids` bids to scan;
+//! the longest bundle URI; the last commit (which opens the reveal phase) and the last reveal (which
+//! settles the round, paying every verifier and the trainer); a verifier draw over `n` bonded
+//! trainers; a reveal timeout that slashes every verifier and refunds the owner.
+
+use super::*;
+use crate::verification::verdict_commitment;
+use alloc::{boxed::Box, vec, vec::Vec};
+use codec::Encode;
+use ergon_job_spec::{
+    Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
+    MAX_LAYERS, MAX_URI_LEN,
+};
+use frame_benchmarking::v2::*;
+use frame_support::traits::{fungible::Mutate, Get, Hooks};
+use frame_support::BoundedVec;
+use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
+use sp_core::H256;
+use sp_runtime::{
+    traits::{Bounded as _, One, Saturating},
+    RuntimeAppPublic,
+};
+
+/// Layers around the transformer blocks: embedding, positions, final norm and the output head.
+const FIXED_LAYERS: u32 = 4;
+
+/// A longest-possible data URI.
+fn long_uri() -> BoundedString<MAX_URI_LEN> {
+    let mut uri = b"https://data.example.org/".to_vec();
+    uri.resize(MAX_URI_LEN as usize, b'a');
+    BoundedString(Bounded::new(uri).expect("MAX_URI_LEN bytes fit"))
+}
+
+fn text(samples: u64) -> Dataset {
+    Dataset {
+        format: DataFormat::Text { seq_len: 32 },
+        files: Bounded::new(vec![long_uri()]).expect("one file fits"),
+        content_root: Hash32([7; 32]),
+        samples,
+    }
+}
+
+/// A valid character-level transformer spec with `layers` layers (at least `FIXED_LAYERS`).
+fn spec(layers: u32) -> JobSpec {
+    let mut model = vec![
+        Layer::Embedding { vocab_size: 256, dim: 32 },
+        Layer::PositionalEmbedding { max_len: 32, dim: 32 },
+    ];
+    for _ in FIXED_LAYERS..layers.max(FIXED_LAYERS) {
+        model.push(Layer::TransformerBlock { dim: 32, heads: 4, hidden: 64 });
+    }
+    model.push(Layer::LayerNorm { dim: 32 });
+    model.push(Layer::Linear { in_features: 32, out_features: 256, bias: true });
+    JobSpec {
+        model: Model { layers: Bounded::new(model).expect("at most MAX_LAYERS layers") },
+        train: text(10_000),
+        validation: text(1_000),
+        optimizer: Optimizer::AdamW {
+            lr: Ppb(1_000_000),
+            beta1: Ppb(900_000_000),
+            beta2: Ppb(999_000_000),
+            eps: Ppb(10),
+            weight_decay: Ppb(10_000_000),
+        },
+        epochs: 1,
+        batch_size: 16,
+        checkpoint_interval: 50,
+    }
+}
+
+fn funded<T: Config>(name: &'static str, index: u32) -> T::AccountId {
+    let who: T::AccountId = account(name, index, 0);
+    let _ = T::Currency::set_balance(&who, BalanceOf::<T>::max_value() / 4u32.into());
+    who
+}
+
+fn trainer<T: Config>(index: u32) -> T::AccountId {
+    let who: T::AccountId = account("trainer", index, 0);
+    T::BenchmarkHelper::make_trainer(&who);
+    who
+}
+
+fn budget<T: Config>() -> BalanceOf<T> {
+    T::MinBudget::get().saturating_mul(1_000u32.into())
+}
+
+fn now<T: Config>() -> BlockNumberFor<T> {
+    frame_system::Pallet::<T>::block_number()
+}
+
+/// Posts the largest job from a fresh owner; returns its id and owner.
+fn post<T: Config>() -> (JobId, T::AccountId) {
+    let owner = funded::<T>("owner", 0);
+    let id = NextJobId::<T>::get();
+    let deadline =
+        now::<T>().saturating_add(T::MaxBidWindow::get()).saturating_add(T::MinTrainingTime::get());
+    Pallet::<T>::post_job(
+        RawOrigin::Signed(owner.clone()).into(),
+        Box::new(spec(MAX_LAYERS)),
+        budget::<T>(),
+        T::MaxBidWindow::get(),
+        deadline,
+    )
+    .expect("the benchmark job is valid");
+    (id, owner)
+}
+
+/// Fills the job's bids with `count` trainers (numbered from 1), the cheapest last.
+fn bids<T: Config>(job: JobId, count: u32) -> Vec<T::AccountId> {
+    let price = Pallet::<T>::max_price(&Jobs::<T>::get(job).expect("posted"));
+    (1..=count)
+        .map(|i| {
+            let who = trainer::<T>(i);
+            let price = price.saturating_sub(i.into());
+            Pallet::<T>::bid(RawOrigin::Signed(who.clone()).into(), job, price)
+                .expect("an eligible trainer bids");
+            who
+        })
+        .collect()
+}
+
+fn bundle_uri() -> BundleUri {
+    let mut uri = b"https://bundles.example.org/".to_vec();
+    uri.resize(MAX_URI_LEN as usize, b'b');
+    BundleUri::truncate_from(uri)
+}
+
+/// An assigned job; returns its id, owner and trainer.
+fn assigned<T: Config>() -> (JobId, T::AccountId, T::AccountId) {
+    let (job, owner) = post::<T>();
+    let trainer = bids::<T>(job, 1).remove(0);
+    Pallet::<T>::accept_bid(RawOrigin::Signed(owner.clone()).into(), job, trainer.clone())
+        .expect("the owner accepts a bid");
+    (job, owner, trainer)
+}
+
+/// A job whose bundle is committed, with `verifiers` other trainers bonded.
+fn submitted<T: Config>(verifiers: u32) -> (JobId, T::AccountId, T::AccountId) {
+    let (job, owner, trainer) = assigned::<T>();
+    for i in 0..verifiers {
+        self::trainer::<T>(1_000 + i);
+    }
+    Pallet::<T>::submit_bundle(
+        RawOrigin::Signed(trainer.clone()).into(),
+        job,
+        H256::repeat_byte(1),
+        bundle_uri(),
+        H256::repeat_byte(2),
+        ClaimedMetrics::default(),
+    )
+    .expect("the assigned trainer submits");
+    (job, owner, trainer)
+}
+
+/// Moves a freshly submitted job's draw past the wait for a VRF output, so the draw happens
+/// whatever the randomness source says, and goes to that block; returns it.
+fn draw_block<T: Config>(job: JobId) -> BlockNumberFor<T> {
+    let at = now::<T>().saturating_add(T::CommitWindow::get()).saturating_add(One::one());
+    Jobs::<T>::mutate(job, |j| {
+        if let Some(j) = j {
+            Pallet::<T>::unschedule(job, j.timeout);
+            Pallet::<T>::reschedule(job, j, at);
+        }
+    });
+    frame_system::Pallet::<T>::set_block_number(at);
+    at
+}
+
+/// Draws the job's verifiers; returns them.
+fn drawn<T: Config>(job: JobId) -> Vec<T::AccountId> {
+    Pallet::<T>::on_initialize(draw_block::<T>(job));
+    let round = Rounds::<T>::get(job).expect("a verifying job has a round");
+    assert_eq!(round.phase, Phase::Commit, "verifiers were drawn");
+    round.votes.iter().map(|v| v.verifier.clone()).collect()
+}
+
+fn salt(i: usize) -> H256 {
+    H256::repeat_byte(i as u8 + 1)
+}
+
+/// Every drawn verifier but the last commits `Pass`; returns the verifiers.
+fn committed_but_one<T: Config>(job: JobId) -> Vec<T::AccountId> {
+    let verifiers = drawn::<T>(job);
+    let round = Rounds::<T>::get(job).expect("round").number;
+    for (i, v) in verifiers.iter().enumerate().take(verifiers.len().saturating_sub(1)) {
+        let c = verdict_commitment(job, round, v, Verdict::Pass, H256::zero(), salt(i));
+        Pallet::<T>::commit_verdict(RawOrigin::Signed(v.clone()).into(), job, c)
+            .expect("a drawn verifier commits");
+    }
+    verifiers
+}
+
+/// Every verifier committed `Pass`; the round is in its reveal phase.
+fn all_committed<T: Config>(job: JobId) -> Vec<T::AccountId> {
+    let verifiers = committed_but_one::<T>(job);
+    let last = verifiers.len() - 1;
+    let round = Rounds::<T>::get(job).expect("round").number;
+    let c =
+        verdict_commitment(job, round, &verifiers[last], Verdict::Pass, H256::zero(), salt(last));
+    Pallet::<T>::commit_verdict(RawOrigin::Signed(verifiers[last].clone()).into(), job, c)
+        .expect("the last verifier commits");
+    verifiers
+}
+
+/// Runs `on_initialize` at the job's timeout.
+fn timeout_of<T: Config>(job: JobId) -> BlockNumberFor<T> {
+    let at = Jobs::<T>::get(job).expect("job").timeout;
+    frame_system::Pallet::<T>::set_block_number(at);
+    at
+}
+
+#[benchmarks]
+mod benchmarks {
+    use super::*;
+
+    /// `l`: layers of the spec.
+    #[benchmark]
+    fn post_job(l: Linear<FIXED_LAYERS, MAX_LAYERS>) {
+        // The call runs at block 1 whatever block the setup ran at.
+        frame_system::Pallet::<T>::set_block_number(One::one());
+        let owner = funded::<T>("owner", 0);
+        let deadline = now::<T>()
+            .saturating_add(T::MaxBidWindow::get())
+            .saturating_add(T::MinTrainingTime::get());
+        #[extrinsic_call]
+        _(
+            RawOrigin::Signed(owner),
+            Box::new(spec(l)),
+            budget::<T>(),
+            T::MaxBidWindow::get(),
+            deadline,
+        );
+        assert_eq!(Jobs::<T>::count(), 1);
+    }
+
+    #[benchmark]
+    fn cancel_job() {
+        let (job, owner) = post::<T>();
+        bids::<T>(job, T::MaxBids::get());
+        #[extrinsic_call]
+        _(RawOrigin::Signed(owner), job);
+        assert!(Jobs::<T>::get(job).is_some_and(|j| j.state.is_terminal()));
+    }
+
+    #[benchmark]
+    fn bid() {
+        let (job, _) = post::<T>();
+        bids::<T>(job, T::MaxBids::get() - 1);
+        let last = trainer::<T>(T::MaxBids::get());
+        #[extrinsic_call]
+        _(RawOrigin::Signed(last), job, 1u32.into());
+        assert_eq!(Bids::<T>::get(job).len() as u32, T::MaxBids::get());
+    }
+
+    #[benchmark]
+    fn accept_bid() {
+        let (job, owner) = post::<T>();
+        let trainers = bids::<T>(job, T::MaxBids::get());
+        let last = trainers.last().cloned().expect("MaxBids > 0");
+        #[extrinsic_call]
+        _(RawOrigin::Signed(owner), job, last);
+        assert!(matches!(Jobs::<T>::get(job).map(|j| j.state), Some(JobState::Assigned { .. })));
+    }
+
+    #[benchmark]
+    fn submit_bundle() {
+        let (job, _, trainer) = assigned::<T>();
+        #[extrinsic_call]
+        _(
+            RawOrigin::Signed(trainer),
+            job,
+            H256::repeat_byte(1),
+            bundle_uri(),
+            H256::repeat_byte(2),
+            ClaimedMetrics::default(),
+        );
+        assert!(Rounds::<T>::get(job).is_some());
+    }
+
+    /// The last verifier's commitment, which opens the reveal phase.
+    #[benchmark]
+    fn commit_verdict() {
+        let (job, ..) = submitted::<T>(T::Verifiers::get());
+        let verifiers = committed_but_one::<T>(job);
+        let last = verifiers.len() - 1;
+        let round = Rounds::<T>::get(job).expect("round").number;
+        let c = verdict_commitment(
+            job,
+            round,
+            &verifiers[last],
+            Verdict::Pass,
+            H256::zero(),
+            salt(last),
+        );
+        #[extrinsic_call]
+        _(RawOrigin::Signed(verifiers[last].clone()), job, c);
+        assert_eq!(Rounds::<T>::get(job).map(|r| r.phase), Some(Phase::Reveal));
+    }
+
+    /// The last reveal: the round settles, every verifier and the trainer are paid.
+    #[benchmark]
+    fn reveal_verdict() {
+        let (job, ..) = submitted::<T>(T::Verifiers::get());
+        let verifiers = all_committed::<T>(job);
+        for (i, v) in verifiers.iter().enumerate().take(verifiers.len() - 1) {
+            Pallet::<T>::reveal_verdict(
+                RawOrigin::Signed(v.clone()).into(),
+                job,
+                Verdict::Pass,
+                H256::zero(),
+                salt(i),
+            )
+            .expect("a committed verifier reveals");
+        }
+        let last = verifiers.len() - 1;
+        #[extrinsic_call]
+        _(RawOrigin::Signed(verifiers[last].clone()), job, Verdict::Pass, H256::zero(), salt(last));
+        assert!(matches!(Jobs::<T>::get(job).map(|j| j.state), Some(JobState::Completed { .. })));
+    }
+
+    /// A block with no timeout due.
+    #[benchmark]
+    fn on_initialize_idle() {
+        let at = now::<T>().saturating_add(One::one());
+        #[block]
+        {
+            Pallet::<T>::on_initialize(at);
+        }
+    }
+
+    /// The bid window of a job with `MaxBids` bids closes: the cheapest is assigned.
+    #[benchmark]
+    fn timeout_assign() {
+        let (job, _) = post::<T>();
+        bids::<T>(job, T::MaxBids::get());
+        let at = timeout_of::<T>(job);
+        #[block]
+        {
+            Pallet::<T>::on_initialize(at);
+        }
+        assert!(matches!(Jobs::<T>::get(job).map(|j| j.state), Some(JobState::Assigned { .. })));
+    }
+
+    /// The trainer misses its deadline: slashed, owner refunded.
+    #[benchmark]
+    fn timeout_missed_deadline() {
+        let (job, ..) = assigned::<T>();
+        let at = timeout_of::<T>(job);
+        #[block]
+        {
+            Pallet::<T>::on_initialize(at);
+        }
+        assert!(Jobs::<T>::get(job).is_some_and(|j| j.state.is_terminal()));
+    }
+
+    /// Verifiers drawn among `n` bonded trainers.
+    #[benchmark]
+    fn timeout_draw(n: Linear<4, 1_000>) {
+        // The job's trainer is one of the `n` bonders.
+        let (job, ..) = submitted::<T>(n - 1);
+        let at = draw_block::<T>(job);
+        #[block]
+        {
+            Pallet::<T>::on_initialize(at);
+        }
+        assert_eq!(Rounds::<T>::get(job).map(|r| r.phase), Some(Phase::Commit));
+    }
+
+    /// The last round's reveal window ends with every verifier silent: all slashed, owner refunded.
+    #[benchmark]
+    fn timeout_settle() {
+        let (job, ..) = submitted::<T>(T::Verifiers::get());
+        Rounds::<T>::mutate(job, |r| {
+            if let Some(r) = r {
+                r.number = T::MaxRounds::get().saturating_sub(1);
+            }
+        });
+        all_committed::<T>(job);
+        let at = timeout_of::<T>(job);
+        #[block]
+        {
+            Pallet::<T>::on_initialize(at);
+        }
+        assert!(Jobs::<T>::get(job).is_some_and(|j| j.state.is_terminal()));
+    }
+
+    /// A finished job's record is removed.
+    #[benchmark]
+    fn timeout_remove() {
+        let (job, owner) = post::<T>();
+        Pallet::<T>::cancel_job(RawOrigin::Signed(owner).into(), job).expect("open job cancels");
+        let at = timeout_of::<T>(job);
+        #[block]
+        {
+            Pallet::<T>::on_initialize(at);
+        }
+        assert!(Jobs::<T>::get(job).is_none());
+    }
+
+    /// The attestation that completes the "unavailable" quorum of `MaxAttesters` attesters, its
+    /// signature check included: the job fails, the trainer is slashed, the owner refunded.
+    #[benchmark]
+    fn attest_availability() -> Result<(), BenchmarkError> {
+        let (job, ..) = submitted::<T>(0);
+        let n = T::MaxAttesters::get();
+        let keys: Vec<T::AttesterId> = (0..n).map(|_| T::AttesterId::generate_pair(None)).collect();
+        Attesters::<T>::put(BoundedVec::truncate_from(keys.clone()));
+        // The smallest count u with 3u ≥ 2n; all but the last are recorded already.
+        let quorum = (2 * n).div_ceil(3).max(1);
+        let before = keys[..(quorum - 1) as usize].iter().map(|k| (k.clone(), false)).collect();
+        Attestations::<T>::insert(job, BoundedVec::truncate_from(before));
+        let attestation = availability::Attestation {
+            job,
+            set_id: AttesterSetId::<T>::get(),
+            attester: quorum - 1,
+            available: false,
+        };
+        let signature = keys[(quorum - 1) as usize]
+            .sign(&attestation.encode())
+            .ok_or(BenchmarkError::Stop("the attester key cannot sign"))?;
+        #[block]
+        {
+            availability::validate::<T>(&attestation, &signature)
+                .map_err(|_| BenchmarkError::Stop("the attestation is invalid"))?;
+            Pallet::<T>::attest_availability(RawOrigin::None.into(), attestation, signature)?;
+        }
+        assert!(Jobs::<T>::get(job).is_some_and(|j| j.state.is_terminal()));
+        Ok(())
+    }
+
+    impl_benchmark_test_suite!(Pallet, crate::mock::new_test_ext(), crate::mock::Test);
+}
