@@ -208,22 +208,34 @@ pub fn load_checkpoint(
             reason: "checkpoint does not match its recorded digest".into(),
         });
     }
+    load_state(&path, &host, entry.step, model, opt)
+}
+
+/// Sets `model` and `opt` to the checkpoint `host` of step `step` (read from `path`, named in errors),
+/// whose digest the caller has checked.
+pub fn load_state(
+    path: &Path,
+    host: &HostTensors,
+    step: u64,
+    model: &Model,
+    opt: &mut Optimizer,
+) -> Result<()> {
     let device = model.params.first().map(|p| p.var.device().clone()).unwrap_or(Device::Cpu);
     let tensors = host.to_tensors(&device, DType::F32)?;
     for p in &model.params {
         let t = tensors.get(&format!("param.{}", p.name)).ok_or_else(|| Error::Bundle {
-            path: path.clone(),
+            path: path.into(),
             reason: format!("parameter {} missing", p.name),
         })?;
         if t.dims() != p.var.dims() {
             return Err(Error::Bundle {
-                path: path.clone(),
+                path: path.into(),
                 reason: format!("parameter {} has the wrong shape", p.name),
             });
         }
         p.var.set(t)?;
     }
-    opt.load_state(&model.params, &tensors, entry.step)
+    opt.load_state(&model.params, &tensors, step)
 }
 
 fn write_progress(dir: &Path, progress: &Progress) -> Result<()> {
@@ -353,8 +365,8 @@ pub fn run_steps(
 /// run was interrupted. An uninterrupted and a resumed run produce the same bundle root.
 pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     let summary: SpecSummary = spec.validate()?;
-    let train_set = data::load(&spec.train, "training data")?;
-    let val_set = data::load(&spec.validation, "validation data")?;
+    let data = data::JobData::load(spec)?;
+    let (train_set, val_set) = (data.train(), data.validation());
     let (dir, device) = (&opts.out, &opts.device);
     fs::create_dir_all(dir).map_err(io("creating", dir))?;
 
@@ -409,7 +421,7 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     run_steps(
         spec,
         &summary,
-        &train_set,
+        train_set,
         &opts.seed,
         &model,
         &mut opt,
@@ -443,7 +455,7 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     bar.finish_and_clear();
     let train_seconds = started.elapsed().as_secs_f64();
 
-    let (validation_loss, validation_accuracy) = evaluate(&model, &val_set, device)?;
+    let (validation_loss, validation_accuracy) = evaluate(&model, val_set, device)?;
     if !validation_loss.is_finite() {
         return Err(Error::Diverged { step: summary.total_steps, loss: validation_loss });
     }

@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::{
-    bundle::{self, checkpoint, HostTensors, Manifest},
+    bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest},
     data::{self, hex},
-    error::Result,
+    error::{Error, Result},
     full_pass,
     model::Model,
     optim::Optimizer,
@@ -228,15 +228,43 @@ pub fn rule_sample(n: usize) -> Vec<usize> {
 /// Fresh initializations rule 6 compares the final model with.
 pub const RULE_RANDOM_INITS: usize = 3;
 
-/// The parameters of a checkpoint file (weights only).
-fn checkpoint_weights(dir: &std::path::Path, file: &str) -> Result<full_pass::Weights> {
-    let host = HostTensors::read(&dir.join(file))?;
-    Ok(host
-        .0
-        .into_iter()
+/// The bundle's checkpoints as the checks read them: those the files check parsed and matched
+/// against their digest come from memory, the others are read (and their digest checked) again.
+struct Checkpoints<'a> {
+    dir: &'a std::path::Path,
+    cached: &'a BTreeMap<u64, HostTensors>,
+}
+
+impl<'a> Checkpoints<'a> {
+    fn tensors(&self, entry: &CheckpointEntry) -> Result<std::borrow::Cow<'a, HostTensors>> {
+        if let Some(t) = self.cached.get(&entry.step) {
+            return Ok(std::borrow::Cow::Borrowed(t));
+        }
+        let path = self.dir.join(&entry.file);
+        let host = HostTensors::read(&path)?;
+        if hex(&checkpoint::digest(host.hashes().values())) != entry.digest {
+            return Err(Error::Bundle {
+                path,
+                reason: "checkpoint does not match its digest".into(),
+            });
+        }
+        Ok(std::borrow::Cow::Owned(host))
+    }
+
+    /// Sets `model` and `opt` to checkpoint `entry`.
+    fn load(&self, entry: &CheckpointEntry, model: &Model, opt: &mut Optimizer) -> Result<()> {
+        let host = self.tensors(entry)?;
+        train::load_state(&self.dir.join(&entry.file), &host, entry.step, model, opt)
+    }
+}
+
+/// The parameters of a checkpoint (weights only).
+fn checkpoint_weights(host: &HostTensors) -> full_pass::Weights {
+    host.0
+        .iter()
         .filter(|(n, _)| n.starts_with("param."))
-        .map(|(n, (_, v))| (n, v))
-        .collect())
+        .map(|(n, (_, v))| (n.clone(), v.clone()))
+        .collect()
 }
 
 /// The weights of Init(`seed`) for `spec`.
@@ -263,7 +291,7 @@ fn derived_seed(seed: &Seed, label: &str) -> Seed {
 #[allow(clippy::too_many_arguments)]
 fn full_pass_rules(
     spec: &JobSpec,
-    dir: &std::path::Path,
+    checkpoints: &Checkpoints,
     m: &Manifest,
     seed: &Seed,
     model: &Model,
@@ -279,8 +307,9 @@ fn full_pass_rules(
     for i in rule_sample(m.checkpoints.len()) {
         let entry = &m.checkpoints[i];
         // The files check passed: every sampled file is readable and matches its hashes.
-        let weights = checkpoint_weights(dir, &entry.file)?;
-        train::load_checkpoint(dir, entry, model, opt)?;
+        let host = checkpoints.tensors(entry)?;
+        let weights = checkpoint_weights(&host);
+        train::load_state(&checkpoints.dir.join(&entry.file), &host, entry.step, model, opt)?;
         accuracies.push(train::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
         chain.push(full_pass::flatten(&weights));
         c0.get_or_insert(weights);
@@ -419,9 +448,13 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     );
 
     // The six full-pass rules: cheap screens before the replay.
-    let val_set = data::load(&spec.validation, "validation data")?;
+    let data = data::JobData::load(spec)?;
+    let (train_set, val_set) = (data.train(), data.validation());
+    let checkpoints = Checkpoints { dir, cached: &inspection.checkpoints };
     if opts.full_pass {
-        for check in full_pass_rules(spec, dir, m, &seed, &model, &mut opt, &val_set, device)? {
+        for check in
+            full_pass_rules(spec, &checkpoints, m, &seed, &model, &mut opt, val_set, device)?
+        {
             report.passed &= check.passed;
             report.checks.push(check);
         }
@@ -440,7 +473,6 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     if opts.replay {
         report.segments = segments;
     }
-    let train_set = data::load(&spec.train, "training data")?;
     let started = std::time::Instant::now();
     for &i in &report.segments.clone() {
         let name = format!("replay[{i}]");
@@ -450,14 +482,14 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
             report.push(name, false, "no such segment".into(), "a segment of the bundle");
             continue;
         };
-        let target = match HostTensors::read(&dir.join(&to.file)) {
+        let target = match checkpoints.tensors(to) {
             Ok(t) => t,
             Err(e) => {
                 report.push(name, false, e.to_string(), "a readable checkpoint");
                 continue;
             }
         };
-        if let Err(e) = train::load_checkpoint(dir, from, &model, &mut opt) {
+        if let Err(e) = checkpoints.load(from, &model, &mut opt) {
             report.push(name, false, e.to_string(), "a readable checkpoint");
             continue;
         }
@@ -466,7 +498,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         train::run_steps(
             spec,
             &summary,
-            &train_set,
+            train_set,
             &seed,
             &model,
             &mut opt,
@@ -524,9 +556,9 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     );
 
     // 6. Claimed metrics of the final weights.
-    match train::load_checkpoint(dir, last, &model, &mut opt) {
+    match checkpoints.load(last, &model, &mut opt) {
         Ok(()) => {
-            let (loss, accuracy) = train::evaluate(&model, &val_set, device)?;
+            let (loss, accuracy) = train::evaluate(&model, val_set, device)?;
             let gap_loss = (loss - m.metrics.validation_loss).abs() as f64;
             let gap_acc = (accuracy - m.metrics.validation_accuracy).abs() as f64;
             report.push(

@@ -228,43 +228,11 @@ fn a_tampered_final_model_fails_final_hash_or_metrics() {
     assert!(report.checks.iter().any(|c| c.name == "final_model" && !c.passed));
 }
 
-/// Serves the files of `dir` over HTTP on a loopback port (one thread, GET only, 404 otherwise).
+/// Serves the files of `dir` over HTTP on a loopback port with `ergon-worker serve`'s server.
 fn serve(dir: std::path::PathBuf) -> String {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream);
-            let mut request = String::new();
-            if reader.read_line(&mut request).is_err() {
-                continue;
-            }
-            // Drain the headers.
-            let mut line = String::new();
-            while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
-                line.clear();
-            }
-            let name = request.split_whitespace().nth(1).unwrap_or("/").trim_start_matches('/');
-            let mut stream = reader.into_inner();
-            match std::fs::read(dir.join(name)) {
-                Ok(body) => {
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = stream.write_all(&body);
-                }
-                Err(_) => {
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    );
-                }
-            }
-        }
-    });
+    let server = ergon_worker::serve::Server::bind("127.0.0.1:0", &dir).expect("bind");
+    let url = format!("http://{}", server.local_addr().expect("address"));
+    std::thread::spawn(move || server.run());
     url
 }
 
@@ -279,8 +247,12 @@ fn a_served_bundle_is_fetched_and_verified() {
     let mut opts = all_segments(&local);
     opts.expected_root = Some(root);
     assert!(verify::verify(&spec, &opts).unwrap().passed);
-    // A URL serving nothing is an error (not the trainer's verdict to give).
+    // A URL serving nothing, or nothing listening at all, is an error (not the trainer's verdict to
+    // give).
     assert!(bundle::fetch(&format!("{url}/missing"), &dir.path().join("none")).is_err());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let unreachable = bundle::fetch(&format!("http://{closed}/b"), &dir.path().join("none"));
+    assert!(unreachable.is_err_and(|e| e.to_string().contains("downloading")));
 }
 
 #[test]

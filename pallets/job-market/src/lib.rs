@@ -195,6 +195,11 @@ pub mod pallet {
         #[pallet::constant]
         type SegmentsPerRound: Get<u32>;
 
+        /// Fewest checkpoint segments a job's spec must have. With `10 × SegmentsPerRound`, a
+        /// verifier replays at most a tenth of the training steps.
+        #[pallet::constant]
+        type MinSegments: Get<u32>;
+
         /// Most verification rounds of a job.
         #[pallet::constant]
         type MaxRounds: Get<u32>;
@@ -363,6 +368,8 @@ pub mod pallet {
         InvalidSpec,
         /// The spec trains nothing (zero FLOPs) or has fewer than two checkpoints.
         NothingToTrain,
+        /// The spec has fewer than `MinSegments` checkpoint segments: lower its checkpoint interval.
+        TooFewCheckpoints,
         /// The budget is below `MinBudget`.
         BudgetTooLow,
         /// The free balance cannot cover the budget.
@@ -469,6 +476,10 @@ pub mod pallet {
             ensure!(
                 summary.training_flops > 0 && summary.checkpoints >= 2,
                 Error::<T>::NothingToTrain
+            );
+            ensure!(
+                summary.checkpoints.saturating_sub(1) >= T::MinSegments::get() as u64,
+                Error::<T>::TooFewCheckpoints
             );
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
             ensure!(

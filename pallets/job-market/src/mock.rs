@@ -2,7 +2,7 @@
 //! short windows.
 //!
 //! Accounts 1–9 hold 1 000 000 each. Trainers bond with `MinBond` 1 000. Jobs: budget ≥ 100, bid window
-//! 2–20 blocks, at least 5 blocks to train, 3 verifiers per round, 2 segments, 2 rounds, commit and
+//! 2–20 blocks, at least 5 blocks to train, 3 verifiers per round, 2 segments of at least 20 in a spec, 2 rounds, commit and
 //! reveal windows of 5 blocks, records kept 10 blocks. 10% of the budget pays verifiers; a rejected or
 //! late trainer loses 10% of its bond, a silent or outvoted verifier 1%.
 
@@ -118,6 +118,7 @@ impl pallet_job_market::Config for Test {
     type MaxTimeoutsPerBlock = ConstU32<2>;
     type Verifiers = ConstU32<3>;
     type SegmentsPerRound = ConstU32<2>;
+    type MinSegments = ConstU32<20>;
     type MaxRounds = ConstU32<2>;
     type CommitWindow = ConstU64<5>;
     type RevealWindow = ConstU64<5>;

@@ -17,7 +17,7 @@ fn origin(who: u64) -> RuntimeOrigin {
     RuntimeOrigin::signed(who)
 }
 
-/// The Fashion-MNIST MLP example the worker trains (60 000 samples, 1 epoch, 11 checkpoints).
+/// The Fashion-MNIST MLP example the worker trains (60 000 samples, 1 epoch, 33 checkpoints).
 fn spec() -> JobSpec {
     serde_json::from_str(include_str!("../../../worker/examples/fashion-mnist-mlp.json"))
         .expect("the example spec parses")
@@ -123,6 +123,14 @@ fn post_job_validates_and_holds_the_budget() {
             JobMarket::post_job(origin(OWNER), Box::new(bad), 1_000, 5, 30),
             Error::<Test>::InvalidSpec
         );
+        // 938 steps checkpointed every 50: 19 segments, fewer than the 20 a verifier needs to replay
+        // at most a tenth of them.
+        let mut coarse = spec();
+        coarse.checkpoint_interval = 50;
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(coarse), 1_000, 5, 30),
+            Error::<Test>::TooFewCheckpoints
+        );
         assert_noop!(
             JobMarket::post_job(origin(OWNER), Box::new(spec()), 99, 5, 30),
             Error::<Test>::BudgetTooLow
@@ -158,7 +166,7 @@ fn post_job_validates_and_holds_the_budget() {
         );
         assert_eq!(escrow_held(OWNER), 1_000);
         let record = Jobs::<Test>::get(job).unwrap();
-        assert_eq!((record.checkpoints, record.escrow, record.timeout), (11, 1_000, 7));
+        assert_eq!((record.checkpoints, record.escrow, record.timeout), (33, 1_000, 7));
     });
 }
 
@@ -358,7 +366,7 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
         let round = Rounds::<Test>::get(job).unwrap();
         assert_eq!(round.phase, Phase::Commit);
         assert_eq!(round.segments.len(), 2);
-        assert!(round.segments.iter().all(|s| *s < 10) && round.segments.contains(&9));
+        assert!(round.segments.iter().all(|s| *s < 32) && round.segments.contains(&31));
         let drawn = verifiers(job);
         assert_eq!(drawn.len(), 3);
         assert!(!drawn.contains(&TRAINER) && !drawn.contains(&OWNER));

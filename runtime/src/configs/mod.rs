@@ -300,6 +300,8 @@ impl pallet_job_market::Config for Runtime {
     type MaxTimeoutsPerBlock = ConstU32<8>;
     type Verifiers = ConstU32<3>;
     type SegmentsPerRound = ConstU32<3>;
+    // Each verifier replays 3 segments: with at least 30 in a spec, at most a tenth of training.
+    type MinSegments = ConstU32<30>;
     type MaxRounds = ConstU32<3>;
     // Replaying a few checkpoint segments of a CPU-sized job takes minutes.
     type CommitWindow = ConstU32<{ 30 * MINUTES }>;

@@ -37,6 +37,7 @@ pub fn digest<'a>(hashes: impl IntoIterator<Item = &'a [u8; 32]>) -> [u8; 32] {
 }
 
 /// A checkpoint's tensors as f32 values on the host.
+#[derive(Clone)]
 pub struct HostTensors(pub BTreeMap<String, (Vec<usize>, Vec<f32>)>);
 
 impl HostTensors {

@@ -41,6 +41,36 @@ impl Samples {
     }
 }
 
+/// A job's training and validation sets, loaded once each: a spec that validates on its training data
+/// names the same dataset twice, and it is fetched, hashed and decoded once.
+pub struct JobData {
+    train: Samples,
+    validation: Option<Samples>,
+}
+
+impl JobData {
+    /// Loads both sets of `spec` (see [`load`]).
+    pub fn load(spec: &ergon_job_spec::JobSpec) -> Result<JobData> {
+        let train = load(&spec.train, "training data")?;
+        let validation = if spec.validation == spec.train {
+            None
+        } else {
+            Some(load(&spec.validation, "validation data")?)
+        };
+        Ok(JobData { train, validation })
+    }
+
+    /// The training set.
+    pub fn train(&self) -> &Samples {
+        &self.train
+    }
+
+    /// The validation set.
+    pub fn validation(&self) -> &Samples {
+        self.validation.as_ref().unwrap_or(&self.train)
+    }
+}
+
 /// Fetches `data`'s files, checks their content root and decodes them. `what` names the set in errors.
 pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
     let mut files = Vec::with_capacity(data.files.len());
