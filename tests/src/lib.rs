@@ -249,6 +249,12 @@ impl Drop for Node {
     }
 }
 
+/// A well-known development key (`//Alice`, `//Bob`, …).
+pub fn dev_pair(uri: &str) -> sp_core::sr25519::Pair {
+    use sp_core::Pair;
+    sp_core::sr25519::Pair::from_string(uri, None).expect("dev key URIs are valid")
+}
+
 /// Polls `f` every 500 ms until it yields `Some`, or panics with `what` after `timeout`.
 pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;

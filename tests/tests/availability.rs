@@ -14,6 +14,7 @@ use std::{
 use codec::{Decode, Encode};
 use ergon_bundle::{to_hex, FileCommitment, ManifestIndex, MANIFEST_FILE};
 use ergon_integration_tests::{
+    dev_pair,
     extrinsic::{
         accept_bid_call, bid_call, bond_call, post_job_call, staking_ledger_key,
         submit_bundle_call, StakingLedger,
@@ -21,17 +22,13 @@ use ergon_integration_tests::{
     free_port, wait_for, Node, Ports,
 };
 use serde_json::json;
-use sp_core::{crypto::Ss58Codec, sr25519, Pair};
+use sp_core::{crypto::Ss58Codec, Pair};
 use sp_crypto_hashing::{twox_128, twox_64};
 
 const ERG: u128 = 1_000_000_000_000;
 /// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
 const STAKING: u8 = 7;
 const MARKET: u8 = 13;
-
-fn dev_pair(uri: &str) -> sr25519::Pair {
-    sr25519::Pair::from_string(uri, None).expect("dev key URIs are valid")
-}
 
 /// A tiny HTTP server for the test bundle: GET of known paths, with single byte ranges; records the
 /// requests it answered as (path, range header).

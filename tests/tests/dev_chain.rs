@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use codec::{Decode, Encode};
 use ergon_integration_tests::{
+    dev_pair,
     extrinsic::{
         bond_call, post_job_call, signed_extrinsic, staking_ledger_key, system_account_key,
         transfer_keep_alive_call, AccountInfo, StakingLedger,
@@ -13,7 +14,7 @@ use ergon_integration_tests::{
 };
 use frame_metadata::{RuntimeMetadata, RuntimeMetadataPrefixed};
 use serde_json::json;
-use sp_core::{crypto::Ss58Codec, sr25519, Pair};
+use sp_core::{crypto::Ss58Codec, Pair};
 
 /// Pallet names and indices of a decoded metadata.
 fn pallets(metadata: &RuntimeMetadata) -> Vec<(String, u8)> {
@@ -23,11 +24,6 @@ fn pallets(metadata: &RuntimeMetadata) -> Vec<(String, u8)> {
         RuntimeMetadata::V16(m) => m.pallets.iter().map(|p| (p.name.clone(), p.index)).collect(),
         other => panic!("unexpected metadata version {}", other.version()),
     }
-}
-
-/// A well-known development key (`//Alice`, `//Bob`, …).
-fn dev_pair(uri: &str) -> sr25519::Pair {
-    sr25519::Pair::from_string(uri, None).expect("dev key URIs are valid")
 }
 
 #[test]
