@@ -62,6 +62,14 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A drilling task file is invalid.
+    #[error("bad drilling task {path}: {reason}")]
+    Task {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Training diverged (a non-finite loss).
     #[error("training diverged at step {step}: loss is {loss}")]
     Diverged {

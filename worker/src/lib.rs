@@ -17,6 +17,7 @@
 pub mod attacks;
 pub mod bundle;
 pub mod data;
+pub mod drill;
 pub mod error;
 pub mod full_pass;
 pub mod model;

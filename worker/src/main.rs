@@ -104,6 +104,15 @@ enum Command {
         /// Files or URLs, in the order the format names them.
         files: Vec<String>,
     },
+    /// Run a Proof-of-Drilling task; print its result hash, difficulty and measured throughput.
+    Drill {
+        /// The task (JSON: `{"kind": "MatmulChain", "seed": "0x…", "dim": 512, "length": 16}`).
+        #[arg(long)]
+        task: PathBuf,
+        /// Threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// Serve bundle directories over HTTP (with byte ranges) for verifiers and availability checks:
     /// `<dir>/<bundle>/manifest.json` is served at `http://<addr>/<bundle>/manifest.json`.
     Serve {
@@ -176,6 +185,23 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 }
                 train::Outcome::Halted(step) => println!("halted after step {step}"),
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Drill { task, threads } => {
+            let task = ergon_worker::drill::load_task(&task)?;
+            let threads = threads.unwrap_or_else(|| {
+                std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+            });
+            let outcome = ergon_worker::drill::run(&task, threads)?;
+            println!("task        MatmulChain dim={} length={}", task.dim, task.length);
+            println!("difficulty  {} micro-ut ({} integer ops)", outcome.micro_ut, outcome.ops);
+            println!("result      {}", data::hex(&outcome.result));
+            println!("time        {:.3} s on {threads} threads", outcome.seconds);
+            println!(
+                "throughput  {:.3} ut/hour ({:.2} Gop/s)",
+                outcome.ut_per_hour(),
+                outcome.ops_per_second() / 1e9
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve { dir, addr } => {
