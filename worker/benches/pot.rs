@@ -162,7 +162,7 @@ fn main() {
                 c.measured
                     .split(key)
                     .nth(1)
-                    .and_then(|s| s.split(|ch| ch == ',' || ch == ' ').find(|t| !t.is_empty()))
+                    .and_then(|s| s.split([',', ' ']).find(|t| !t.is_empty()))
                     .and_then(|t| t.parse().ok())
                     .unwrap_or(f64::NAN)
             };

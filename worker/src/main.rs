@@ -131,7 +131,7 @@ fn parse_seed(s: &str) -> Result<rng::Seed, String> {
 
 fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     let s = s.trim_start_matches("0x");
-    if s.len() % 2 != 0 || !s.is_ascii() {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
         return Err(format!("{s:?} is not hex"));
     }
     (0..s.len())

@@ -53,6 +53,7 @@ pub struct TrainReport {
 }
 
 /// How a call to [`train`] ended.
+#[allow(clippy::large_enum_variant)] // one per training run: boxing saves nothing
 pub enum Outcome {
     /// The bundle is complete.
     Finished(TrainReport),
@@ -262,7 +263,7 @@ fn progress_bar(total: u64, done: u64, show: bool) -> indicatif::ProgressBar {
 /// Whether a checkpoint is written after `done` steps: every `checkpoint_interval` steps and after
 /// the last one.
 pub fn is_checkpoint_step(spec: &JobSpec, summary: &SpecSummary, done: u64) -> bool {
-    done % spec.checkpoint_interval as u64 == 0 || done == summary.total_steps
+    done.is_multiple_of(spec.checkpoint_interval as u64) || done == summary.total_steps
 }
 
 /// The steps of every checkpoint of a bundle of `spec`, C0 included.

@@ -104,6 +104,8 @@ impl<const N: u32> BoundedString<N> {
     }
 
     /// Wraps `s`, or returns `None` when it is longer than `N` bytes.
+    // Not `FromStr`: the error is just "too long", and `Option` says that.
+    #[allow(clippy::should_implement_trait)]
     pub fn from_str(s: &str) -> Option<Self> {
         Bounded::new(s.as_bytes().to_vec()).ok().map(BoundedString)
     }

@@ -92,7 +92,7 @@ impl Ppb {
     #[cfg(feature = "std")]
     pub fn from_f64(x: f64) -> Option<Ppb> {
         let scaled = (x * 1e9).round();
-        (x.is_finite() && (0.0..=u32::MAX as f64).contains(&scaled)).then(|| Ppb(scaled as u32))
+        (x.is_finite() && (0.0..=u32::MAX as f64).contains(&scaled)).then_some(Ppb(scaled as u32))
     }
 }
 
