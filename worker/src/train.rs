@@ -201,6 +201,12 @@ pub fn load_checkpoint(
     model: &Model,
     opt: &mut Optimizer,
 ) -> Result<()> {
+    let host = read_checkpoint(dir, entry)?;
+    load_state(&dir.join(&entry.file), &host, entry.step, model, opt)
+}
+
+/// Reads checkpoint `entry` of the bundle in `dir`, checking it against its recorded digest.
+pub fn read_checkpoint(dir: &Path, entry: &CheckpointEntry) -> Result<HostTensors> {
     let path = dir.join(&entry.file);
     let host = HostTensors::read(&path)?;
     if hex(&checkpoint::digest(host.hashes().values())) != entry.digest {
@@ -209,7 +215,7 @@ pub fn load_checkpoint(
             reason: "checkpoint does not match its recorded digest".into(),
         });
     }
-    load_state(&path, &host, entry.step, model, opt)
+    Ok(host)
 }
 
 /// Sets `model` and `opt` to the checkpoint `host` of step `step` (read from `path`, named in errors),

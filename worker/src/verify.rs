@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use crate::{
     bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest},
     data::{self, hex},
-    error::{Error, Result},
+    error::Result,
     full_pass,
     model::Model,
     optim::Optimizer,
@@ -240,15 +240,7 @@ impl<'a> Checkpoints<'a> {
         if let Some(t) = self.cached.get(&entry.step) {
             return Ok(std::borrow::Cow::Borrowed(t));
         }
-        let path = self.dir.join(&entry.file);
-        let host = HostTensors::read(&path)?;
-        if hex(&checkpoint::digest(host.hashes().values())) != entry.digest {
-            return Err(Error::Bundle {
-                path,
-                reason: "checkpoint does not match its digest".into(),
-            });
-        }
-        Ok(std::borrow::Cow::Owned(host))
+        train::read_checkpoint(self.dir, entry).map(std::borrow::Cow::Owned)
     }
 
     /// Sets `model` and `opt` to checkpoint `entry`.

@@ -110,10 +110,10 @@ pub(crate) fn validate<T: Config>(
         .build()
 }
 
-/// Whether the "unavailable" attestations of current attesters reach two thirds of the attesters.
-pub(crate) fn quorum_unavailable<T: Config>(job: JobId) -> bool {
-    let attesters = Attesters::<T>::get();
-    let unavailable = Attestations::<T>::get(job)
+/// Whether the "unavailable" attestations in `attestations` by current `attesters` reach two thirds
+/// of the attesters.
+fn quorum_unavailable<K: PartialEq>(attesters: &[K], attestations: &[(K, bool)]) -> bool {
+    let unavailable = attestations
         .iter()
         .filter(|(key, available)| !available && attesters.contains(key))
         .count();
@@ -250,7 +250,8 @@ fn get(url: &str, range: Option<(u64, u64, u64)>, limit: usize) -> Result<Vec<u8
 impl<T: Config> Pallet<T> {
     /// Records a valid attestation; fails the job when the unavailable quorum is reached.
     pub(crate) fn do_attest(attestation: Attestation) -> DispatchResult {
-        let key = Attesters::<T>::get()
+        let attesters = Attesters::<T>::get();
+        let key = attesters
             .get(attestation.attester as usize)
             .cloned()
             .ok_or(crate::Error::<T>::NotAnAttester)?;
@@ -258,18 +259,18 @@ impl<T: Config> Pallet<T> {
         let JobState::Verifying { trainer, .. } = job.state.clone() else {
             return Err(crate::Error::<T>::NotVerifying.into());
         };
-        Attestations::<T>::try_mutate(attestation.job, |list| -> DispatchResult {
+        let unavailable = Attestations::<T>::try_mutate(attestation.job, |list| {
             ensure!(!list.iter().any(|(k, _)| *k == key), crate::Error::<T>::AlreadyAttested);
             list.try_push((key.clone(), attestation.available))
                 .map_err(|_| crate::Error::<T>::AlreadyAttested)?;
-            Ok(())
+            Ok::<_, DispatchError>(quorum_unavailable(&attesters, list))
         })?;
         Self::deposit_event(crate::Event::AvailabilityAttested {
             job: attestation.job,
             attester: key,
             available: attestation.available,
         });
-        if quorum_unavailable::<T>(attestation.job) {
+        if unavailable {
             crate::verification::slash_share::<T>(
                 &trainer,
                 T::TrainerSlash::get(),

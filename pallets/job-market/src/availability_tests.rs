@@ -52,11 +52,6 @@ fn set_attesters(n: u64) {
     UintAuthorityId::set_all_keys(vec![UintAuthorityId(1)]);
 }
 
-fn spec() -> ergon_job_spec::JobSpec {
-    serde_json::from_str(include_str!("../../../worker/examples/fashion-mnist-mlp.json"))
-        .expect("the example spec parses")
-}
-
 /// A job whose bundle at `uri` with `root` is under verification.
 fn verifying_job(uri: &str, root: H256) -> JobId {
     for who in 2..=6 {
@@ -66,7 +61,7 @@ fn verifying_job(uri: &str, root: H256) -> JobId {
     let now = System::block_number();
     assert_ok!(JobMarket::post_job(
         RuntimeOrigin::signed(OWNER),
-        Box::new(spec()),
+        Box::new(example_spec()),
         1_000,
         5,
         now + 20

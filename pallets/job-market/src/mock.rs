@@ -154,6 +154,12 @@ where
     }
 }
 
+/// The Fashion-MNIST MLP example the worker trains (60 000 samples, 1 epoch, 33 checkpoints).
+pub fn example_spec() -> ergon_job_spec::JobSpec {
+    serde_json::from_str(include_str!("../../../worker/examples/fashion-mnist-mlp.json"))
+        .expect("the example spec parses")
+}
+
 /// Funds of each account at genesis.
 pub const ENDOWMENT: u128 = 1_000_000;
 

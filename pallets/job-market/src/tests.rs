@@ -2,7 +2,6 @@
 //! tests over random call sequences that check the escrow and issuance invariants.
 
 use crate::{mock::*, verification::verdict_commitment, *};
-use ergon_job_spec::JobSpec;
 use frame_support::{
     assert_noop, assert_ok,
     traits::fungible::{Inspect, InspectHold},
@@ -15,12 +14,6 @@ const BOND: u128 = 10_000;
 
 fn origin(who: u64) -> RuntimeOrigin {
     RuntimeOrigin::signed(who)
-}
-
-/// The Fashion-MNIST MLP example the worker trains (60 000 samples, 1 epoch, 33 checkpoints).
-fn spec() -> JobSpec {
-    serde_json::from_str(include_str!("../../../worker/examples/fashion-mnist-mlp.json"))
-        .expect("the example spec parses")
 }
 
 fn escrow_held(who: u64) -> u128 {
@@ -56,7 +49,7 @@ fn state(job: JobId) -> JobState<u64, u128, u64> {
 fn post(budget: u128) -> JobId {
     let id = NextJobId::<Test>::get();
     let now = System::block_number();
-    assert_ok!(JobMarket::post_job(origin(OWNER), Box::new(spec()), budget, 5, now + 20));
+    assert_ok!(JobMarket::post_job(origin(OWNER), Box::new(example_spec()), budget, 5, now + 20));
     id
 }
 
@@ -117,7 +110,7 @@ fn run(test: impl FnOnce()) {
 #[test]
 fn post_job_validates_and_holds_the_budget() {
     run(|| {
-        let mut bad = spec();
+        let mut bad = example_spec();
         bad.batch_size = 0;
         assert_noop!(
             JobMarket::post_job(origin(OWNER), Box::new(bad), 1_000, 5, 30),
@@ -125,40 +118,40 @@ fn post_job_validates_and_holds_the_budget() {
         );
         // 938 steps checkpointed every 50: 19 segments, fewer than the 20 a verifier needs to replay
         // at most a tenth of them.
-        let mut coarse = spec();
+        let mut coarse = example_spec();
         coarse.checkpoint_interval = 50;
         assert_noop!(
             JobMarket::post_job(origin(OWNER), Box::new(coarse), 1_000, 5, 30),
             Error::<Test>::TooFewCheckpoints
         );
         assert_noop!(
-            JobMarket::post_job(origin(OWNER), Box::new(spec()), 99, 5, 30),
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 99, 5, 30),
             Error::<Test>::BudgetTooLow
         );
         assert_noop!(
-            JobMarket::post_job(origin(OWNER), Box::new(spec()), 1_000, 1, 30),
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 1_000, 1, 30),
             Error::<Test>::BidWindowOutOfRange
         );
         assert_noop!(
-            JobMarket::post_job(origin(OWNER), Box::new(spec()), 1_000, 21, 300),
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 1_000, 21, 300),
             Error::<Test>::BidWindowOutOfRange
         );
         // Bidding ends at block 6; training needs 5 more blocks.
         assert_noop!(
-            JobMarket::post_job(origin(OWNER), Box::new(spec()), 1_000, 5, 10),
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 1_000, 5, 10),
             Error::<Test>::DeadlineOutOfRange
         );
         assert_noop!(
-            JobMarket::post_job(origin(OWNER), Box::new(spec()), 1_000, 5, 202),
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 1_000, 5, 202),
             Error::<Test>::DeadlineOutOfRange
         );
         assert_noop!(
-            JobMarket::post_job(origin(OWNER), Box::new(spec()), ENDOWMENT, 5, 30),
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), ENDOWMENT, 5, 30),
             Error::<Test>::InsufficientBalance
         );
 
         let job = post(1_000);
-        let work = spec().validate().unwrap().training_micro_ut();
+        let work = example_spec().validate().unwrap().training_micro_ut();
         assert!(work > 0);
         assert_eq!(
             events().last(),
@@ -177,7 +170,7 @@ fn the_number_of_stored_jobs_is_bounded() {
             post(100);
         }
         assert_noop!(
-            JobMarket::post_job(origin(OWNER), Box::new(spec()), 100, 5, 30),
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 100, 5, 30),
             Error::<Test>::TooManyJobs
         );
     });
@@ -391,7 +384,7 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
         assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND + 600);
         assert_eq!(escrow_held(OWNER), 0);
         assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 3 * 16);
-        let work = spec().validate().unwrap().training_micro_ut();
+        let work = example_spec().validate().unwrap().training_micro_ut();
         assert_eq!(ComputePower::ecp(&TRAINER), work * 6 / 10);
         assert_eq!(Balances::total_issuance(), issuance);
         assert!(events().contains(&Event::JobCompleted {
@@ -731,7 +724,7 @@ mod properties {
         let _ = match a.clone() {
             Action::Post { owner, budget, window } => JobMarket::post_job(
                 origin(owner),
-                Box::new(spec()),
+                Box::new(example_spec()),
                 budget,
                 window,
                 now + window + 10,

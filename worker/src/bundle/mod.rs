@@ -38,9 +38,7 @@ pub fn root_of(manifest_bytes: &[u8]) -> Result<merkle::Hash> {
 }
 
 /// Parses `0x…` hex of 32 bytes.
-pub fn parse_hash(s: &str) -> Option<[u8; 32]> {
-    ergon_bundle::parse_hash(s)
-}
+pub use ergon_bundle::parse_hash;
 
 /// Downloads the bundle served at `url` (its `manifest.json` and every checkpoint file it lists)
 /// into the directory `into`. Names that would escape the directory are refused; what the files
@@ -54,7 +52,7 @@ pub fn fetch(url: &str, into: &Path) -> Result<()> {
     let path = into.join(MANIFEST_FILE);
     std::fs::write(&path, &manifest_bytes).map_err(io("writing", &path))?;
     for entry in &manifest.checkpoints {
-        if entry.file.is_empty() || entry.file.contains('/') || entry.file.contains("..") {
+        if !ergon_bundle::index::is_plain_file_name(&entry.file) {
             return Err(Error::Bundle {
                 path: url.into(),
                 reason: format!("checkpoint name {:?} escapes the bundle", entry.file),
@@ -105,7 +103,7 @@ pub fn inspect_selected(
     let selected = select(&manifest);
     for entry in selected.iter().filter_map(|i| manifest.checkpoints.get(*i)) {
         let path: PathBuf = dir.join(&entry.file);
-        if entry.file.contains('/') || entry.file.contains("..") {
+        if !ergon_bundle::index::is_plain_file_name(&entry.file) {
             problems.push(format!("{}: file name escapes the bundle", entry.file));
             continue;
         }

@@ -111,6 +111,4 @@ pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
 }
 
 /// Lowercase hex with `0x` (the manifest's encoding of hashes).
-pub fn hex(bytes: &[u8]) -> String {
-    ergon_bundle::to_hex(bytes)
-}
+pub use ergon_bundle::to_hex as hex;
