@@ -12,7 +12,7 @@ cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 steps="${STEPS:-50}"
 repeat="${REPEAT:-20}"
-pallets="${PALLETS:-pallet_trainer_staking pallet_job_market}"
+pallets="${PALLETS:-pallet_trainer_staking pallet_job_market pallet_drilling}"
 
 # frame-benchmarking-cli's storage-benchmark test runtime cannot build its wasm from the registry, and
 # `benchmark pallet` does not use it.

@@ -22,10 +22,12 @@ cargo build --release --locked --target wasm32v1-none -p ergon-job-spec -p ergon
     -p ergon-drill --no-default-features
 
 step "pallets (mock runtimes)"
-cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking -p pallet-job-market
+cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking -p pallet-job-market \
+    -p pallet-drilling -p ergon-timeouts
 # The benchmarks run once each in the mock runtime, so they keep compiling and working.
 cargo test --release --locked -p pallet-trainer-staking --features runtime-benchmarks benchmarking
 cargo test --release --locked -p pallet-job-market --features runtime-benchmarks benchmarking
+cargo test --release --locked -p pallet-drilling --features runtime-benchmarks benchmarking
 
 step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node
@@ -35,5 +37,5 @@ step "integration tests: real nodes on loopback"
 # and make block production timing-dependent.
 cargo test --release --locked -p ergon-integration-tests -- --test-threads=1
 
-step "runtime tests (Proof-of-Hashrate weights, genesis bonds, equivocation slashing; native only)"
+step "runtime tests (Proof-of-Hashrate weights, genesis bonds, equivocation slashing, block shares; native only)"
 SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime

@@ -15,9 +15,9 @@ use sp_runtime::{
 use sp_version::RuntimeVersion;
 
 use crate::{
-    AccountId, Babe, Balance, Block, BlockNumber, ComputePower, Executive, Grandpa, Historical,
-    InherentDataExt, JobMarket, Nonce, Runtime, RuntimeCall, RuntimeGenesisConfig, SessionKeys,
-    System, TransactionPayment, VERSION,
+    AccountId, Babe, Balance, Block, BlockNumber, ComputePower, Drilling, Executive, Grandpa,
+    Historical, InherentDataExt, JobMarket, Nonce, Runtime, RuntimeCall, RuntimeGenesisConfig,
+    SessionKeys, System, TransactionPayment, VERSION,
 };
 
 impl_runtime_apis! {
@@ -253,6 +253,26 @@ impl_runtime_apis! {
 
         fn jobs_of(who: AccountId, limit: u32) -> Vec<pallet_job_market::JobId> {
             JobMarket::jobs_of(&who, limit)
+        }
+    }
+
+    impl pallet_drilling_runtime_api::DrillingApi<Block, AccountId, BlockNumber> for Runtime {
+        fn hashrate(who: AccountId) -> Option<(pallet_drilling::DrillingRecord, u128)> {
+            Drilling::hashrate(&who)
+        }
+
+        fn hashrates(limit: u32) -> Vec<(AccountId, pallet_drilling::DrillingRecord, u128)> {
+            Drilling::hashrates(limit)
+        }
+
+        fn task(
+            id: pallet_drilling::TaskId,
+        ) -> Option<pallet_drilling::Task<AccountId, BlockNumber>> {
+            pallet_drilling::Tasks::<Runtime>::get(id)
+        }
+
+        fn tasks_of(who: AccountId, limit: u32) -> Vec<pallet_drilling::TaskId> {
+            Drilling::tasks_of(&who, limit)
         }
     }
 

@@ -8,4 +8,5 @@ frame_benchmarking::define_benchmarks!(
     [pallet_timestamp, Timestamp]
     [pallet_trainer_staking, TrainerStaking]
     [pallet_job_market, JobMarket]
+    [pallet_drilling, Drilling]
 );

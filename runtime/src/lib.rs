@@ -247,4 +247,7 @@ mod runtime {
 
     #[runtime::pallet_index(13)]
     pub type JobMarket = pallet_job_market;
+
+    #[runtime::pallet_index(14)]
+    pub type Drilling = pallet_drilling;
 }

@@ -254,3 +254,74 @@ fn weights_fit_in_a_block() {
     );
     assert!(hook_share < 0.25, "timeouts may take {:.1}% of a block", 100.0 * hook_share);
 }
+
+/// Proof of Drilling's cost per epoch at 100 and 1 000 bonded trainers, from the measured weights:
+/// the epoch start, the synthetic issuance, every executor's commit and reveal (after refunds; each
+/// task's settling reveal at its worst case) and every task's removal, against one block's weight; and the heaviest single block of
+/// the pallet's hooks. Printed by `scripts/bench-drill.sh` and `scripts/bench-weights.sh`.
+#[test]
+fn weights_drilling_epoch_share() {
+    use frame_support::{traits::Get, weights::Weight};
+    use pallet_drilling::WeightInfo as _;
+    type Drill = pallet_drilling::weights::SubstrateWeight<crate::Runtime>;
+    type Config = crate::Runtime;
+
+    let block = crate::configs::RuntimeBlockWeights::get().max_block;
+    let share = |w: Weight| 100.0 * w.ref_time() as f64 / block.ref_time() as f64;
+    let r: u32 = <Config as pallet_drilling::Config>::SyntheticReplication::get();
+    let per_block: u32 = <Config as pallet_drilling::Config>::MaxIssuePerBlock::get();
+    let epoch_blocks: u32 = <Config as pallet_drilling::Config>::EpochLength::get();
+    let max_r: u32 = <Config as pallet_drilling::Config>::MaxReplication::get();
+    let timeouts: u32 = <Config as pallet_drilling::Config>::MaxTimeoutsPerBlock::get();
+    println!(
+        "{:>9} {:>6} {:>10} {:>14} {:>13} {:>14}",
+        "trainers", "tasks", "issue blks", "epoch (blocks)", "% of epoch", "worst block %"
+    );
+    for n in [100u32, 1_000] {
+        let tasks = n / r;
+        let mut issue = Weight::zero();
+        let mut left = tasks;
+        let mut issue_blocks = 0;
+        while left > 0 {
+            let k = left.min(per_block);
+            issue = issue.saturating_add(Drill::issue_tasks(k));
+            left -= k;
+            issue_blocks += 1;
+        }
+        // The last group takes the remainder: every trainer commits and reveals once. A task's last
+        // reveal settles it (charged at its worst case); the other reveals are refunded to the
+        // weight of a commitment.
+        let calls = Drill::commit_result()
+            .saturating_mul(2 * n as u64 - tasks as u64)
+            .saturating_add(Drill::reveal_result().saturating_mul(tasks as u64));
+        let removals = Drill::timeout_remove().saturating_mul(tasks as u64);
+        let idle = Drill::on_initialize_idle().saturating_mul(epoch_blocks as u64);
+        let epoch = Drill::start_epoch(n)
+            .saturating_add(issue)
+            .saturating_add(calls)
+            .saturating_add(removals)
+            .saturating_add(idle);
+        // The heaviest block: the epoch starts, a full issuance, and a full queue of the heaviest
+        // timeouts, with the candidates loaded for draws.
+        let worst_timeout = [
+            Drill::timeout_draw(max_r),
+            Drill::timeout_open_reveal(),
+            Drill::timeout_settle(max_r),
+            Drill::timeout_remove(),
+        ]
+        .into_iter()
+        .fold(Weight::zero(), |a, b| a.max(b));
+        let worst = Drill::on_initialize_idle()
+            .saturating_add(Drill::start_epoch(n))
+            .saturating_add(Drill::issue_tasks(per_block))
+            .saturating_add(Drill::load_candidates(n))
+            .saturating_add(worst_timeout.saturating_mul(timeouts as u64));
+        let epoch_in_blocks = share(epoch) / 100.0;
+        println!(
+            "{n:>9} {tasks:>6} {issue_blocks:>10} {epoch_in_blocks:>14.4} {:>12.4}% {:>13.2}%",
+            100.0 * epoch_in_blocks / epoch_blocks as f64,
+            share(worst)
+        );
+        assert!(share(worst) < 25.0, "a drilling block may take {:.1}% of a block", share(worst));
+    }
+}

@@ -182,3 +182,70 @@ pub fn signed_extrinsic(
     body.extend(call);
     body.encode() // Vec<u8> encoding adds the compact length prefix
 }
+
+/// `Sudo::sudo(call)` for pallet index `sudo_index`: `call` dispatched as root.
+pub fn sudo_call(sudo_index: u8, call: &[u8]) -> Vec<u8> {
+    /// `sudo` is call index 0 of pallet-sudo.
+    const SUDO: u8 = 0;
+    let mut out = vec![sudo_index, SUDO];
+    out.extend(call);
+    out
+}
+
+/// `Drilling::register_publisher()` for pallet index `drilling_index`.
+pub fn register_publisher_call(drilling_index: u8) -> Vec<u8> {
+    vec![drilling_index, 0]
+}
+
+/// `Drilling::approve_publisher(who)` for pallet index `drilling_index` (root only).
+pub fn approve_publisher_call(drilling_index: u8, who: &[u8; 32]) -> Vec<u8> {
+    let mut call = vec![drilling_index, 1];
+    call.extend(who);
+    call
+}
+
+/// `Drilling::publish_task(TaskKind::MatmulChain(chain), replication)` for pallet index
+/// `drilling_index`.
+pub fn publish_matmul_task_call(
+    drilling_index: u8,
+    chain: &ergon_drill::MatmulChain,
+    replication: u32,
+) -> Vec<u8> {
+    /// `publish_task` is call index 4; `MatmulChain` is variant 0 of `TaskKind`.
+    let mut call = vec![drilling_index, 4, 0];
+    chain.encode_to(&mut call);
+    replication.encode_to(&mut call);
+    call
+}
+
+/// The commitment a drilling executor makes (`pallet_drilling::settlement::result_commitment`).
+pub fn drilling_commitment(
+    task: u64,
+    executor: &[u8; 32],
+    result: [u8; 32],
+    salt: [u8; 32],
+) -> [u8; 32] {
+    sp_crypto_hashing::blake2_256(&(b"ergon/drilling", task, executor, result, salt).encode())
+}
+
+/// `Drilling::commit_result(task, commitment)` for pallet index `drilling_index`.
+pub fn commit_result_call(drilling_index: u8, task: u64, commitment: [u8; 32]) -> Vec<u8> {
+    let mut call = vec![drilling_index, 5];
+    task.encode_to(&mut call);
+    call.extend(commitment);
+    call
+}
+
+/// `Drilling::reveal_result(task, result, salt)` for pallet index `drilling_index`.
+pub fn reveal_result_call(
+    drilling_index: u8,
+    task: u64,
+    result: [u8; 32],
+    salt: [u8; 32],
+) -> Vec<u8> {
+    let mut call = vec![drilling_index, 6];
+    task.encode_to(&mut call);
+    call.extend(result);
+    call.extend(salt);
+    call
+}

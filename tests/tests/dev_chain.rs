@@ -53,10 +53,19 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
         "Offences",
         "Historical",
         "JobMarket",
+        "Drilling",
     ] {
         assert!(
             pallets.iter().any(|(n, _)| n == name),
             "{name} missing from metadata: {pallets:?}"
+        );
+    }
+    // The pallet indices other integration tests encode calls with.
+    for (name, index) in [("TrainerStaking", 7), ("Sudo", 12), ("JobMarket", 13), ("Drilling", 14)]
+    {
+        assert!(
+            pallets.iter().any(|(n, i)| n == name && *i == index),
+            "{name} is not pallet {index}: {pallets:?}"
         );
     }
 

@@ -106,12 +106,21 @@ enum Command {
     },
     /// Run a Proof-of-Drilling task; print its result hash, difficulty and measured throughput.
     Drill {
-        /// The task (JSON: `{"kind": "MatmulChain", "seed": "0x…", "dim": 512, "length": 16}`).
+        /// The task (JSON: `{"kind": "MatmulChain", "seed": "0x…", "dim": 512, "length": 16}` or
+        /// `{"kind": "QuantizedInference", "model": "0x…", "model_uri": "…", "dataset": "0x…",
+        /// "dataset_uri": "…", "widths": [784, 128, 10], "samples": 10000}`).
         #[arg(long)]
         task: PathBuf,
         /// Threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Run matrix products on the first CUDA GPU (a build with `--features cuda`).
+        #[arg(long)]
+        cuda: bool,
+        /// Use the integer matrix kernel instead of exact f32 products (same bytes; slower on CPUs
+        /// whose f32 units outrun their int8 ones).
+        #[arg(long, conflicts_with = "cuda")]
+        int8: bool,
     },
     /// Serve bundle directories over HTTP (with byte ranges) for verifiers and availability checks:
     /// `<dir>/<bundle>/manifest.json` is served at `http://<addr>/<bundle>/manifest.json`.
@@ -187,16 +196,38 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Drill { task, threads } => {
+        Command::Drill { task, threads, cuda, int8 } => {
             let task = ergon_worker::drill::load_task(&task)?;
             let threads = threads.unwrap_or_else(|| {
                 std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
             });
-            let outcome = ergon_worker::drill::run(&task, threads)?;
-            println!("task        MatmulChain dim={} length={}", task.dim, task.length);
+            use ergon_worker::drill::Engine;
+            let engine = match (cuda, int8) {
+                (true, _) => Engine::Candle(candle_core::Device::new_cuda(0)?),
+                (false, true) => Engine::Int8 { threads },
+                (false, false) => Engine::Candle(candle_core::Device::Cpu),
+            };
+            let outcome = ergon_worker::drill::run_task(&task, threads, &engine)?;
+            let engine = match &engine {
+                Engine::Candle(candle_core::Device::Cpu) => "exact f32 products, CPU".to_string(),
+                Engine::Candle(_) => "exact f32 products, CUDA".to_string(),
+                Engine::Int8 { threads } => format!("int8 kernel, {threads} threads"),
+            };
+            match &task {
+                ergon_worker::drill::DrillTask::MatmulChain(t) => {
+                    println!("task        MatmulChain dim={} length={}", t.dim, t.length)
+                }
+                ergon_worker::drill::DrillTask::QuantizedInference { task: t, .. } => println!(
+                    "task        QuantizedInference widths={:?} samples={}",
+                    t.widths, t.samples
+                ),
+            }
+            if let Some(why) = &outcome.invalid {
+                println!("invalid     {why}: the result is the agreed \"invalid inputs\" hash");
+            }
             println!("difficulty  {} micro-ut ({} integer ops)", outcome.micro_ut, outcome.ops);
             println!("result      {}", data::hex(&outcome.result));
-            println!("time        {:.3} s on {threads} threads", outcome.seconds);
+            println!("time        {:.3} s ({engine})", outcome.seconds);
             println!(
                 "throughput  {:.3} ut/hour ({:.2} Gop/s)",
                 outcome.ut_per_hour(),

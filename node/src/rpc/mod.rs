@@ -1,8 +1,9 @@
 //! The node's JSON-RPC extensions beyond Substrate's defaults (system, chain, state, author):
 //! account nonces, fee queries, BABE epoch authorship, GRANDPA finality, trainers' computing power and
-//! the job market.
+//! the job market, drilling hashrates.
 
 pub mod compute_power;
+pub mod drilling;
 pub mod job_market;
 
 use std::sync::Arc;
@@ -80,12 +81,14 @@ where
         Balance,
         ergon_runtime::BlockNumber,
     >,
+    C::Api: pallet_drilling_runtime_api::DrillingApi<Block, AccountId, ergon_runtime::BlockNumber>,
     P: TransactionPool + 'static,
     SC: SelectChain<Block> + 'static,
     B: sc_client_api::Backend<Block> + Send + Sync + 'static,
     B::State: sc_client_api::StateBackend<sp_runtime::traits::HashingFor<Block>>,
 {
     use compute_power::{ComputePowerRpcImpl, ComputePowerRpcServer};
+    use drilling::{DrillingRpcImpl, DrillingRpcServer};
     use job_market::{JobMarketRpcImpl, JobMarketRpcServer};
     use pallet_transaction_payment_rpc::{TransactionPayment, TransactionPaymentApiServer};
     use sc_consensus_babe_rpc::{Babe, BabeApiServer};
@@ -99,6 +102,7 @@ where
     module.merge(TransactionPayment::new(client.clone()).into_rpc())?;
     module.merge(ComputePowerRpcImpl::new(client.clone()).into_rpc())?;
     module.merge(JobMarketRpcImpl::new(client.clone()).into_rpc())?;
+    module.merge(DrillingRpcImpl::new(client.clone()).into_rpc())?;
     module.merge(
         Babe::new(client.clone(), babe.babe_worker_handle, babe.keystore, select_chain).into_rpc(),
     )?;

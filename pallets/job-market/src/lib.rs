@@ -85,17 +85,7 @@ impl<T: pallet_trainer_staking::Config> BenchmarkHelper<T::AccountId>
     for pallet_trainer_staking::Pallet<T>
 {
     fn make_trainer(who: &T::AccountId) {
-        use frame_support::traits::{fungible::Mutate, Get};
-        use sp_runtime::traits::Saturating;
-        let bond = T::MinBond::get().max(1u32.into());
-        let _ = <T as pallet_trainer_staking::Config>::Currency::set_balance(
-            who,
-            bond.saturating_mul(100u32.into()),
-        );
-        let origin = frame_system::RawOrigin::Signed(who.clone()).into();
-        if let Err(e) = pallet_trainer_staking::Pallet::<T>::bond(origin, bond) {
-            log::error!(target: LOG_TARGET, "benchmark trainer cannot bond: {e:?}");
-        }
+        pallet_trainer_staking::Pallet::<T>::make_benchmark_trainer(who)
     }
 }
 
@@ -707,28 +697,16 @@ pub mod pallet {
             at: BlockNumberFor<T>,
         ) -> Result<(), Error<T>> {
             // With at most `MaxActiveJobs` jobs, each in one entry, this many blocks always have room.
-            let span = T::MaxActiveJobs::get() / T::MaxTimeoutsPerBlock::get().max(1) + 1;
-            let mut block = at;
-            for _ in 0..span {
-                if Timeouts::<T>::try_mutate(block, |queue| queue.try_push(id)).is_ok() {
-                    job.timeout = block;
-                    return Ok(());
-                }
-                block = block.saturating_add(One::one());
-            }
-            Err(Error::<T>::TimeoutQueueFull)
+            let span = ergon_timeouts::span(T::MaxActiveJobs::get(), T::MaxTimeoutsPerBlock::get());
+            let block = ergon_timeouts::schedule::<Timeouts<T>, _, _, _>(id, at, span)
+                .ok_or(Error::<T>::TimeoutQueueFull)?;
+            job.timeout = block;
+            Ok(())
         }
 
         /// Takes `job` out of the timeout queue entry at `at`.
         pub(crate) fn unschedule(id: JobId, at: BlockNumberFor<T>) {
-            Timeouts::<T>::mutate_exists(at, |queue| {
-                if let Some(q) = queue {
-                    q.retain(|j| *j != id);
-                    if q.is_empty() {
-                        *queue = None;
-                    }
-                }
-            });
+            ergon_timeouts::unschedule::<Timeouts<T>, _, _, _>(&id, at);
         }
 
         /// Reschedules from a hook, where there is no caller to return an error to.

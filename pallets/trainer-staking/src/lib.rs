@@ -385,6 +385,17 @@ pub mod pallet {
             !active.is_zero() && active >= T::MinBond::get()
         }
 
+        /// Funds `who` and bonds `MinBond`: an eligible trainer, for other pallets' benchmarks.
+        #[cfg(feature = "runtime-benchmarks")]
+        pub fn make_benchmark_trainer(who: &T::AccountId) {
+            use frame_support::traits::fungible::Mutate;
+            let bond = T::MinBond::get().max(1u32.into());
+            let _ = T::Currency::set_balance(who, bond.saturating_mul(100u32.into()));
+            if let Err(e) = Self::do_bond(who, bond) {
+                log::error!(target: LOG_TARGET, "benchmark trainer cannot bond: {e:?}");
+            }
+        }
+
         /// Active bond of `who` (zero if none).
         pub fn active_bond(who: &T::AccountId) -> BalanceOf<T> {
             Ledgers::<T>::get(who).map(|l| l.active).unwrap_or_default()

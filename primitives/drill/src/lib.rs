@@ -13,6 +13,9 @@
 //! result is SHA-256 over the task and `X_L`. Work: exactly `2·n³·L` integer operations (a multiply and
 //! an add per term), priced like training FLOPs (432·10⁹ per ut).
 //!
+//! [`QuantizedInference`] ([`inference`]): int8 inference of a committed model over a committed
+//! dataset, work whose agreed output (the logits) is useful in itself.
+//!
 //! This crate is the reference (`no_std`, used on chain to size tasks and by tests); the worker runs
 //! the same generation and hashing around a fast multi-threaded product, and a property test checks
 //! that both give the same bytes.
@@ -20,6 +23,10 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;
+
+pub mod inference;
+
+pub use inference::QuantizedInference;
 
 use alloc::vec::Vec;
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
@@ -43,6 +50,24 @@ pub enum DrillError {
     Dim,
     /// The chain is empty or longer than [`MAX_LENGTH`].
     Length,
+    /// A model has no layers or more than [`inference::MAX_LAYERS`].
+    Layers,
+    /// A layer width is zero, above [`inference::MAX_WIDTH`], or the model is too big.
+    Width,
+    /// The dataset is empty or too big.
+    Samples,
+    /// The model file does not hash to the committed model.
+    ModelHash,
+    /// The dataset file does not hash to the committed dataset.
+    DatasetHash,
+    /// The model file is not a valid `EQNN` file.
+    ModelFormat,
+    /// The dataset file is not a valid `EQDS` file.
+    DatasetFormat,
+    /// The model's layer widths are not the declared ones.
+    ModelShape,
+    /// The dataset's width or sample count is not the declared one.
+    DatasetShape,
 }
 
 impl core::fmt::Display for DrillError {
@@ -50,6 +75,29 @@ impl core::fmt::Display for DrillError {
         match self {
             DrillError::Dim => write!(f, "matrix side must be 1..={MAX_DIM}"),
             DrillError::Length => write!(f, "chain length must be 1..={MAX_LENGTH}"),
+            DrillError::Layers => {
+                write!(f, "a model needs 1..={} layers", inference::MAX_LAYERS)
+            }
+            DrillError::Width => write!(
+                f,
+                "layer widths must be 1..={} with at most {} weights in all",
+                inference::MAX_WIDTH,
+                inference::MAX_WEIGHTS
+            ),
+            DrillError::Samples => write!(
+                f,
+                "a dataset needs 1..={} samples and at most {} bytes",
+                inference::MAX_SAMPLES,
+                inference::MAX_DATASET_BYTES
+            ),
+            DrillError::ModelHash => write!(f, "the model file does not match its commitment"),
+            DrillError::DatasetHash => write!(f, "the dataset file does not match its commitment"),
+            DrillError::ModelFormat => write!(f, "the model file is not a valid EQNN file"),
+            DrillError::DatasetFormat => write!(f, "the dataset file is not a valid EQDS file"),
+            DrillError::ModelShape => {
+                write!(f, "the model's layer widths are not the declared ones")
+            }
+            DrillError::DatasetShape => write!(f, "the dataset's shape is not the declared one"),
         }
     }
 }
@@ -143,6 +191,11 @@ impl MatmulChain {
             .finalize()
             .into()
     }
+}
+
+/// SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> Hash {
+    Sha256::digest(bytes).into()
 }
 
 /// SplitMix64: a small, exact, portable generator (not for secrets: seeds are public anyway).

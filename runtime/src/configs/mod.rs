@@ -21,7 +21,7 @@ use crate::{
     units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, ComputePower, Grandpa, Hash,
     Historical, Nonce, Offences, PalletInfo, Runtime, RuntimeCall, RuntimeEvent,
     RuntimeFreezeReason, RuntimeHoldReason, RuntimeOrigin, RuntimeTask, Session, SessionKeys,
-    System, TrainerStaking, UncheckedExtrinsic, VERSION,
+    System, Timestamp, TrainerStaking, UncheckedExtrinsic, VERSION,
 };
 
 /// Operational extrinsics may use the last 25% of a block.
@@ -315,6 +315,47 @@ impl pallet_job_market::Config for Runtime {
     type MaxAttesters = MaxAuthorities;
     type UnsignedPriority = AvailabilityPriority;
     type WeightInfo = pallet_job_market::weights::SubstrateWeight<Runtime>;
+    #[cfg(feature = "runtime-benchmarks")]
+    type BenchmarkHelper = TrainerStaking;
+}
+
+parameter_types! {
+    /// A silent or outvoted drilling executor loses 1% of its active bond.
+    pub const DrillingSlash: Perbill = Perbill::from_percent(1);
+}
+
+impl pallet_drilling::Config for Runtime {
+    type Currency = Balances;
+    type RuntimeHoldReason = RuntimeHoldReason;
+    type Staking = TrainerStaking;
+    type ComputePower = ComputePower;
+    // BABE's VRF output of the previous block: unknown to a publisher when it publishes.
+    type Randomness = pallet_babe::ParentBlockRandomness<Runtime>;
+    type Time = Timestamp;
+    type PublisherOrigin = frame_system::EnsureRoot<AccountId>;
+    type PublisherDeposit = ConstU128<{ 100 * ERG }>;
+    type MaxPublishedTasks = ConstU32<16>;
+    type MinReplication = ConstU32<2>;
+    type MaxReplication = ConstU32<9>;
+    // Three executors: one liar is outvoted (and slashed) at once.
+    type SyntheticReplication = ConstU32<3>;
+    // 2·2048³·64 = 1.1·10¹² operations = 2.5 ut: about 10 s on two CPU cores with the worker's exact
+    // f32 path (a minute with its int8 kernel), long enough for the 6 s block clock to time executors
+    // (one block of error caps a reading near 1 500 ut/hour).
+    type SyntheticDim = ConstU32<2048>;
+    type SyntheticLength = ConstU32<64>;
+    type EpochLength = ConstU32<HOURS>;
+    type CommitWindow = ConstU32<{ 5 * MINUTES }>;
+    type RevealWindow = ConstU32<{ 2 * MINUTES }>;
+    type Retention = ConstU32<{ 10 * MINUTES }>;
+    // 1 000 trainers make 333 synthetic tasks an epoch, issued 16 a block (21 blocks).
+    type MaxOpenTasks = ConstU32<2_048>;
+    type MaxIssuePerBlock = ConstU32<16>;
+    type MaxTimeoutsPerBlock = ConstU32<32>;
+    type MaxReissues = ConstU32<2>;
+    type MaxTrainers = ConstU32<1_000>;
+    type DrillingSlash = DrillingSlash;
+    type WeightInfo = pallet_drilling::weights::SubstrateWeight<Runtime>;
     #[cfg(feature = "runtime-benchmarks")]
     type BenchmarkHelper = TrainerStaking;
 }
