@@ -188,8 +188,10 @@ fn the_block_author_is_rewarded() {
 #[test]
 fn weights_fit_in_a_block() {
     use frame_support::{dispatch::DispatchClass, traits::Get, weights::Weight};
+    use pallet_drilling::WeightInfo as _;
     use pallet_job_market::WeightInfo as _;
     use pallet_trainer_staking::WeightInfo as _;
+    type Drill = pallet_drilling::weights::SubstrateWeight<crate::Runtime>;
     type Market = pallet_job_market::weights::SubstrateWeight<crate::Runtime>;
     type Staking = pallet_trainer_staking::weights::SubstrateWeight<crate::Runtime>;
 
@@ -201,7 +203,7 @@ fn weights_fit_in_a_block() {
     // `ergon_job_spec::MAX_LAYERS`.
     let max_layers = 64;
     let bonders = 1_000;
-    let calls: [(&str, Weight); 15] = [
+    let calls: [(&str, Weight); 20] = [
         ("job_market::post_job (64 layers)", Market::post_job(max_layers)),
         ("job_market::cancel_job", Market::cancel_job()),
         ("job_market::bid", Market::bid()),
@@ -217,16 +219,21 @@ fn weights_fit_in_a_block() {
         ("trainer_staking::bond", Staking::bond()),
         ("trainer_staking::unbond", Staking::unbond()),
         ("trainer_staking::withdraw_unbonded", Staking::withdraw_unbonded()),
+        ("drilling::register_publisher", Drill::register_publisher()),
+        ("drilling::publish_task (largest kind)", Drill::publish_task()),
+        ("drilling::commit_result", Drill::commit_result()),
+        ("drilling::reveal_result (settles, 9 executors)", Drill::reveal_result()),
+        ("drilling timeout: settle (9 executors)", Drill::timeout_settle(9)),
     ];
     println!(
-        "{:<42} {:>14} {:>10} {:>9} {:>10}",
+        "{:<48} {:>14} {:>10} {:>9} {:>10}",
         "call", "ref time (ps)", "proof (B)", "% block", "per block"
     );
     for (name, w) in calls {
         let share = w.ref_time() as f64 / block.ref_time() as f64;
         let per_block = room.ref_time() / (w.ref_time() + base.ref_time()).max(1);
         println!(
-            "{name:<42} {:>14} {:>10} {:>8.4}% {per_block:>10}",
+            "{name:<48} {:>14} {:>10} {:>8.4}% {per_block:>10}",
             w.ref_time(),
             w.proof_size(),
             100.0 * share

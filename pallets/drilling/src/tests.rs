@@ -537,3 +537,112 @@ fn synthetic_issuance_is_fair_over_epochs_and_waits_for_room() {
         assert!(slashes().is_empty());
     });
 }
+
+/// What an executor does with a task.
+#[derive(Clone, Copy, Debug)]
+enum Behaviour {
+    Honest,
+    /// Reveals one of two wrong results.
+    Lie(u8),
+    /// Commits but never reveals.
+    CommitOnly,
+    /// Does nothing.
+    Silent,
+}
+
+fn behaviour() -> impl proptest::strategy::Strategy<Value = Behaviour> {
+    use proptest::prelude::*;
+    prop_oneof![
+        3 => Just(Behaviour::Honest),
+        1 => (0u8..2).prop_map(Behaviour::Lie),
+        1 => Just(Behaviour::CommitOnly),
+        1 => Just(Behaviour::Silent),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever the executors do: credit only on unanimous agreement, exactly the silent and
+    /// (under a strict majority) the minority slashed, a re-issue after every failure, the invariants
+    /// after every block, and the task removed in the end.
+    #[test]
+    fn settlement_follows_the_rules(
+        behaviours in proptest::collection::vec(behaviour(), 2..=7usize),
+    ) {
+        new_test_ext().execute_with(|| {
+            bond(1..=20);
+            approved_publisher();
+            let r = behaviours.len();
+            let id = publish(chain(9), r as u32);
+            let who = executors(id);
+            let result = honest(id);
+            let answer = |b: Behaviour| match b {
+                Behaviour::Lie(k) => H256::repeat_byte(0xa0 + k),
+                _ => result,
+            };
+            for (w, b) in who.iter().zip(&behaviours) {
+                if !matches!(b, Behaviour::Silent) {
+                    commit(id, *w, answer(*b));
+                }
+            }
+            run_to_block(System::block_number() + 1);
+            if task(id).phase == TaskPhase::Committing {
+                run_to_block(task(id).timeout);
+            }
+            for (w, b) in who.iter().zip(&behaviours) {
+                if matches!(b, Behaviour::Honest | Behaviour::Lie(_)) {
+                    reveal(id, *w, answer(*b));
+                }
+            }
+            if task(id).phase == TaskPhase::Revealing {
+                run_to_block(task(id).timeout);
+            }
+
+            let revealed: Vec<H256> = behaviours
+                .iter()
+                .filter(|b| matches!(b, Behaviour::Honest | Behaviour::Lie(_)))
+                .map(|b| answer(*b))
+                .collect();
+            // Agreement is all r revealing the same bytes; executors who all return the same wrong
+            // result are indistinguishable from honest ones (collusion is out of scope here).
+            let unanimous = revealed.len() == r && revealed.iter().all(|x| *x == revealed[0]);
+            let majority = crate::settlement::strict_majority(&revealed, r);
+            let mut expected: Vec<(u64, SlashReason)> = Vec::new();
+            for (w, b) in who.iter().zip(&behaviours) {
+                match b {
+                    Behaviour::Silent | Behaviour::CommitOnly => {
+                        expected.push((*w, SlashReason::NoShow))
+                    },
+                    b if !unanimous && majority.is_some_and(|m| m != answer(*b)) => {
+                        expected.push((*w, SlashReason::DrillingDisagreement))
+                    },
+                    _ => {},
+                }
+            }
+            let mut slashed = slashes();
+            slashed.sort_by_key(|s| s.0);
+            expected.sort_by_key(|s| s.0);
+            assert_eq!(slashed, expected, "{behaviours:?}");
+            let difficulty = task(id).difficulty;
+            for w in &who {
+                assert_eq!(drilling_credit(*w), if unanimous { difficulty } else { 0 });
+            }
+            match task(id).phase {
+                TaskPhase::Agreed { result: agreed } => {
+                    assert!(unanimous);
+                    assert_eq!(agreed, revealed[0]);
+                },
+                TaskPhase::Disagreed { reissued: Some(next) } => {
+                    assert!(!unanimous);
+                    assert_eq!(task(next).replication, (r as u32 + 2).min(7));
+                },
+                other => panic!("unexpected phase {other:?} for {behaviours:?}"),
+            }
+            // Everything ends and is removed (re-issues included, nobody answering them).
+            run_to_block(System::block_number() + 60);
+            assert_eq!(Tasks::<Test>::count(), 0);
+            assert_eq!(PublishedTasks::<Test>::get(PUBLISHER), 0);
+        });
+    }
+}

@@ -149,7 +149,7 @@ fn a_served_bundle_is_attested_available() {
         expect_get(state, FILE, Some((0, CHECKPOINT.len())), CHECKPOINT);
         JobMarket::offchain_worker(System::block_number());
 
-        let txs = submitted(&pool);
+        let txs = submitted(pool);
         assert_eq!(txs.len(), 1);
         let (attestation, key, call) = txs[0].clone();
         assert_eq!(attestation, Attestation { job, set_id: 0, attester: 0, available: true });
@@ -172,7 +172,7 @@ fn a_manifest_not_matching_the_root_is_attested_unavailable() {
         let job = verifying_job(BASE, H256::repeat_byte(1));
         expect_get(state, "manifest.json", None, &manifest());
         JobMarket::offchain_worker(System::block_number());
-        let txs = submitted(&pool);
+        let txs = submitted(pool);
         assert_eq!(txs.len(), 1);
         assert_eq!(txs[0].0, Attestation { job, set_id: 0, attester: 0, available: false });
     });
@@ -185,8 +185,8 @@ fn garbage_or_a_wrong_chunk_is_attested_unavailable() {
         let garbage = verifying_job(BASE, root());
         expect_get(state, "manifest.json", None, b"<html>not found</html>");
         JobMarket::offchain_worker(System::block_number());
-        assert_eq!(submitted(&pool)[0].0.available, false);
-        assert_eq!(submitted(&pool)[0].0.job, garbage);
+        assert!(!submitted(pool)[0].0.available);
+        assert_eq!(submitted(pool)[0].0.job, garbage);
     });
     with_offchain(|state, pool| {
         set_attesters(1);
@@ -196,7 +196,7 @@ fn garbage_or_a_wrong_chunk_is_attested_unavailable() {
         tampered[0] ^= 1;
         expect_get(state, FILE, Some((0, CHECKPOINT.len())), &tampered);
         JobMarket::offchain_worker(System::block_number());
-        assert_eq!(submitted(&pool)[0].0.available, false);
+        assert!(!submitted(pool)[0].0.available);
     });
 }
 

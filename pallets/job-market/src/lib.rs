@@ -854,18 +854,18 @@ impl<T: Config> sp_runtime::BoundToRuntimeAppPublic for Pallet<T> {
 impl<T: Config> frame_support::traits::OneSessionHandler<T::AccountId> for Pallet<T> {
     type Key = T::AttesterId;
 
-    fn on_genesis_session<'a, I: 'a>(validators: I)
+    fn on_genesis_session<'a, I>(validators: I)
     where
-        I: Iterator<Item = (&'a T::AccountId, T::AttesterId)>,
+        I: 'a + Iterator<Item = (&'a T::AccountId, T::AttesterId)>,
     {
         Attesters::<T>::put(frame_support::BoundedVec::truncate_from(
             validators.map(|(_, key)| key).collect(),
         ));
     }
 
-    fn on_new_session<'a, I: 'a>(_changed: bool, validators: I, _queued: I)
+    fn on_new_session<'a, I>(_changed: bool, validators: I, _queued: I)
     where
-        I: Iterator<Item = (&'a T::AccountId, T::AttesterId)>,
+        I: 'a + Iterator<Item = (&'a T::AccountId, T::AttesterId)>,
     {
         Attesters::<T>::put(frame_support::BoundedVec::truncate_from(
             validators.map(|(_, key)| key).collect(),

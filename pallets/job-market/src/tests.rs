@@ -369,7 +369,7 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
         }
         // Everyone committed: reveal opens at once.
         assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
-        let before: Vec<u128> = drawn.iter().map(|v| Balances::balance(v)).collect();
+        let before: Vec<u128> = drawn.iter().map(Balances::balance).collect();
         for v in &drawn {
             reveal(job, *v, Verdict::Pass);
         }

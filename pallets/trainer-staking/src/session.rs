@@ -31,9 +31,9 @@ impl<T: Config> Pallet<T> {
     /// `MaxAuthorities`. May be empty.
     pub fn select_authorities(session: SessionIndex) -> Vec<T::AccountId> {
         let mut candidates: Vec<(MicroUt, T::AccountId)> = Ledgers::<T>::iter_keys()
-            .filter(|who| <Self as BondInspect<_>>::is_eligible(who))
-            .filter(|who| T::ValidatorRegistration::is_registered(who))
-            .filter(|who| SuspendedUntil::<T>::get(who).map_or(true, |until| session >= until))
+            .filter(<Self as BondInspect<_>>::is_eligible)
+            .filter(T::ValidatorRegistration::is_registered)
+            .filter(|who| SuspendedUntil::<T>::get(who).is_none_or(|until| session >= until))
             .map(|who| (T::ComputePower::ecp(&who), who))
             .collect();
         // Highest ECP first; equal ECP by account, so the order does not depend on storage layout.
