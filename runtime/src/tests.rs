@@ -262,7 +262,7 @@ fn weights_fit_in_a_block() {
     assert!(hook_share < 0.25, "timeouts may take {:.1}% of a block", 100.0 * hook_share);
 }
 
-/// Proof of Drilling's cost per epoch at 100 and 1 000 bonded trainers, from the measured weights:
+/// Proof of Drilling's cost per epoch at 100 and 1 000 bonded trainers, all of them drillers, from the measured weights:
 /// the epoch start, the synthetic issuance, every executor's commit and reveal (after refunds; each
 /// task's settling reveal at its worst case) and every task's removal, against one block's weight; and the heaviest single block of
 /// the pallet's hooks. Printed by `scripts/bench-drill.sh` and `scripts/bench-weights.sh`.

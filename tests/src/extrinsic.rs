@@ -249,3 +249,8 @@ pub fn reveal_result_call(
     call.extend(salt);
     call
 }
+
+/// `Drilling::set_driller(enabled)` for pallet index `drilling_index`.
+pub fn set_driller_call(drilling_index: u8, enabled: bool) -> Vec<u8> {
+    vec![drilling_index, 7, enabled as u8]
+}

@@ -1,6 +1,6 @@
 //! Proof of Drilling on a live dev chain: Alice registers as a task publisher, root (Alice, through
 //! sudo) approves her, she publishes a matrix-chain task for two executors; the chain draws Alice and
-//! Bob (the only bonded trainers), both compute it with the reference, commit and reveal; they agree,
+//! Bob (the only bonded trainers, both registered drillers), both compute it with the reference, commit and reveal; they agree,
 //! are credited D, and `ergon_hashrate` shows their measured throughput.
 
 use std::time::Duration;
@@ -10,7 +10,8 @@ use ergon_integration_tests::{
     dev_pair,
     extrinsic::{
         approve_publisher_call, bond_call, commit_result_call, drilling_commitment,
-        publish_matmul_task_call, register_publisher_call, reveal_result_call, sudo_call,
+        publish_matmul_task_call, register_publisher_call, reveal_result_call, set_driller_call,
+        sudo_call,
     },
     wait_for, Node, Ports,
 };
@@ -32,6 +33,9 @@ fn a_published_task_is_drilled_agreed_credited_and_its_hashrate_shown() {
     let timeout = Duration::from_secs(120);
     let (alice, bob) = (dev_pair("//Alice"), dev_pair("//Bob"));
     node.send(&bond_call(STAKING, 2_000 * ERG), &bob, timeout);
+    // Both run the driller role.
+    node.send(&set_driller_call(DRILLING, true), &alice, timeout);
+    node.send(&set_driller_call(DRILLING, true), &bob, timeout);
 
     node.send(&register_publisher_call(DRILLING), &alice, timeout);
     node.send(

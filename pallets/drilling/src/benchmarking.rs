@@ -4,7 +4,7 @@
 //! Worst cases: the largest task kind (inference with the longest URIs and most layers); the last
 //! commit (which opens reveals); the last reveal of `MaxReplication` executors, which settles with
 //! agreement, crediting all of them and slashing as many dissenters of the previous attempt; an
-//! epoch start over `n` bonded trainers (up to 999: with a genesis trainer, `MaxBonders`); `k` synthetic tasks issued in a block; a draw of `r`
+//! epoch start over `n` drillers (up to 999: with a genesis trainer, `MaxBonders`); `k` synthetic tasks issued in a block; a draw of `r`
 //! executors out of `MaxTrainers` candidates with a full list of excluded ones.
 
 use super::*;
@@ -19,12 +19,13 @@ use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
 use sp_core::H256;
 use sp_runtime::traits::{One, Saturating};
 
-/// `n` eligible trainers, named by `tag`.
+/// `n` eligible trainers registered as drillers, named by `tag`.
 fn trainers<T: Config>(tag: &'static str, n: u32) -> Vec<T::AccountId> {
     (0..n)
         .map(|i| {
             let who: T::AccountId = account(tag, i, 0);
             T::BenchmarkHelper::make_trainer(&who);
+            Drillers::<T>::insert(&who, ());
             who
         })
         .collect()
@@ -195,6 +196,27 @@ mod benchmarks {
         assert_eq!(PublishedTasks::<T>::get(&who), 1);
     }
 
+    /// A trainer starts drilling.
+    #[benchmark]
+    fn set_driller() {
+        let who: T::AccountId = account("trainer", 0, 0);
+        T::BenchmarkHelper::make_trainer(&who);
+        #[extrinsic_call]
+        _(RawOrigin::Signed(who.clone()), true);
+        assert!(Drillers::<T>::contains_key(&who));
+    }
+
+    /// A driller that is no longer eligible is removed by someone else.
+    #[benchmark]
+    fn prune_driller() {
+        let stale: T::AccountId = account("stale", 0, 0);
+        Drillers::<T>::insert(&stale, ());
+        let caller = funded::<T>("caller");
+        #[extrinsic_call]
+        _(RawOrigin::Signed(caller), stale.clone());
+        assert!(!Drillers::<T>::contains_key(&stale));
+    }
+
     /// The last commitment, which opens the reveal window.
     #[benchmark]
     fn commit_result() {
@@ -234,11 +256,10 @@ mod benchmarks {
         }
     }
 
-    /// An epoch starts with `n` bonded trainers: read, shuffle, store the issuance queue.
+    /// An epoch starts with `n` drillers: read, check eligibility, shuffle, store the issuance queue.
     #[benchmark]
     fn start_epoch(n: Linear<2, 999>) {
         start::<T>();
-        // Genesis may have bonded trainers already (the dev chain's Alice).
         let before = issuance::candidates::<T>().len() as u32;
         trainers::<T>("trainer", n);
         #[block]
@@ -265,7 +286,7 @@ mod benchmarks {
         assert_eq!(Tasks::<T>::count(), k);
     }
 
-    /// The eligible trainers read once for a block's draws.
+    /// The eligible drillers read once for a block's draws.
     #[benchmark]
     fn load_candidates(n: Linear<2, 999>) {
         let before = issuance::candidates::<T>().len() as u32;

@@ -1,7 +1,7 @@
 //! Who drills what: the per-epoch synthetic issuance and the draw of a published (or re-issued)
 //! task's executors, both from on-chain randomness.
 //!
-//! At an epoch boundary the eligible trainers (at most `MaxTrainers`) are shuffled with the block's
+//! At an epoch boundary the eligible drillers (at most `MaxTrainers`) are shuffled with the block's
 //! randomness and stored once. Groups of `SyntheticReplication` consecutive trainers each get one
 //! matrix-chain task; the last group takes the `n mod r` left over, so every eligible trainer has
 //! exactly one task per epoch. Tasks are issued at most `MaxIssuePerBlock` a block (and only while
@@ -17,8 +17,8 @@ use scale_info::TypeInfo;
 use sp_runtime::traits::Saturating;
 
 use crate::{
-    weights::WeightInfo, Config, CurrentEpoch, Event, Issuance, IssuanceQueue, Pallet, TaskId,
-    TaskKind, TaskOf, TaskOrigin, TaskPhase, LOG_TARGET,
+    weights::WeightInfo, Config, CurrentEpoch, Drillers, Event, Issuance, IssuanceQueue, Pallet,
+    TaskId, TaskKind, TaskOf, TaskOrigin, TaskPhase, LOG_TARGET,
 };
 
 /// Progress of an epoch's synthetic issuance.
@@ -85,15 +85,16 @@ pub fn group_range(g: u32, groups: u32, n: u32, r: u32) -> core::ops::Range<usiz
     start as usize..end as usize
 }
 
-/// Every eligible trainer, in the staking pallet's (deterministic) order.
+/// Every registered driller that is eligible (bonded at least `MinBond`), in storage order (the same
+/// on every node).
 pub fn candidates<T: Config>() -> Vec<T::AccountId> {
-    T::Staking::eligible_trainers().into_iter().map(|(who, _)| who).collect()
+    Drillers::<T>::iter_keys().filter(|who| T::Staking::is_eligible(who)).collect()
 }
 
-/// Starts a drilling epoch at `now`: shuffles the eligible trainers into the issuance queue.
+/// Starts a drilling epoch at `now`: shuffles the eligible drillers into the issuance queue.
 /// Returns the weight used.
 pub fn start_epoch<T: Config>(now: BlockNumberFor<T>) -> Weight {
-    let bonders = T::Staking::bonder_count();
+    let drillers = Drillers::<T>::count();
     let epoch = CurrentEpoch::<T>::mutate(|e| {
         e.saturating_inc();
         *e
@@ -119,7 +120,7 @@ pub fn start_epoch<T: Config>(now: BlockNumberFor<T>) -> Weight {
         Issuance::<T>::put(IssuanceState { epoch, seed, groups, next: 0 });
     }
     Pallet::<T>::deposit_event(Event::EpochStarted { epoch, trainers: n, tasks: groups });
-    T::WeightInfo::start_epoch(bonders)
+    T::WeightInfo::start_epoch(drillers)
 }
 
 /// Issues up to `MaxIssuePerBlock` of the epoch's synthetic tasks. Returns the weight used.
@@ -164,8 +165,8 @@ pub fn issue_due<T: Config>(now: BlockNumberFor<T>) -> Weight {
     T::WeightInfo::issue_tasks(issued)
 }
 
-/// Draws a task's executors from `pool` (the eligible trainers) with randomness of this block,
-/// leaving out the previous attempt's executors when enough others are eligible. Too small a pool
+/// Draws a task's executors from `pool` (the eligible drillers) with randomness of this block,
+/// leaving out the previous attempt's revealers when enough others are eligible. Too small a pool
 /// abandons the task.
 pub fn draw<T: Config>(
     id: TaskId,

@@ -8,17 +8,20 @@
 //!    hardware (the reference is [`ergon_drill`]): chained int8 matrix products over seeded matrices,
 //!    and int8 inference of a committed model over a committed dataset. The difficulty in micro-ut is
 //!    computed on chain from the exact operation count.
-//! 2. **Synthetic tasks** ([`issuance`]): every `EpochLength` blocks the runtime shuffles the eligible
-//!    trainers with on-chain randomness and cuts them into groups of `SyntheticReplication` (the last
+//! 2. **Drillers**: a bonded trainer opts in with [`Pallet::set_driller`] (the worker's driller role);
+//!    only drillers get tasks, so a trainer that runs no driller is never slashed for silence.
+//!    [`Pallet::prune_driller`] lets anyone remove one whose bond fell below the minimum.
+//! 3. **Synthetic tasks** ([`issuance`]): every `EpochLength` blocks the runtime shuffles the eligible
+//!    drillers with on-chain randomness and cuts them into groups of `SyntheticReplication` (the last
 //!    group takes the remainder), one matrix-chain task per group, seeded by that randomness. Every
 //!    eligible trainer gets exactly one task per epoch; at most `MaxIssuePerBlock` are issued a block.
-//! 3. **Published tasks**: a task publisher registers with a deposit ([`Pallet::register_publisher`]),
+//! 4. **Published tasks**: a task publisher registers with a deposit ([`Pallet::register_publisher`]),
 //!    is approved by `PublisherOrigin` (root or governance), then [`Pallet::publish_task`]s with a
 //!    replication `r`. Executors are drawn in the next block, from randomness the publisher could not
-//!    know, uniformly among eligible trainers.
-//! 4. **Commit-reveal**: executors [`Pallet::commit_result`] `hash(task, executor, result, salt)`
+//!    know, uniformly among eligible drillers.
+//! 5. **Commit-reveal**: executors [`Pallet::commit_result`] `hash(task, executor, result, salt)`
 //!    within `CommitWindow`, then [`Pallet::reveal_result`] within `RevealWindow`.
-//! 5. **Settlement** ([`settlement`]): all `r` reveal the same result → each is credited D = difficulty
+//! 6. **Settlement** ([`settlement`]): all `r` reveal the same result → each is credited D = difficulty
 //!    through pallet-compute-power and its drilling record (hashrate) updated. Any disagreement or
 //!    silence → nobody is credited; the silent are slashed (`NoShow`), and when a strict majority of
 //!    `r` agrees, the minority too (`DrillingDisagreement`); the task is re-issued with `r + 2`
@@ -196,7 +199,8 @@ pub mod pallet {
         #[pallet::constant]
         type MaxReissues: Get<u32>;
 
-        /// Most trainers given synthetic work in an epoch (the staking pallet's `MaxBonders`).
+        /// Most registered drillers, hence trainers given synthetic work in an epoch (the staking
+        /// pallet's `MaxBonders`).
         #[pallet::constant]
         type MaxTrainers: Get<u32>;
 
@@ -245,7 +249,7 @@ pub mod pallet {
     #[pallet::storage]
     pub type CurrentEpoch<T: Config> = StorageValue<_, u32, ValueQuery>;
 
-    /// This epoch's synthetic issuance: the shuffled eligible trainers, cut into groups in order.
+    /// This epoch's synthetic issuance: the shuffled eligible drillers, cut into groups in order.
     #[pallet::storage]
     pub type IssuanceQueue<T: Config> =
         StorageValue<_, BoundedVec<T::AccountId, T::MaxTrainers>, ValueQuery>;
@@ -253,6 +257,12 @@ pub mod pallet {
     /// Progress of this epoch's synthetic issuance (absent when done).
     #[pallet::storage]
     pub type Issuance<T: Config> = StorageValue<_, issuance::IssuanceState, OptionQuery>;
+
+    /// Trainers who run the driller role: only they are given synthetic tasks or drawn for published
+    /// ones (a trainer without a driller would only be slashed for silence). At most `MaxTrainers`.
+    #[pallet::storage]
+    pub type Drillers<T: Config> =
+        CountedStorageMap<_, Blake2_128Concat, T::AccountId, (), OptionQuery>;
 
     /// Each trainer's completed drilling tasks and timing: its measured hashrate.
     #[pallet::storage]
@@ -264,11 +274,13 @@ pub mod pallet {
     pub enum Event<T: Config> {
         /// `who` registered as a task publisher, holding `deposit`.
         PublisherRegistered { who: T::AccountId, deposit: BalanceOf<T> },
+        /// `who` now takes drilling tasks (`enabled`) or no longer does.
+        DrillerSet { who: T::AccountId, enabled: bool },
         /// `who` may publish tasks.
         PublisherApproved { who: T::AccountId },
         /// `who` is no longer a publisher; `slashed` of its deposit was burned, the rest released.
         PublisherRemoved { who: T::AccountId, slashed: BalanceOf<T> },
-        /// A drilling epoch started: `trainers` eligible trainers get `tasks` synthetic tasks.
+        /// A drilling epoch started: `trainers` eligible drillers get `tasks` synthetic tasks.
         EpochStarted { epoch: u32, trainers: u32, tasks: u32 },
         /// A task was issued (its executors are drawn now or in the next block).
         TaskIssued {
@@ -303,7 +315,7 @@ pub mod pallet {
             reason: SlashReason,
             amount: BalanceOf<T>,
         },
-        /// Too few eligible trainers to draw the task's executors.
+        /// Too few eligible drillers to draw the task's executors.
         TaskAbandoned { task: TaskId },
         /// A finished task's record was removed.
         TaskRemoved { task: TaskId },
@@ -347,6 +359,14 @@ pub mod pallet {
         AlreadyRevealed,
         /// The revealed result and salt do not match the commitment.
         CommitmentMismatch,
+        /// Only eligible (bonded) trainers may drill.
+        NotEligible,
+        /// `MaxTrainers` drillers are registered already.
+        TooManyDrillers,
+        /// The account is not a registered driller.
+        NotADriller,
+        /// The driller is still eligible: only its owner may remove it.
+        StillEligible,
     }
 
     #[pallet::hooks]
@@ -359,7 +379,7 @@ pub mod pallet {
             }
             weight.saturating_accrue(issuance::issue_due::<T>(now));
             // At most `MaxTimeoutsPerBlock` tasks, each weighed by the path its timeout took; the
-            // eligible trainers are read once for all the draws of the block.
+            // eligible drillers are read once for all the draws of the block.
             let mut candidates = None;
             for task in Timeouts::<T>::take(now) {
                 weight.saturating_accrue(Self::on_timeout(task, now, &mut candidates));
@@ -551,6 +571,41 @@ pub mod pallet {
             Tasks::<T>::insert(task, record);
             Ok((!settles).then(T::WeightInfo::commit_result).into())
         }
+
+        /// Starts (`enabled`) or stops taking drilling tasks. Starting needs an eligible bond. Tasks
+        /// already assigned must still be answered.
+        #[pallet::call_index(7)]
+        #[pallet::weight(T::WeightInfo::set_driller())]
+        pub fn set_driller(origin: OriginFor<T>, enabled: bool) -> DispatchResult {
+            let who = ensure_signed(origin)?;
+            if enabled {
+                ensure!(T::Staking::is_eligible(&who), Error::<T>::NotEligible);
+                if !Drillers::<T>::contains_key(&who) {
+                    ensure!(
+                        Drillers::<T>::count() < T::MaxTrainers::get(),
+                        Error::<T>::TooManyDrillers
+                    );
+                    Drillers::<T>::insert(&who, ());
+                }
+            } else {
+                Drillers::<T>::remove(&who);
+            }
+            Self::deposit_event(Event::DrillerSet { who, enabled });
+            Ok(())
+        }
+
+        /// Removes a driller that is no longer eligible (unbonded or slashed below the minimum):
+        /// anyone may do it, so stale entries cannot fill `MaxTrainers`.
+        #[pallet::call_index(8)]
+        #[pallet::weight(T::WeightInfo::prune_driller())]
+        pub fn prune_driller(origin: OriginFor<T>, who: T::AccountId) -> DispatchResult {
+            ensure_signed(origin)?;
+            ensure!(Drillers::<T>::contains_key(&who), Error::<T>::NotADriller);
+            ensure!(!T::Staking::is_eligible(&who), Error::<T>::StillEligible);
+            Drillers::<T>::remove(&who);
+            Self::deposit_event(Event::DrillerSet { who, enabled: false });
+            Ok(())
+        }
     }
 
     impl<T: Config> Pallet<T> {
@@ -659,7 +714,7 @@ pub mod pallet {
                 TaskPhase::Drawing => {
                     let mut weight = Weight::zero();
                     if candidates.is_none() {
-                        weight = T::WeightInfo::load_candidates(T::Staking::bonder_count());
+                        weight = T::WeightInfo::load_candidates(Drillers::<T>::count());
                         *candidates = Some(issuance::candidates::<T>());
                     }
                     let pool = candidates.as_deref().unwrap_or_default();

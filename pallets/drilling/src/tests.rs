@@ -11,9 +11,11 @@ use sp_runtime::DispatchError;
 const BOND: u128 = 1_000;
 const PUBLISHER: u64 = 30;
 
+/// Bonds each of `trainers` and registers it as a driller.
 fn bond(trainers: impl IntoIterator<Item = u64>) {
     for who in trainers {
         assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), BOND));
+        assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(who), true));
     }
 }
 
@@ -77,6 +79,45 @@ fn slashes() -> Vec<(u64, SlashReason)> {
             _ => None,
         })
         .collect()
+}
+
+#[test]
+fn only_eligible_drillers_get_tasks_and_stale_ones_can_be_pruned() {
+    new_test_ext().execute_with(|| {
+        // 1–4 drill; 5–6 are bonded trainers that run no driller; 7 has no bond.
+        bond(1..=4);
+        for who in 5..=6 {
+            assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), BOND));
+        }
+        assert_noop!(
+            Drilling::set_driller(RuntimeOrigin::signed(7), true),
+            Error::<Test>::NotEligible
+        );
+        run_to_block(21);
+        let count = synthetic_tasks_by_trainer(1);
+        assert_eq!(count.keys().copied().collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+        approved_publisher();
+        let id = publish(chain(1), 4);
+        let mut who = executors(id);
+        who.sort();
+        assert_eq!(who, vec![1, 2, 3, 4]);
+
+        // Stopping is always allowed; a driller whose bond fell below the minimum can be pruned by
+        // anyone, an eligible one only by itself.
+        assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(4), false));
+        assert!(!Drillers::<Test>::contains_key(4));
+        assert_noop!(
+            Drilling::prune_driller(RuntimeOrigin::signed(9), 3),
+            Error::<Test>::StillEligible
+        );
+        assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(3), BOND));
+        assert_ok!(Drilling::prune_driller(RuntimeOrigin::signed(9), 3));
+        assert_noop!(
+            Drilling::prune_driller(RuntimeOrigin::signed(9), 3),
+            Error::<Test>::NotADriller
+        );
+        assert_eq!(issuance::candidates::<Test>().len(), 2);
+    });
 }
 
 #[test]

@@ -136,7 +136,7 @@ pub enum TaskPhase {
         /// The re-issued task.
         reissued: Option<TaskId>,
     },
-    /// Too few eligible trainers to draw executors.
+    /// Too few eligible drillers to draw executors.
     Abandoned,
 }
 

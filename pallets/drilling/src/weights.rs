@@ -53,6 +53,10 @@ pub trait WeightInfo {
 	fn deregister_publisher() -> Weight;
 	/// Weight of the `publish_task` benchmark.
 	fn publish_task() -> Weight;
+	/// Weight of the `set_driller` benchmark.
+	fn set_driller() -> Weight;
+	/// Weight of the `prune_driller` benchmark.
+	fn prune_driller() -> Weight;
 	/// Weight of the `commit_result` benchmark.
 	fn commit_result() -> Weight;
 	/// Weight of the `reveal_result` benchmark.
@@ -88,8 +92,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn register_publisher() -> Weight {
 		// Proof size (bytes), measured: `200`,
 		// estimated: `3593`.
-		// Minimum execution time: 48_132_000 picoseconds.
-		Weight::from_parts(51_417_000, 0)
+		// Minimum execution time: 50_946_000 picoseconds.
+		Weight::from_parts(59_079_000, 0)
 			.saturating_add(Weight::from_parts(0, 3593))
 			.saturating_add(T::DbWeight::get().reads(3))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -99,8 +103,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn approve_publisher() -> Weight {
 		// Proof size (bytes), measured: `133`,
 		// estimated: `3530`.
-		// Minimum execution time: 8_293_000 picoseconds.
-		Weight::from_parts(9_664_000, 0)
+		// Minimum execution time: 9_203_000 picoseconds.
+		Weight::from_parts(9_985_000, 0)
 			.saturating_add(Weight::from_parts(0, 3530))
 			.saturating_add(T::DbWeight::get().reads(1))
 			.saturating_add(T::DbWeight::get().writes(1))
@@ -114,8 +118,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn revoke_publisher() -> Weight {
 		// Proof size (bytes), measured: `329`,
 		// estimated: `3593`.
-		// Minimum execution time: 31_968_000 picoseconds.
-		Weight::from_parts(34_502_000, 0)
+		// Minimum execution time: 32_870_000 picoseconds.
+		Weight::from_parts(35_263_000, 0)
 			.saturating_add(Weight::from_parts(0, 3593))
 			.saturating_add(T::DbWeight::get().reads(3))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -129,8 +133,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn deregister_publisher() -> Weight {
 		// Proof size (bytes), measured: `329`,
 		// estimated: `3593`.
-		// Minimum execution time: 42_664_000 picoseconds.
-		Weight::from_parts(45_137_000, 0)
+		// Minimum execution time: 42_483_000 picoseconds.
+		Weight::from_parts(47_101_000, 0)
 			.saturating_add(Weight::from_parts(0, 3593))
 			.saturating_add(T::DbWeight::get().reads(3))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -150,11 +154,41 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn publish_task() -> Weight {
 		// Proof size (bytes), measured: `133`,
 		// estimated: `6927`.
-		// Minimum execution time: 21_853_000 picoseconds.
+		// Minimum execution time: 22_093_000 picoseconds.
 		Weight::from_parts(23_976_000, 0)
 			.saturating_add(Weight::from_parts(0, 6927))
 			.saturating_add(T::DbWeight::get().reads(6))
 			.saturating_add(T::DbWeight::get().writes(5))
+	}
+	/// Storage: `TrainerStaking::Ledgers` (r:1 w:0)
+	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
+	/// Storage: `Drilling::Drillers` (r:1 w:1)
+	/// Proof: `Drilling::Drillers` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
+	/// Storage: `Drilling::CounterForDrillers` (r:1 w:1)
+	/// Proof: `Drilling::CounterForDrillers` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	fn set_driller() -> Weight {
+		// Proof size (bytes), measured: `233`,
+		// estimated: `4170`.
+		// Minimum execution time: 16_725_000 picoseconds.
+		Weight::from_parts(18_628_000, 0)
+			.saturating_add(Weight::from_parts(0, 4170))
+			.saturating_add(T::DbWeight::get().reads(3))
+			.saturating_add(T::DbWeight::get().writes(2))
+	}
+	/// Storage: `Drilling::Drillers` (r:1 w:1)
+	/// Proof: `Drilling::Drillers` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledgers` (r:1 w:0)
+	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
+	/// Storage: `Drilling::CounterForDrillers` (r:1 w:1)
+	/// Proof: `Drilling::CounterForDrillers` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	fn prune_driller() -> Weight {
+		// Proof size (bytes), measured: `292`,
+		// estimated: `4170`.
+		// Minimum execution time: 17_506_000 picoseconds.
+		Weight::from_parts(19_219_000, 0)
+			.saturating_add(Weight::from_parts(0, 4170))
+			.saturating_add(T::DbWeight::get().reads(3))
+			.saturating_add(T::DbWeight::get().writes(2))
 	}
 	/// Storage: `Drilling::Tasks` (r:1 w:1)
 	/// Proof: `Drilling::Tasks` (`max_values`: None, `max_size`: Some(3462), added: 5937, mode: `MaxEncodedLen`)
@@ -163,10 +197,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Drilling::Timeouts` (r:2 w:2)
 	/// Proof: `Drilling::Timeouts` (`max_values`: None, `max_size`: Some(269), added: 2744, mode: `MaxEncodedLen`)
 	fn commit_result() -> Weight {
-		// Proof size (bytes), measured: `906`,
+		// Proof size (bytes), measured: `962`,
 		// estimated: `6927`.
-		// Minimum execution time: 26_810_000 picoseconds.
-		Weight::from_parts(32_870_000, 0)
+		// Minimum execution time: 29_194_000 picoseconds.
+		Weight::from_parts(32_229_000, 0)
 			.saturating_add(Weight::from_parts(0, 6927))
 			.saturating_add(T::DbWeight::get().reads(4))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -190,10 +224,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Drilling::Records` (r:9 w:9)
 	/// Proof: `Drilling::Records` (`max_values`: None, `max_size`: Some(92), added: 2567, mode: `MaxEncodedLen`)
 	fn reveal_result() -> Weight {
-		// Proof size (bytes), measured: `4851`,
+		// Proof size (bytes), measured: `4907`,
 		// estimated: `29610`.
-		// Minimum execution time: 464_066_000 picoseconds.
-		Weight::from_parts(503_456_000, 0)
+		// Minimum execution time: 465_328_000 picoseconds.
+		Weight::from_parts(494_091_000, 0)
 			.saturating_add(Weight::from_parts(0, 29610))
 			.saturating_add(T::DbWeight::get().reads(50))
 			.saturating_add(T::DbWeight::get().writes(50))
@@ -205,13 +239,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn on_initialize_idle() -> Weight {
 		// Proof size (bytes), measured: `42`,
 		// estimated: `3734`.
-		// Minimum execution time: 3_515_000 picoseconds.
-		Weight::from_parts(4_006_000, 0)
+		// Minimum execution time: 3_225_000 picoseconds.
+		Weight::from_parts(3_925_000, 0)
 			.saturating_add(Weight::from_parts(0, 3734))
 			.saturating_add(T::DbWeight::get().reads(2))
 	}
-	/// Storage: `TrainerStaking::CounterForLedgers` (r:1 w:0)
-	/// Proof: `TrainerStaking::CounterForLedgers` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `Drilling::CounterForDrillers` (r:1 w:0)
+	/// Proof: `Drilling::CounterForDrillers` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `Drilling::CurrentEpoch` (r:1 w:1)
 	/// Proof: `Drilling::CurrentEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `Drilling::Issuance` (r:1 w:1)
@@ -220,20 +254,22 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Babe::AuthorVrfRandomness` (`max_values`: Some(1), `max_size`: Some(33), added: 528, mode: `MaxEncodedLen`)
 	/// Storage: `System::ParentHash` (r:1 w:0)
 	/// Proof: `System::ParentHash` (`max_values`: Some(1), `max_size`: Some(32), added: 527, mode: `MaxEncodedLen`)
-	/// Storage: `TrainerStaking::Ledgers` (r:1000 w:0)
+	/// Storage: `Drilling::Drillers` (r:999 w:0)
+	/// Proof: `Drilling::Drillers` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledgers` (r:998 w:0)
 	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
 	/// Storage: `Drilling::IssuanceQueue` (r:0 w:1)
 	/// Proof: `Drilling::IssuanceQueue` (`max_values`: Some(1), `max_size`: Some(32002), added: 32497, mode: `MaxEncodedLen`)
 	fn start_epoch(n: u32, ) -> Weight {
-		// Proof size (bytes), measured: `383 + n * (71 ±0)`,
-		// estimated: `7350 + n * (3180 ±0)`.
-		// Minimum execution time: 32_209_000 picoseconds.
-		Weight::from_parts(32_469_000, 0)
-			.saturating_add(Weight::from_parts(0, 7350))
-			// Standard error: 87_656
-			.saturating_add(Weight::from_parts(6_487_296, 0).saturating_mul(n.into()))
-			.saturating_add(T::DbWeight::get().reads(7))
-			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(n.into())))
+		// Proof size (bytes), measured: `418 + n * (125 ±0)`,
+		// estimated: `3513 + n * (3180 ±0)`.
+		// Minimum execution time: 32_970_000 picoseconds.
+		Weight::from_parts(33_350_000, 0)
+			.saturating_add(Weight::from_parts(0, 3513))
+			// Standard error: 36_075
+			.saturating_add(Weight::from_parts(7_738_049, 0).saturating_mul(n.into()))
+			.saturating_add(T::DbWeight::get().reads(6))
+			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(n.into())))
 			.saturating_add(T::DbWeight::get().writes(3))
 			.saturating_add(Weight::from_parts(0, 3180).saturating_mul(n.into()))
 	}
@@ -254,29 +290,31 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn issue_tasks(k: u32, ) -> Weight {
 		// Proof size (bytes), measured: `142 + k * (96 ±0)`,
 		// estimated: `33487 + k * (5937 ±0)`.
-		// Minimum execution time: 5_408_000 picoseconds.
-		Weight::from_parts(9_109_212, 0)
+		// Minimum execution time: 5_458_000 picoseconds.
+		Weight::from_parts(8_976_949, 0)
 			.saturating_add(Weight::from_parts(0, 33487))
-			// Standard error: 5_218
-			.saturating_add(Weight::from_parts(13_167_771, 0).saturating_mul(k.into()))
+			// Standard error: 4_534
+			.saturating_add(Weight::from_parts(13_107_057, 0).saturating_mul(k.into()))
 			.saturating_add(T::DbWeight::get().reads(5))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(k.into())))
 			.saturating_add(T::DbWeight::get().writes(4))
 			.saturating_add(T::DbWeight::get().writes((1_u64).saturating_mul(k.into())))
 			.saturating_add(Weight::from_parts(0, 5937).saturating_mul(k.into()))
 	}
-	/// Storage: `TrainerStaking::Ledgers` (r:1000 w:0)
+	/// Storage: `Drilling::Drillers` (r:999 w:0)
+	/// Proof: `Drilling::Drillers` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledgers` (r:998 w:0)
 	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
 	fn load_candidates(n: u32, ) -> Weight {
-		// Proof size (bytes), measured: `187 + n * (71 ±0)`,
-		// estimated: `7350 + n * (3180 ±0)`.
-		// Minimum execution time: 13_760_000 picoseconds.
-		Weight::from_parts(13_840_000, 0)
-			.saturating_add(Weight::from_parts(0, 7350))
-			// Standard error: 11_259
-			.saturating_add(Weight::from_parts(4_364_530, 0).saturating_mul(n.into()))
-			.saturating_add(T::DbWeight::get().reads(2))
-			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(n.into())))
+		// Proof size (bytes), measured: `264 + n * (125 ±0)`,
+		// estimated: `3513 + n * (3180 ±0)`.
+		// Minimum execution time: 15_383_000 picoseconds.
+		Weight::from_parts(15_483_000, 0)
+			.saturating_add(Weight::from_parts(0, 3513))
+			// Standard error: 44_962
+			.saturating_add(Weight::from_parts(6_771_449, 0).saturating_mul(n.into()))
+			.saturating_add(T::DbWeight::get().reads(1))
+			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(n.into())))
 			.saturating_add(Weight::from_parts(0, 3180).saturating_mul(n.into()))
 	}
 	/// Storage: `Babe::AuthorVrfRandomness` (r:1 w:0)
@@ -292,11 +330,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn timeout_draw(r: u32, ) -> Weight {
 		// Proof size (bytes), measured: `370`,
 		// estimated: `6927`.
-		// Minimum execution time: 40_241_000 picoseconds.
-		Weight::from_parts(45_914_899, 0)
+		// Minimum execution time: 41_953_000 picoseconds.
+		Weight::from_parts(49_726_388, 0)
 			.saturating_add(Weight::from_parts(0, 6927))
-			// Standard error: 6_248
-			.saturating_add(Weight::from_parts(263_103, 0).saturating_mul(r.into()))
+			// Standard error: 16_581
+			.saturating_add(Weight::from_parts(319_848, 0).saturating_mul(r.into()))
 			.saturating_add(T::DbWeight::get().reads(5))
 			.saturating_add(T::DbWeight::get().writes(2))
 	}
@@ -307,10 +345,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Drilling::Tasks` (r:1 w:1)
 	/// Proof: `Drilling::Tasks` (`max_values`: None, `max_size`: Some(3462), added: 5937, mode: `MaxEncodedLen`)
 	fn timeout_open_reveal() -> Weight {
-		// Proof size (bytes), measured: `900`,
+		// Proof size (bytes), measured: `956`,
 		// estimated: `6927`.
-		// Minimum execution time: 18_478_000 picoseconds.
-		Weight::from_parts(20_541_000, 0)
+		// Minimum execution time: 19_509_000 picoseconds.
+		Weight::from_parts(21_502_000, 0)
 			.saturating_add(Weight::from_parts(0, 6927))
 			.saturating_add(T::DbWeight::get().reads(4))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -336,18 +374,18 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Drilling::Records` (r:9 w:9)
 	/// Proof: `Drilling::Records` (`max_values`: None, `max_size`: Some(92), added: 2567, mode: `MaxEncodedLen`)
 	fn timeout_settle(r: u32, ) -> Weight {
-		// Proof size (bytes), measured: `1555 + r * (274 ±0)`,
-		// estimated: `8480 + r * (1690 ±44)`.
-		// Minimum execution time: 115_183_000 picoseconds.
-		Weight::from_parts(135_422_386, 0)
-			.saturating_add(Weight::from_parts(0, 8480))
-			// Standard error: 261_757
-			.saturating_add(Weight::from_parts(24_878_553, 0).saturating_mul(r.into()))
+		// Proof size (bytes), measured: `1611 + r * (274 ±0)`,
+		// estimated: `8339 + r * (1707 ±59)`.
+		// Minimum execution time: 120_411_000 picoseconds.
+		Weight::from_parts(140_170_857, 0)
+			.saturating_add(Weight::from_parts(0, 8339))
+			// Standard error: 291_415
+			.saturating_add(Weight::from_parts(25_744_143, 0).saturating_mul(r.into()))
 			.saturating_add(T::DbWeight::get().reads(18))
 			.saturating_add(T::DbWeight::get().reads((3_u64).saturating_mul(r.into())))
 			.saturating_add(T::DbWeight::get().writes(17))
 			.saturating_add(T::DbWeight::get().writes((3_u64).saturating_mul(r.into())))
-			.saturating_add(Weight::from_parts(0, 1690).saturating_mul(r.into()))
+			.saturating_add(Weight::from_parts(0, 1707).saturating_mul(r.into()))
 	}
 	/// Storage: `Drilling::Issuance` (r:1 w:0)
 	/// Proof: `Drilling::Issuance` (`max_values`: Some(1), `max_size`: Some(44), added: 539, mode: `MaxEncodedLen`)
@@ -358,10 +396,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Drilling::CounterForTasks` (r:1 w:1)
 	/// Proof: `Drilling::CounterForTasks` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	fn timeout_remove() -> Weight {
-		// Proof size (bytes), measured: `671`,
+		// Proof size (bytes), measured: `727`,
 		// estimated: `6927`.
-		// Minimum execution time: 16_124_000 picoseconds.
-		Weight::from_parts(17_597_000, 0)
+		// Minimum execution time: 16_585_000 picoseconds.
+		Weight::from_parts(18_437_000, 0)
 			.saturating_add(Weight::from_parts(0, 6927))
 			.saturating_add(T::DbWeight::get().reads(4))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -383,6 +421,12 @@ impl WeightInfo for () {
 		Weight::zero()
 	}
 	fn publish_task() -> Weight {
+		Weight::zero()
+	}
+	fn set_driller() -> Weight {
+		Weight::zero()
+	}
+	fn prune_driller() -> Weight {
 		Weight::zero()
 	}
 	fn commit_result() -> Weight {
