@@ -14,7 +14,7 @@
 //! 3. **Synthetic tasks** ([`issuance`]): every `EpochLength` blocks the runtime shuffles the eligible
 //!    drillers with on-chain randomness and cuts them into groups of `SyntheticReplication` (the last
 //!    group takes the remainder), one matrix-chain task per group, seeded by that randomness. Every
-//!    eligible trainer gets exactly one task per epoch; at most `MaxIssuePerBlock` are issued a block.
+//!    eligible driller gets exactly one task per epoch; at most `MaxIssuePerBlock` are issued a block.
 //! 4. **Published tasks**: a task publisher registers with a deposit ([`Pallet::register_publisher`]),
 //!    is approved by `PublisherOrigin` (root or governance), then [`Pallet::publish_task`]s with a
 //!    replication `r`. Executors are drawn in the next block, from randomness the publisher could not
@@ -29,8 +29,8 @@
 //!    attempt who revealed another result are slashed then.
 //!
 //! Every task has one entry in [`Timeouts`]; finished tasks are removed `Retention` blocks later.
-//! Storage is bounded: `MaxOpenTasks` tasks, `MaxPublishedTasks` per publisher, `MaxTrainers` in an
-//! epoch's issuance. Invariants (`try_state`): every task is in exactly the timeout entry it names, the
+//! Storage is bounded: `MaxOpenTasks` tasks, `MaxPublishedTasks` per publisher, `MaxTrainers`
+//! drillers (and in an epoch's issuance). Invariants (`try_state`): every task is in exactly the timeout entry it names, the
 //! count of each publisher's tasks matches, and each publisher's deposit is held.
 
 #![cfg_attr(not(feature = "std"), no_std)]
