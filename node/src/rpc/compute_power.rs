@@ -4,16 +4,14 @@
 use std::sync::Arc;
 
 use ergon_runtime::{opaque::Block, AccountId};
-use jsonrpsee::{
-    core::RpcResult,
-    proc_macros::rpc,
-    types::{error::ErrorObject, ErrorObjectOwned},
-};
+use jsonrpsee::{core::RpcResult, proc_macros::rpc};
 use pallet_compute_power_runtime_api::{ComputePower, ComputePowerApi};
 use serde::Serialize;
 use sp_api::ProvideRuntimeApi;
 use sp_blockchain::HeaderBackend;
 use sp_core::crypto::Ss58Codec;
+
+use super::{check_limit, runtime_error};
 
 /// Most trainers `ergon_topTrainers` returns in one call.
 pub const MAX_TOP_TRAINERS: u32 = 1_000;
@@ -82,10 +80,6 @@ impl<C> ComputePowerRpcImpl<C> {
     }
 }
 
-fn runtime_error(e: impl ToString) -> ErrorObjectOwned {
-    ErrorObject::owned(1, "runtime API call failed", Some(e.to_string()))
-}
-
 impl<C> ComputePowerRpcServer<<Block as sp_runtime::traits::Block>::Hash> for ComputePowerRpcImpl<C>
 where
     C: ProvideRuntimeApi<Block> + HeaderBackend<Block> + Send + Sync + 'static,
@@ -106,14 +100,7 @@ where
         limit: Option<u32>,
         at: Option<<Block as sp_runtime::traits::Block>::Hash>,
     ) -> RpcResult<Vec<TrainerView>> {
-        let limit = limit.unwrap_or(100);
-        if limit > MAX_TOP_TRAINERS {
-            return Err(ErrorObject::owned(
-                2,
-                format!("limit {limit} is above the maximum of {MAX_TOP_TRAINERS}"),
-                None::<()>,
-            ));
-        }
+        let limit = check_limit(limit, MAX_TOP_TRAINERS)?;
         let at = at.unwrap_or_else(|| self.client.info().best_hash);
         let rows = self.client.runtime_api().top_trainers(at, limit).map_err(runtime_error)?;
         Ok(rows

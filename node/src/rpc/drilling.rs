@@ -5,16 +5,14 @@
 use std::sync::Arc;
 
 use ergon_runtime::{opaque::Block, AccountId, BlockNumber};
-use jsonrpsee::{
-    core::RpcResult,
-    proc_macros::rpc,
-    types::{error::ErrorObject, ErrorObjectOwned},
-};
+use jsonrpsee::{core::RpcResult, proc_macros::rpc};
 use pallet_drilling_runtime_api::{DrillingApi, DrillingRecord, TaskId};
 use serde::Serialize;
 use sp_api::ProvideRuntimeApi;
 use sp_blockchain::HeaderBackend;
 use sp_core::crypto::Ss58Codec;
+
+use super::{check_limit, runtime_error};
 
 /// Most rows `ergon_hashrates` and `ergon_drillingTasksOf` return in one call.
 pub const MAX_ROWS: u32 = 1_000;
@@ -86,22 +84,6 @@ impl<C> DrillingRpcImpl<C> {
     }
 }
 
-fn runtime_error(e: impl ToString) -> ErrorObjectOwned {
-    ErrorObject::owned(1, "runtime API call failed", Some(e.to_string()))
-}
-
-fn checked_limit(limit: Option<u32>) -> RpcResult<u32> {
-    let limit = limit.unwrap_or(100);
-    if limit > MAX_ROWS {
-        return Err(ErrorObject::owned(
-            2,
-            format!("limit {limit} is above the maximum of {MAX_ROWS}"),
-            None::<()>,
-        ));
-    }
-    Ok(limit)
-}
-
 type Hash = <Block as sp_runtime::traits::Block>::Hash;
 
 impl<C> DrillingRpcServer<Hash> for DrillingRpcImpl<C>
@@ -116,7 +98,7 @@ where
     }
 
     fn hashrates(&self, limit: Option<u32>, at: Option<Hash>) -> RpcResult<Vec<HashrateView>> {
-        let limit = checked_limit(limit)?;
+        let limit = check_limit(limit, MAX_ROWS)?;
         let at = at.unwrap_or_else(|| self.client.info().best_hash);
         let rows = self.client.runtime_api().hashrates(at, limit).map_err(runtime_error)?;
         Ok(rows.into_iter().map(|(who, record, rate)| view(who, record, rate)).collect())
@@ -128,7 +110,7 @@ where
         limit: Option<u32>,
         at: Option<Hash>,
     ) -> RpcResult<Vec<TaskId>> {
-        let limit = checked_limit(limit)?;
+        let limit = check_limit(limit, MAX_ROWS)?;
         let at = at.unwrap_or_else(|| self.client.info().best_hash);
         self.client.runtime_api().tasks_of(at, who, limit).map_err(runtime_error)
     }

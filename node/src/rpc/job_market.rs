@@ -6,17 +6,15 @@ use std::sync::Arc;
 
 use ergon_job_spec::JobSpec;
 use ergon_runtime::{opaque::Block, AccountId, Balance, BlockNumber};
-use jsonrpsee::{
-    core::RpcResult,
-    proc_macros::rpc,
-    types::{error::ErrorObject, ErrorObjectOwned},
-};
+use jsonrpsee::{core::RpcResult, proc_macros::rpc};
 use pallet_job_market::{BundleCommitment, JobState, Phase, Verdict};
 use pallet_job_market_runtime_api::{Job, JobId, JobMarketApi, RoundInfo};
 use serde::Serialize;
 use sp_api::ProvideRuntimeApi;
 use sp_blockchain::HeaderBackend;
 use sp_core::crypto::Ss58Codec;
+
+use super::{check_limit, runtime_error};
 
 /// Most jobs one call returns.
 pub const MAX_JOBS: u32 = 512;
@@ -236,22 +234,6 @@ impl<C> JobMarketRpcImpl<C> {
     }
 }
 
-fn runtime_error(e: impl ToString) -> ErrorObjectOwned {
-    ErrorObject::owned(1, "runtime API call failed", Some(e.to_string()))
-}
-
-fn check_limit(limit: Option<u32>) -> Result<u32, ErrorObjectOwned> {
-    let limit = limit.unwrap_or(100);
-    if limit > MAX_JOBS {
-        return Err(ErrorObject::owned(
-            2,
-            format!("limit {limit} is above the maximum of {MAX_JOBS}"),
-            None::<()>,
-        ));
-    }
-    Ok(limit)
-}
-
 type Hash = <Block as sp_runtime::traits::Block>::Hash;
 
 impl<C> JobMarketRpcServer<Hash> for JobMarketRpcImpl<C>
@@ -260,7 +242,7 @@ where
     C::Api: JobMarketApi<Block, AccountId, Balance, BlockNumber>,
 {
     fn open_jobs(&self, limit: Option<u32>, at: Option<Hash>) -> RpcResult<Vec<JobView>> {
-        let limit = check_limit(limit)?;
+        let limit = check_limit(limit, MAX_JOBS)?;
         let at = at.unwrap_or_else(|| self.client.info().best_hash);
         let jobs = self.client.runtime_api().open_jobs(at, limit).map_err(runtime_error)?;
         Ok(jobs.into_iter().map(|(id, job)| job_view(id, job, None)).collect())
@@ -278,7 +260,7 @@ where
         limit: Option<u32>,
         at: Option<Hash>,
     ) -> RpcResult<Vec<JobId>> {
-        let limit = check_limit(limit)?;
+        let limit = check_limit(limit, MAX_JOBS)?;
         let at = at.unwrap_or_else(|| self.client.info().best_hash);
         self.client.runtime_api().jobs_of(at, who, limit).map_err(runtime_error)
     }

@@ -6,6 +6,29 @@ pub mod compute_power;
 pub mod drilling;
 pub mod job_market;
 
+use jsonrpsee::types::{error::ErrorObject, ErrorObjectOwned};
+
+/// Rows a listing method returns when the caller gives no limit.
+pub const DEFAULT_LIMIT: u32 = 100;
+
+/// A runtime API call that failed, as a JSON-RPC error (code 1).
+pub fn runtime_error(e: impl ToString) -> ErrorObjectOwned {
+    ErrorObject::owned(1, "runtime API call failed", Some(e.to_string()))
+}
+
+/// The caller's `limit` (default [`DEFAULT_LIMIT`]), or a JSON-RPC error (code 2) above `max`.
+pub fn check_limit(limit: Option<u32>, max: u32) -> Result<u32, ErrorObjectOwned> {
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if limit > max {
+        return Err(ErrorObject::owned(
+            2,
+            format!("limit {limit} is above the maximum of {max}"),
+            None::<()>,
+        ));
+    }
+    Ok(limit)
+}
+
 use std::sync::Arc;
 
 use ergon_runtime::{opaque::Block, AccountId, Balance, Nonce};

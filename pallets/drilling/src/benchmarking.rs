@@ -16,6 +16,7 @@ use frame_support::{
     BoundedVec,
 };
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
+use pallet_trainer_staking::BenchmarkTrainers;
 use sp_core::H256;
 use sp_runtime::traits::{One, Saturating};
 

@@ -88,7 +88,7 @@ pub fn group_range(g: u32, groups: u32, n: u32, r: u32) -> core::ops::Range<usiz
 /// Every registered driller that is eligible (bonded at least `MinBond`), in storage order (the same
 /// on every node).
 pub fn candidates<T: Config>() -> Vec<T::AccountId> {
-    Drillers::<T>::iter_keys().filter(|who| T::Staking::is_eligible(who)).collect()
+    Drillers::<T>::iter_keys().filter(T::Staking::is_eligible).collect()
 }
 
 /// Starts a drilling epoch at `now`: shuffles the eligible drillers into the issuance queue.

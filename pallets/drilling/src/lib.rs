@@ -65,23 +65,6 @@ pub type TaskOf<T> =
 
 const LOG_TARGET: &str = "runtime::drilling";
 
-/// What the benchmarks need from the runtime beyond this pallet's config.
-#[cfg(feature = "runtime-benchmarks")]
-pub trait BenchmarkHelper<AccountId> {
-    /// Funds `who` and bonds enough to make it an eligible trainer.
-    fn make_trainer(who: &AccountId);
-}
-
-/// Trainer-staking makes trainers by bonding its minimum.
-#[cfg(feature = "runtime-benchmarks")]
-impl<T: pallet_trainer_staking::Config> BenchmarkHelper<T::AccountId>
-    for pallet_trainer_staking::Pallet<T>
-{
-    fn make_trainer(who: &T::AccountId) {
-        pallet_trainer_staking::Pallet::<T>::make_benchmark_trainer(who)
-    }
-}
-
 #[frame_support::pallet]
 pub mod pallet {
     use super::*;
@@ -213,7 +196,7 @@ pub mod pallet {
 
         /// Makes eligible trainers for the benchmarks.
         #[cfg(feature = "runtime-benchmarks")]
-        type BenchmarkHelper: BenchmarkHelper<Self::AccountId>;
+        type BenchmarkHelper: pallet_trainer_staking::BenchmarkTrainers<Self::AccountId>;
     }
 
     /// The next task's id.
@@ -816,7 +799,7 @@ pub mod pallet {
                     (who, r, rate)
                 })
                 .collect();
-            all.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.encode().cmp(&b.0.encode())));
+            all.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
             all.truncate(limit as usize);
             all
         }
@@ -858,11 +841,7 @@ pub mod pallet {
                 );
             }
             ensure!(
-                published.into_iter().collect::<alloc::vec::Vec<_>>()
-                    == PublishedTasks::<T>::iter()
-                        .collect::<alloc::collections::BTreeMap<_, _>>()
-                        .into_iter()
-                        .collect::<alloc::vec::Vec<_>>(),
+                published == PublishedTasks::<T>::iter().collect(),
                 "a publisher's task count does not match its tasks"
             );
             let reason = HoldReason::PublisherDeposit.into();

@@ -18,6 +18,7 @@ use frame_benchmarking::v2::*;
 use frame_support::traits::{fungible::Mutate, Get, Hooks};
 use frame_support::BoundedVec;
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
+use pallet_trainer_staking::BenchmarkTrainers;
 use sp_core::H256;
 use sp_runtime::{
     traits::{Bounded as _, One, Saturating},

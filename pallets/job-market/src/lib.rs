@@ -72,23 +72,6 @@ pub type RoundOf<T> = Round<T>;
 
 const LOG_TARGET: &str = "runtime::job-market";
 
-/// What the benchmarks need from the runtime beyond this pallet's config.
-#[cfg(feature = "runtime-benchmarks")]
-pub trait BenchmarkHelper<AccountId> {
-    /// Funds `who` and bonds enough to make it an eligible trainer.
-    fn make_trainer(who: &AccountId);
-}
-
-/// Trainer-staking makes trainers by bonding its minimum.
-#[cfg(feature = "runtime-benchmarks")]
-impl<T: pallet_trainer_staking::Config> BenchmarkHelper<T::AccountId>
-    for pallet_trainer_staking::Pallet<T>
-{
-    fn make_trainer(who: &T::AccountId) {
-        pallet_trainer_staking::Pallet::<T>::make_benchmark_trainer(who)
-    }
-}
-
 #[frame_support::pallet]
 pub mod pallet {
     use super::*;
@@ -240,7 +223,7 @@ pub mod pallet {
 
         /// Makes eligible trainers for the benchmarks.
         #[cfg(feature = "runtime-benchmarks")]
-        type BenchmarkHelper: BenchmarkHelper<Self::AccountId>;
+        type BenchmarkHelper: pallet_trainer_staking::BenchmarkTrainers<Self::AccountId>;
     }
 
     /// The next job's id.

@@ -60,6 +60,27 @@ pub type LedgerOf<T> = Ledger<BalanceOf<T>, BlockNumberFor<T>, <T as Config>::Ma
 
 const LOG_TARGET: &str = "runtime::trainer-staking";
 
+/// Makes eligible trainers for other pallets' benchmarks (their `BenchmarkHelper`).
+#[cfg(feature = "runtime-benchmarks")]
+pub trait BenchmarkTrainers<AccountId> {
+    /// Funds `who` and bonds enough to make it an eligible trainer.
+    fn make_trainer(who: &AccountId);
+}
+
+/// Trainer staking makes trainers by funding them and bonding `MinBond`.
+#[cfg(feature = "runtime-benchmarks")]
+impl<T: Config> BenchmarkTrainers<T::AccountId> for Pallet<T> {
+    fn make_trainer(who: &T::AccountId) {
+        use frame_support::traits::{fungible::Mutate, Get};
+        use sp_runtime::Saturating;
+        let bond = T::MinBond::get().max(1u32.into());
+        let _ = T::Currency::set_balance(who, bond.saturating_mul(100u32.into()));
+        if let Err(e) = Pallet::<T>::do_bond(who, bond) {
+            log::error!(target: LOG_TARGET, "benchmark trainer cannot bond: {e:?}");
+        }
+    }
+}
+
 #[frame_support::pallet]
 pub mod pallet {
     use super::*;
@@ -383,17 +404,6 @@ pub mod pallet {
         /// Whether an active bond makes a trainer eligible: non-zero and at least `MinBond`.
         pub(crate) fn is_eligible_bond(active: BalanceOf<T>) -> bool {
             !active.is_zero() && active >= T::MinBond::get()
-        }
-
-        /// Funds `who` and bonds `MinBond`: an eligible trainer, for other pallets' benchmarks.
-        #[cfg(feature = "runtime-benchmarks")]
-        pub fn make_benchmark_trainer(who: &T::AccountId) {
-            use frame_support::traits::fungible::Mutate;
-            let bond = T::MinBond::get().max(1u32.into());
-            let _ = T::Currency::set_balance(who, bond.saturating_mul(100u32.into()));
-            if let Err(e) = Self::do_bond(who, bond) {
-                log::error!(target: LOG_TARGET, "benchmark trainer cannot bond: {e:?}");
-            }
         }
 
         /// Active bond of `who` (zero if none).

@@ -188,6 +188,13 @@ impl<'a> Reader<'a> {
     fn u8(&mut self, err: DrillError) -> Result<u8, DrillError> {
         Ok(self.take(1, err)?[0])
     }
+    /// Reads the 4-byte `magic` and the format version, failing with `err` on anything else.
+    fn header(&mut self, magic: &[u8; 4], err: DrillError) -> Result<(), DrillError> {
+        if self.take(4, err)? != magic || self.u8(err)? != VERSION {
+            return Err(err);
+        }
+        Ok(())
+    }
     fn u32(&mut self, err: DrillError) -> Result<u32, DrillError> {
         let b = self.take(4, err)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -199,9 +206,7 @@ impl Model {
     pub fn parse(bytes: &[u8]) -> Result<Self, DrillError> {
         let bad = DrillError::ModelFormat;
         let mut r = Reader(bytes);
-        if r.take(4, bad)? != MODEL_MAGIC || r.u8(bad)? != VERSION {
-            return Err(bad);
-        }
+        r.header(MODEL_MAGIC, bad)?;
         let count = r.u8(bad)? as usize;
         if count == 0 || count > MAX_LAYERS {
             return Err(DrillError::Layers);
@@ -308,9 +313,7 @@ impl Dataset {
     pub fn parse(bytes: &[u8]) -> Result<Self, DrillError> {
         let bad = DrillError::DatasetFormat;
         let mut r = Reader(bytes);
-        if r.take(4, bad)? != DATASET_MAGIC || r.u8(bad)? != VERSION {
-            return Err(bad);
-        }
+        r.header(DATASET_MAGIC, bad)?;
         let samples = r.u32(bad)?;
         let width = r.u32(bad)?;
         if samples == 0 || samples > MAX_SAMPLES || width == 0 || width > MAX_WIDTH {
