@@ -9,8 +9,10 @@
 //!
 //! All amounts are in micro-ut (10⁻⁶ ut). D and T decay with a half-life of `HalfLife` blocks, applied
 //! lazily whenever a record is read or written ([`decay`]); the undecayed lifetime totals are kept for
-//! display. Other pallets credit work through [`ComputePowerLedger`]; this pallet has no extrinsics:
-//! credit is only ever earned through verified work.
+//! display. Other pallets credit work through [`ComputePowerLedger`]; credit is only ever earned
+//! through verified work. The one extrinsic, [`Pallet::prune_credit`], lets anyone remove a record
+//! that decayed to nothing, so dead accounts do not stay in storage forever. [`Totals`] keeps the
+//! network's D and T, which cap what one job can credit (see the job market).
 
 #![cfg_attr(not(feature = "std"), no_std)]
 
@@ -88,6 +90,8 @@ pub trait ComputePowerLedger<AccountId> {
     fn credit(who: &AccountId, kind: WorkKind, amount: MicroUt);
     /// `who`'s effective computing power now (decayed).
     fn ecp(who: &AccountId) -> MicroUt;
+    /// The whole network's effective computing power now (decayed): what caps a single credit.
+    fn total_ecp() -> MicroUt;
 }
 
 #[frame_support::pallet]
@@ -121,11 +125,37 @@ pub mod pallet {
     #[pallet::storage]
     pub type TotalLifetime<T: Config> = StorageValue<_, MicroUt, ValueQuery>;
 
+    /// Network-wide D and T, decayed like every record (up to `updated_at`): the sum of all
+    /// records up to rounding (each decay rounds down on its own).
+    #[pallet::storage]
+    pub type Totals<T: Config> = StorageValue<_, Credit<BlockNumberFor<T>>, ValueQuery>;
+
     #[pallet::event]
     #[pallet::generate_deposit(pub(super) fn deposit_event)]
     pub enum Event<T: Config> {
         /// `who` was credited `amount` micro-ut of `kind` work; its ECP is now `ecp`.
         Credited { who: T::AccountId, kind: WorkKind, amount: MicroUt, ecp: MicroUt },
+        /// `who`'s record had decayed to zero and was removed.
+        CreditPruned { who: T::AccountId },
+    }
+
+    #[pallet::error]
+    pub enum Error<T> {
+        /// The record still has credit (or there is none): nothing to prune.
+        NothingToPrune,
+    }
+
+    #[pallet::call]
+    impl<T: Config> Pallet<T> {
+        /// Removes `who`'s credit record if its D and T have decayed to zero (anyone may call).
+        #[pallet::call_index(0)]
+        #[pallet::weight(T::DbWeight::get().reads_writes(1, 1))]
+        pub fn prune_credit(origin: OriginFor<T>, who: T::AccountId) -> DispatchResult {
+            ensure_signed(origin)?;
+            ensure!(Self::prune(&who), Error::<T>::NothingToPrune);
+            Self::deposit_event(Event::CreditPruned { who });
+            Ok(())
+        }
     }
 
     /// Initial credit, for test networks (e.g. unequal ECP so authorship weighting shows at once).
@@ -210,7 +240,37 @@ pub mod pallet {
             let ecp = Self::ecp_of(c.drilling, c.training);
             Credits::<T>::insert(who, c);
             TotalLifetime::<T>::mutate(|t| *t = t.saturating_add(amount));
+            Totals::<T>::mutate(|total| {
+                *total = Self::decayed(total, now);
+                match kind {
+                    WorkKind::Drilling => total.drilling = total.drilling.saturating_add(amount),
+                    WorkKind::Training => total.training = total.training.saturating_add(amount),
+                }
+            });
             ecp
+        }
+
+        /// The network's ECP now (decayed, not written back).
+        pub fn total_ecp() -> MicroUt {
+            let total = Self::decayed(&Totals::<T>::get(), frame_system::Pallet::<T>::block_number());
+            Self::ecp_of(total.drilling, total.training)
+        }
+
+        /// Removes `who`'s record if its D and T have decayed to zero; returns whether it did.
+        /// The lifetime total stays in [`TotalLifetime`].
+        pub fn prune(who: &T::AccountId) -> bool {
+            let now = frame_system::Pallet::<T>::block_number();
+            match Credits::<T>::get(who) {
+                Some(c) => {
+                    let d = Self::decayed(&c, now);
+                    if d.drilling == 0 && d.training == 0 {
+                        Credits::<T>::remove(who);
+                        return true;
+                    }
+                    false
+                }
+                None => false,
+            }
         }
     }
 
@@ -225,6 +285,10 @@ pub mod pallet {
 
         fn ecp(who: &T::AccountId) -> MicroUt {
             Self::compute_power(who).ecp
+        }
+
+        fn total_ecp() -> MicroUt {
+            Self::total_ecp()
         }
     }
 }

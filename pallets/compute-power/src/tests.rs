@@ -1,4 +1,38 @@
-use crate::{mock::*, ComputePowerLedger, Credits, Event, TotalLifetime, WorkKind};
+use crate::{mock::*, ComputePowerLedger, Credits, Error, Event, TotalLifetime, WorkKind};
+use frame_support::{assert_noop, assert_ok};
+
+#[test]
+fn the_network_total_follows_credits_and_their_decay() {
+    new_test_ext(vec![]).execute_with(|| {
+        ComputePower::credit(&1, WorkKind::Drilling, 1_000_000);
+        ComputePower::credit(&2, WorkKind::Training, 2_000_000);
+        assert_eq!(ComputePower::total_ecp(), 400_000 + 1_200_000);
+        System::set_block_number(System::block_number() + 100);
+        // One half-life later both halve, and the total with them.
+        assert_eq!(ComputePower::total_ecp(), 800_000);
+        assert_eq!(ComputePower::ecp(&1) + ComputePower::ecp(&2), 800_000);
+    });
+}
+
+#[test]
+fn a_record_decayed_to_zero_is_pruned_by_anyone_and_a_live_one_is_not() {
+    new_test_ext(vec![]).execute_with(|| {
+        ComputePower::credit(&1, WorkKind::Training, 1_000);
+        assert_noop!(
+            ComputePower::prune_credit(RuntimeOrigin::signed(9), 1),
+            Error::<Test>::NothingToPrune
+        );
+        // 1 000 halves to 0 within 10 half-lives.
+        System::set_block_number(System::block_number() + 1_100);
+        assert_ok!(ComputePower::prune_credit(RuntimeOrigin::signed(9), 1));
+        assert!(Credits::<Test>::get(1).is_none());
+        assert_eq!(TotalLifetime::<Test>::get(), 1_000);
+        assert_noop!(
+            ComputePower::prune_credit(RuntimeOrigin::signed(9), 1),
+            Error::<Test>::NothingToPrune
+        );
+    });
+}
 
 #[test]
 fn ecp_is_point_four_d_plus_point_six_t() {

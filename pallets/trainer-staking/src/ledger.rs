@@ -18,7 +18,7 @@ pub struct UnlockChunk<Balance, BlockNumber> {
 /// Why a ledger operation was refused.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum LedgerError {
-    /// More is to be unbonded than is active.
+    /// More is to be unbonded than is active and not obligated.
     InsufficientActive,
     /// Every unlocking slot is taken.
     TooManyChunks,
@@ -33,6 +33,11 @@ pub struct Ledger<Balance, BlockNumber, MaxChunks: Get<u32>> {
     pub active: Balance,
     /// Unbonded amounts waiting for the unbonding period, oldest first. Still slashable.
     pub unlocking: BoundedVec<UnlockChunk<Balance, BlockNumber>, MaxChunks>,
+    /// Part of `active` frozen as collateral for duties (`obligations`): never above `active`, and
+    /// `unbond` cannot take `active` below it.
+    pub obligated: Balance,
+    /// Number of open obligations.
+    pub obligations: u32,
 }
 
 impl<Balance, BlockNumber, MaxChunks> Ledger<Balance, BlockNumber, MaxChunks>
@@ -43,7 +48,12 @@ where
 {
     /// A ledger with `active` bonded and nothing unlocking.
     pub fn new(active: Balance) -> Self {
-        Self { active, unlocking: BoundedVec::default() }
+        Self { active, unlocking: BoundedVec::default(), obligated: Balance::zero(), obligations: 0 }
+    }
+
+    /// Active bond not frozen by obligations: what can be unbonded or obligated.
+    pub fn free_active(&self) -> Balance {
+        self.active.saturating_sub(self.obligated)
     }
 
     /// Everything held for this bond: active plus unlocking.
@@ -59,7 +69,7 @@ where
     /// Moves `value` from active into a chunk that unlocks at `unlocks_at` (merged with the newest
     /// chunk when that one unlocks at the same block).
     pub fn unbond(&mut self, value: Balance, unlocks_at: BlockNumber) -> Result<(), LedgerError> {
-        if value > self.active {
+        if value > self.free_active() {
             return Err(LedgerError::InsufficientActive);
         }
         match self.unlocking.last_mut() {
@@ -106,12 +116,13 @@ where
         freed
     }
 
-    /// Takes `amount` (at most `total()`) out of the bond: the active part first, then the unlocking
-    /// chunks newest first (unbonding does not escape a slash). Returns the amount taken.
-    pub fn slash(&mut self, amount: Balance) -> Balance {
-        let from_active = amount.min(self.active);
-        self.active -= from_active;
-        let mut left = amount - from_active;
+    /// Takes `amount` (at most `total()`) out of the bond: the free active part first, then the
+    /// unlocking chunks newest first (unbonding does not escape a slash), then the obligated part.
+    /// Returns the amount taken and how much of it came out of the obligated part.
+    pub fn slash(&mut self, amount: Balance) -> (Balance, Balance) {
+        let from_free = amount.min(self.free_active());
+        self.active -= from_free;
+        let mut left = amount - from_free;
         for chunk in self.unlocking.iter_mut().rev() {
             if left.is_zero() {
                 break;
@@ -121,12 +132,16 @@ where
             left -= take;
         }
         self.unlocking.retain(|chunk| !chunk.value.is_zero());
-        amount - left
+        let from_obligated = left.min(self.obligated);
+        self.active -= from_obligated;
+        self.obligated -= from_obligated;
+        left -= from_obligated;
+        (amount - left, from_obligated)
     }
 
-    /// Nothing is left, neither active nor unlocking.
+    /// Nothing is left, neither active nor unlocking, and no obligation is open.
     pub fn is_empty(&self) -> bool {
-        self.total().is_zero()
+        self.total().is_zero() && self.obligations == 0
     }
 }
 
@@ -174,18 +189,32 @@ mod tests {
     }
 
     #[test]
+    fn obligated_stake_cannot_be_unbonded_and_is_slashed_last() {
+        let mut l = L::new(100);
+        l.obligated = 60;
+        assert_eq!(l.unbond(41, 5), Err(LedgerError::InsufficientActive));
+        l.unbond(40, 5).unwrap();
+        assert_eq!((l.active, l.free_active()), (60, 0));
+        // The unlocking chunk goes before the obligated part.
+        assert_eq!(l.slash(50), (50, 10));
+        assert_eq!((l.active, l.obligated, l.total()), (50, 50, 50));
+        assert_eq!(l.slash(1_000), (50, 50));
+        assert!(l.is_empty() && l.obligated == 0);
+    }
+
+    #[test]
     fn slash_takes_active_then_newest_chunks_and_is_bounded() {
         let mut l = L::new(50);
         l.unbond(10, 5).unwrap();
         l.unbond(10, 9).unwrap();
-        assert_eq!(l.slash(35), 35);
+        assert_eq!(l.slash(35), (35, 0));
         assert_eq!(l.active, 0);
         // 30 active, then 5 of the newest chunk.
         assert_eq!(
             l.unlocking.to_vec(),
             vec![UnlockChunk { value: 10, unlocks_at: 5 }, UnlockChunk { value: 5, unlocks_at: 9 }]
         );
-        assert_eq!(l.slash(1_000), 15);
+        assert_eq!(l.slash(1_000), (15, 0));
         assert!(l.is_empty() && l.unlocking.is_empty());
     }
 }

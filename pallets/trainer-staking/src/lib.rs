@@ -7,25 +7,32 @@
 //!   the `UnbondingPeriod`, [`Pallet::rebond`] takes unbonding stake back, [`Pallet::withdraw_unbonded`]
 //!   releases what has matured. An active bond of at least `MinBond` makes a trainer eligible to author,
 //!   bid, verify and drill ([`BondInspect`]).
+//! - **Obligations** ([`obligations`]): a duty (an assigned job, a verification, a drilling task) freezes
+//!   collateral out of the active bond until it settles; `unbond` cannot go below it, and the pallets
+//!   that judge work slash a share of that collateral ([`Obligations`]), so unbonding never dodges a
+//!   slash.
 //! - **Slashing**: other pallets slash through [`Slashing`] with a [`SlashReason`]; a slash is bounded
-//!   by the bond (active first, then unlocking chunks), goes to `Slashed` (treasury or burn) and emits
-//!   [`Event::Slashed`]. BABE and GRANDPA equivocations reach [`Pallet`] through pallet-offences
-//!   ([`slashing`]): the offender is slashed at least `MinEquivocationSlash` and left out of the
-//!   authority set for `SuspensionSessions` sessions.
+//!   by the bond (free active first, then unlocking chunks, then obligated stake), goes to `Slashed`
+//!   (treasury or burn) and emits [`Event::Slashed`]. BABE and GRANDPA equivocations reach [`Pallet`]
+//!   through pallet-offences ([`slashing`]): the offender is slashed at least `MinEquivocationSlash`
+//!   of its bond at the first report, disabled at once (`Disabler`: it stops authoring in the current
+//!   session) and left out of the authority set for `SuspensionSessions` sessions.
 //! - **Authority set**: as the session manager ([`session`]), it picks the next validators: bonded,
 //!   eligible trainers with session keys, ordered by ECP, at most `MaxAuthorities`. It never hands
 //!   pallet-session an empty set (the current one stays).
 //! - **Rewards** ([`rewards`]): a fixed `BlockReward` minted to each block's author, and
 //!   [`rewards::FeesToAuthor`] to pay transaction fees to the author.
 //!
-//! Invariant (checked by `try_state`): for every trainer the balance held under `Bonded` equals the
-//! ledger's total, and [`TotalBonded`] is their sum.
+//! Invariants (checked by `try_state`): for every trainer the balance held under `Bonded` equals the
+//! ledger's total, its obligations sum to the ledger's `obligated`, which never exceeds its active
+//! bond, and [`TotalBonded`] is the sum of the totals.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;
 
 pub mod ledger;
+pub mod obligations;
 pub mod rewards;
 pub mod session;
 pub mod slashing;
@@ -39,8 +46,9 @@ mod mock;
 mod tests;
 
 pub use ledger::{Ledger, UnlockChunk};
+pub use obligations::{Obligation, Obligations};
 pub use pallet::*;
-pub use session::PruneSessionHistory;
+pub use session::{DisableValidator, PruneSessionHistory};
 pub use slashing::{BondInspect, SlashReason, Slashing};
 pub use weights::WeightInfo;
 
@@ -157,6 +165,14 @@ pub mod pallet {
         #[pallet::constant]
         type SuspensionSessions: Get<SessionIndex>;
 
+        /// Disables an equivocating validator for the rest of the session (pallet-session's
+        /// disabling strategy): it stops authoring at once, not only from the next set on.
+        type Disabler: DisableValidator<Self::AccountId>;
+
+        /// Most open obligations of one trainer.
+        #[pallet::constant]
+        type MaxObligations: Get<u32>;
+
         /// Sessions back for which offences are accepted and session history is kept.
         #[pallet::constant]
         type HistoryDepth: Get<SessionIndex>;
@@ -182,13 +198,28 @@ pub mod pallet {
     #[pallet::storage]
     pub type TotalBonded<T: Config> = StorageValue<_, BalanceOf<T>, ValueQuery>;
 
-    /// Equivocators left out of authority selection until (excluding) this session.
+    /// Collateral each trainer has frozen per open obligation (their sum is the ledger's
+    /// `obligated`).
+    #[pallet::storage]
+    pub type ObligationsOf<T: Config> = StorageDoubleMap<
+        _,
+        Blake2_128Concat,
+        T::AccountId,
+        Twox64Concat,
+        Obligation,
+        BalanceOf<T>,
+        OptionQuery,
+    >;
+
+    /// Equivocators left out of authority selection until (excluding) this session; removed once
+    /// that session starts.
     #[pallet::storage]
     pub type SuspendedUntil<T: Config> =
         StorageMap<_, Blake2_128Concat, T::AccountId, SessionIndex, OptionQuery>;
 
-    /// Largest equivocation slash fraction already applied per (offence session, offender): a later
-    /// report for the same session only slashes the difference.
+    /// Largest equivocation slash fraction already applied per (offence session, offender), and the
+    /// bond it is a fraction of (the bond at the first report): a later report for the same session
+    /// only slashes the difference, of the same base, not of the bond the first slash shrank.
     #[pallet::storage]
     pub type OffenceSlashes<T: Config> = StorageDoubleMap<
         _,
@@ -196,7 +227,7 @@ pub mod pallet {
         SessionIndex,
         Blake2_128Concat,
         T::AccountId,
-        Perbill,
+        (Perbill, BalanceOf<T>),
         OptionQuery,
     >;
 
@@ -221,6 +252,10 @@ pub mod pallet {
         AuthoritiesSelected { session: SessionIndex, authorities: u32 },
         /// `author` was minted `amount` for authoring a block.
         BlockRewarded { author: T::AccountId, amount: BalanceOf<T> },
+        /// `amount` of `who`'s active bond is frozen as collateral for `what`.
+        Obligated { who: T::AccountId, what: Obligation, amount: BalanceOf<T> },
+        /// The collateral `who` held for `what` is free again (the duty settled).
+        ObligationReleased { who: T::AccountId, what: Obligation, amount: BalanceOf<T> },
     }
 
     #[pallet::error]
@@ -235,6 +270,15 @@ pub mod pallet {
         NotBonded,
         /// More is to be unbonded than is actively bonded.
         InsufficientBond,
+        /// That much of the active bond is collateral for open duties (jobs, verifications, drilling
+        /// tasks): it can be unbonded once they settle.
+        BondObligated,
+        /// The active bond not already obligated cannot cover this duty's collateral.
+        InsufficientCollateral,
+        /// The trainer has `MaxObligations` open duties already.
+        TooManyObligations,
+        /// This duty is obligated already.
+        AlreadyObligated,
         /// Every unlocking slot is taken; withdraw or rebond first.
         TooManyUnlockingChunks,
         /// Nothing is unbonding.
@@ -298,6 +342,7 @@ pub mod pallet {
             ensure!(!amount.is_zero(), Error::<T>::ZeroAmount);
             let mut ledger = Ledgers::<T>::get(&who).ok_or(Error::<T>::NotBonded)?;
             ensure!(amount <= ledger.active, Error::<T>::InsufficientBond);
+            ensure!(amount <= ledger.free_active(), Error::<T>::BondObligated);
             let remaining = ledger.active - amount;
             ensure!(
                 remaining.is_zero() || remaining >= T::MinBond::get(),
@@ -306,7 +351,7 @@ pub mod pallet {
             let unlocks_at =
                 frame_system::Pallet::<T>::block_number().saturating_add(T::UnbondingPeriod::get());
             ledger.unbond(amount, unlocks_at).map_err(|e| match e {
-                ledger::LedgerError::InsufficientActive => Error::<T>::InsufficientBond,
+                ledger::LedgerError::InsufficientActive => Error::<T>::BondObligated,
                 ledger::LedgerError::TooManyChunks => Error::<T>::TooManyUnlockingChunks,
             })?;
             Ledgers::<T>::insert(&who, ledger);
@@ -384,8 +429,12 @@ pub mod pallet {
                 who,
                 wanted,
             );
-            let slashed = ledger.slash(frame_support::traits::Imbalance::peek(&credit));
+            let (slashed, from_obligated) =
+                ledger.slash(frame_support::traits::Imbalance::peek(&credit));
             T::Slashed::on_unbalanced(credit);
+            if !from_obligated.is_zero() {
+                Self::shrink_obligations(who, from_obligated);
+            }
             TotalBonded::<T>::mutate(|total| *total = total.saturating_sub(slashed));
             Self::put_ledger(who, ledger);
             Self::deposit_event(Event::Slashed { who: who.clone(), amount: slashed, reason });
@@ -393,7 +442,7 @@ pub mod pallet {
         }
 
         /// Stores `ledger`, or removes it once nothing is left in it.
-        fn put_ledger(who: &T::AccountId, ledger: LedgerOf<T>) {
+        pub(crate) fn put_ledger(who: &T::AccountId, ledger: LedgerOf<T>) {
             if ledger.is_empty() {
                 Ledgers::<T>::remove(who);
             } else {
@@ -411,8 +460,9 @@ pub mod pallet {
             Ledgers::<T>::get(who).map(|l| l.active).unwrap_or_default()
         }
 
-        /// Held == ledger total for every trainer, and [`TotalBonded`] == Σ ledger totals. Reads every
-        /// ledger: for `try_state` and tests, never on a block path.
+        /// Held == ledger total for every trainer, its obligations sum to `obligated` ≤ active, and
+        /// [`TotalBonded`] == Σ ledger totals. Reads every ledger: for `try_state` and tests, never on
+        /// a block path.
         pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
             let mut sum = BalanceOf::<T>::zero();
             let mut count = 0u32;
@@ -420,11 +470,20 @@ pub mod pallet {
                 let held = T::Currency::balance_on_hold(&HoldReason::Bonded.into(), &who);
                 ensure!(held == ledger.total(), "held balance differs from the ledger total");
                 ensure!(!ledger.is_empty(), "an empty ledger is stored");
+                ensure!(ledger.obligated <= ledger.active, "more is obligated than is active");
+                let (obligated, open) = ObligationsOf::<T>::iter_prefix_values(&who)
+                    .fold((BalanceOf::<T>::zero(), 0u32), |(sum, n), a| (sum.saturating_add(a), n + 1));
+                ensure!(obligated == ledger.obligated, "obligations differ from the ledger's sum");
+                ensure!(open == ledger.obligations, "obligation count differs from the ledger");
                 sum = sum.saturating_add(ledger.total());
                 count += 1;
             }
             ensure!(sum == TotalBonded::<T>::get(), "TotalBonded differs from the sum of ledgers");
             ensure!(count == Ledgers::<T>::count(), "ledger counter is off");
+            ensure!(
+                ObligationsOf::<T>::iter_keys().all(|(who, _)| Ledgers::<T>::contains_key(&who)),
+                "an obligation of an account without a ledger"
+            );
             Ok(())
         }
     }

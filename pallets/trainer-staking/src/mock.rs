@@ -45,6 +45,15 @@ parameter_types! {
     pub static Registered: Vec<u64> = vec![];
     /// The current block's author.
     pub static Author: Option<u64> = None;
+    /// Validators disabled through `Disabler`, in order.
+    pub static Disabled: Vec<u64> = vec![];
+}
+
+pub struct RecordDisabled;
+impl pallet_trainer_staking::DisableValidator<u64> for RecordDisabled {
+    fn disable(who: &u64, _severity: Perbill) {
+        Disabled::mutate(|d| d.push(*who));
+    }
 }
 
 pub struct RegisteredKeys;
@@ -104,6 +113,8 @@ impl pallet_trainer_staking::Config for Test {
     type SuspensionSessions = ConstU32<2>;
     type HistoryDepth = ConstU32<4>;
     type SessionHistory = ();
+    type Disabler = RecordDisabled;
+    type MaxObligations = ConstU32<3>;
     type BlockReward = ConstU128<7>;
     type WeightInfo = ();
 }
@@ -122,6 +133,7 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
         System::set_block_number(1);
         Registered::set(vec![]);
         Author::set(None);
+        Disabled::set(vec![]);
     });
     ext
 }

@@ -26,6 +26,17 @@ impl PruneSessionHistory for () {
     fn prune_up_to(_up_to: SessionIndex) {}
 }
 
+/// Disables a validator of the current session (pallet-session's `report_offence`, which asks the
+/// runtime's disabling strategy). A disabled BABE authority's blocks are invalid.
+pub trait DisableValidator<AccountId> {
+    /// Disables `who` for the rest of the session, for an offence of `severity`.
+    fn disable(who: &AccountId, severity: sp_runtime::Perbill);
+}
+
+impl<AccountId> DisableValidator<AccountId> for () {
+    fn disable(_who: &AccountId, _severity: sp_runtime::Perbill) {}
+}
+
 impl<T: Config> Pallet<T> {
     /// The next authority set: eligible, registered, unsuspended trainers, highest ECP first, at most
     /// `MaxAuthorities`. May be empty.
@@ -66,6 +77,15 @@ impl<T: Config> pallet_session::SessionManager<T::AccountId> for Pallet<T> {
 
     fn start_session(start_index: SessionIndex) {
         CurrentSession::<T>::put(start_index);
+        // Suspensions that are over are forgotten (at most the equivocators of the last
+        // `SuspensionSessions` sessions are stored).
+        let expired: Vec<T::AccountId> = SuspendedUntil::<T>::iter()
+            .filter(|(_, until)| *until <= start_index)
+            .map(|(who, _)| who)
+            .collect();
+        for who in expired {
+            SuspendedUntil::<T>::remove(who);
+        }
         // Forget what is older than the history depth: offences that old are refused anyway.
         if let Some(expired) = start_index.checked_sub(T::HistoryDepth::get().saturating_add(1)) {
             let _ = OffenceSlashes::<T>::clear_prefix(expired, u32::MAX, None);

@@ -16,6 +16,7 @@ use sp_staking::{
 };
 
 use crate::{
+    session::DisableValidator,
     BalanceOf, Config, CurrentSession, Ledgers, OffenceSlashes, Pallet, SuspendedUntil, LOG_TARGET,
 };
 use frame_support::traits::Get;
@@ -125,22 +126,26 @@ impl<T: Config, FullIdentification>
         for (details, fraction) in offenders.iter().zip(slash_fraction) {
             let who = &details.offender.0;
             let fraction = (*fraction).max(T::MinEquivocationSlash::get());
-            let already = OffenceSlashes::<T>::get(session, who).unwrap_or_default();
+            let (already, base) = OffenceSlashes::<T>::get(session, who).unwrap_or_else(|| {
+                (Perbill::zero(), Ledgers::<T>::get(who).map(|l| l.total()).unwrap_or_default())
+            });
             weight = weight.saturating_add(db.reads(2));
             // pallet-offences repeats earlier offenders of the same slot when a new one is reported;
-            // only an increase of the fraction is slashed.
+            // only an increase of the fraction is slashed, of the bond at the first report (a
+            // repeat report of a shrunken bond would otherwise slash less than the fraction says).
             if fraction <= already {
                 continue;
             }
-            let bond = Ledgers::<T>::get(who).map(|l| l.total()).unwrap_or_default();
-            let amount = fraction.saturating_sub(already).mul_floor(bond);
+            let amount = fraction.mul_floor(base).saturating_sub(already.mul_floor(base));
             Pallet::<T>::do_slash(who, amount, SlashReason::Equivocation);
-            OffenceSlashes::<T>::insert(session, who, fraction);
+            OffenceSlashes::<T>::insert(session, who, (fraction, base));
             SuspendedUntil::<T>::insert(
                 who,
                 current.saturating_add(1).saturating_add(T::SuspensionSessions::get()),
             );
-            weight = weight.saturating_add(db.reads_writes(4, 6));
+            // Out of the current session's authorship at once, not only from the next set on.
+            T::Disabler::disable(who, fraction);
+            weight = weight.saturating_add(db.reads_writes(6, 8));
         }
         weight
     }

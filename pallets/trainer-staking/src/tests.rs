@@ -1,6 +1,9 @@
 //! Tests of bonds, slashing, offences, authority selection and rewards.
 
-use crate::{mock::*, BondInspect, Error, Event, HoldReason, Ledgers, SlashReason, Slashing};
+use crate::{
+    mock::*, BondInspect, Error, Event, HoldReason, Ledgers, Obligation, Obligations,
+    SlashReason, Slashing, SuspendedUntil,
+};
 use frame_support::{
     assert_noop, assert_ok,
     traits::{
@@ -238,13 +241,108 @@ fn equivocation_slashes_suspends_and_is_not_applied_twice() {
         // The same offence again (pallet-offences repeats earlier offenders): nothing more.
         TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(10)], 3);
         assert_eq!(held(1), 900);
-        // A larger fraction for the same session slashes only the difference (30% − 10% of 900).
+        // A larger fraction for the same session slashes the difference of the bond at the first
+        // report (30% − 10% of 1 000), not of the bond the first slash shrank (it was 180 of 900).
         TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(30)], 3);
-        assert_eq!(held(1), 720);
+        assert_eq!(held(1), 700);
+        // Disabled at once, each time the fraction grew.
+        assert_eq!(Disabled::get(), vec![1, 1]);
         // Suspended for the next 2 sessions (4 and 5), back for session 6.
         assert_eq!(TrainerStaking::select_authorities(4), vec![2]);
         assert_eq!(TrainerStaking::select_authorities(5), vec![2]);
         assert_eq!(TrainerStaking::select_authorities(6), vec![1, 2]);
+        // The suspension record is pruned when the session it ends at starts.
+        <TrainerStaking as SessionManager<u64>>::start_session(5);
+        assert!(SuspendedUntil::<Test>::get(1).is_some());
+        <TrainerStaking as SessionManager<u64>>::start_session(6);
+        assert!(SuspendedUntil::<Test>::get(1).is_none());
+    });
+}
+
+/// The attack on commit 89b1f7a: take a duty, `unbond(all)` so that a slash of "a share of the
+/// active bond" is zero, then `rebond`. With obligations the duty's collateral stays bonded and the
+/// slash is a share of it.
+#[test]
+fn attack_unbonding_after_taking_a_duty_does_not_dodge_its_slash() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 1_000));
+        let duty = Obligation::Training(7);
+        assert_ok!(TrainerStaking::obligate(&1, duty, 400));
+        // The attacker tries to unbond everything, then everything but the minimum.
+        assert_noop!(TrainerStaking::unbond(origin(1), 1_000), Error::<Test>::BondObligated);
+        assert_noop!(TrainerStaking::unbond(origin(1), 601), Error::<Test>::BondObligated);
+        assert_ok!(TrainerStaking::unbond(origin(1), 600));
+        // The job market slashes all of the collateral for the missed deadline.
+        let slashed =
+            TrainerStaking::slash_obligation(&1, duty, Perbill::one(), SlashReason::NoShow);
+        assert_eq!(slashed, 400);
+        assert_eq!(held(1), 600);
+        assert_eq!(TrainerStaking::collateral(&1, duty), 0);
+        assert_eq!(Ledgers::<Test>::get(1).unwrap().obligated, 0);
+    });
+}
+
+#[test]
+fn obligations_are_bounded_by_the_free_bond_and_their_number() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 1_000));
+        assert_ok!(TrainerStaking::obligate(&1, Obligation::Drilling(1), 300));
+        assert_noop!(
+            TrainerStaking::obligate(&1, Obligation::Drilling(1), 1),
+            Error::<Test>::AlreadyObligated
+        );
+        assert_noop!(
+            TrainerStaking::obligate(&1, Obligation::Drilling(2), 701),
+            Error::<Test>::InsufficientCollateral
+        );
+        assert_eq!(TrainerStaking::free_collateral(&1), 700);
+        assert_ok!(TrainerStaking::obligate(&1, Obligation::Drilling(2), 100));
+        assert_ok!(TrainerStaking::obligate(&1, Obligation::Verification { job: 1, round: 0 }, 100));
+        // MaxObligations = 3.
+        assert_noop!(
+            TrainerStaking::obligate(&1, Obligation::Drilling(3), 1),
+            Error::<Test>::TooManyObligations
+        );
+        assert_eq!(TrainerStaking::release(&1, Obligation::Drilling(1)), 300);
+        assert_eq!(TrainerStaking::release(&1, Obligation::Drilling(1)), 0);
+        assert_eq!(TrainerStaking::free_collateral(&1), 800);
+        assert_noop!(TrainerStaking::obligate(&2, Obligation::Drilling(1), 1), Error::<Test>::NotBonded);
+    });
+}
+
+#[test]
+fn a_share_of_the_collateral_is_slashed_and_the_rest_released() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 1_000));
+        let duty = Obligation::Verification { job: 3, round: 1 };
+        assert_ok!(TrainerStaking::obligate(&1, duty, 200));
+        assert_eq!(
+            TrainerStaking::slash_obligation(&1, duty, Perbill::from_percent(10), SlashReason::NoShow),
+            20
+        );
+        assert_eq!((held(1), TrainerStaking::free_collateral(&1)), (980, 980));
+        // No obligation, no slash.
+        assert_eq!(
+            TrainerStaking::slash_obligation(&1, duty, Perbill::one(), SlashReason::NoShow),
+            0
+        );
+    });
+}
+
+#[test]
+fn an_equivocation_slash_beyond_the_free_bond_shrinks_the_obligations() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 1_000));
+        assert_ok!(TrainerStaking::obligate(&1, Obligation::Training(1), 800));
+        assert_ok!(TrainerStaking::unbond(origin(1), 100));
+        // 100 free, 100 unlocking, then 300 of the obligated 800.
+        assert_eq!(TrainerStaking::slash(&1, 500, SlashReason::Equivocation), 500);
+        assert_eq!(TrainerStaking::collateral(&1, Obligation::Training(1)), 500);
+        assert_eq!(Ledgers::<Test>::get(1).unwrap().obligated, 500);
+        // A slash of everything leaves an empty ledger that is kept while the obligation is open.
+        assert_eq!(TrainerStaking::slash(&1, 10_000, SlashReason::Equivocation), 500);
+        assert!(Ledgers::<Test>::get(1).is_some());
+        assert_eq!(TrainerStaking::release(&1, Obligation::Training(1)), 0);
     });
 }
 
