@@ -271,9 +271,9 @@ impl<T: Config> Pallet<T> {
             available: attestation.available,
         });
         if unavailable {
-            crate::verification::slash_share::<T>(
+            crate::verification::slash_trainer::<T>(
+                attestation.job,
                 &trainer,
-                T::TrainerSlash::get(),
                 pallet_trainer_staking::SlashReason::FailedProofOfTraining,
             );
             Self::unschedule(attestation.job, job.timeout);

@@ -262,7 +262,8 @@ fn two_thirds_unavailable_fails_the_job_slashes_and_refunds() {
             JobState::Failed { reason: FailureReason::Unavailable, .. }
         ));
         assert_eq!(escrow(), 0);
-        assert_eq!(TrainerStaking::active_bond(&TRAINER), bond - bond / 10);
+        // All of the trainer's collateral (its price, 500) is slashed.
+        assert_eq!(TrainerStaking::active_bond(&TRAINER), bond - 500);
         assert!(Attestations::<Test>::get(job).is_empty());
         assert!(Rounds::<Test>::get(job).is_none());
         // Nothing more to attest.

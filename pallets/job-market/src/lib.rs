@@ -3,23 +3,35 @@
 //! Users pay for training and get either a verified model or their money back.
 //!
 //! 1. [`Pallet::post_job`]: the spec is validated on chain (bounded size, shapes) and its training work
-//!    computed from the spec (never from a trainer's claim); the budget is held in escrow
-//!    ([`HoldReason::Escrow`]). [`Pallet::cancel_job`] refunds it in full before assignment.
-//! 2. [`Pallet::bid`] by eligible (bonded) trainers during the bid window. When the window closes the
-//!    cheapest eligible bid wins (ties: higher ECP, then account); [`Pallet::accept_bid`] lets the owner
-//!    pick one earlier. A price may use the budget minus the verification reserve
-//!    (`VerificationShare`).
+//!    computed from the spec (never from a trainer's claim). The budget must pay at least
+//!    `MinPricePerUt` for that work, and a verifier's replay must fit its window (`MaxReplayWork`).
+//!    A non-refundable `PostingFee` is burnt, the budget is held in escrow ([`HoldReason::Escrow`]).
+//!    An owner has at most `MaxOpenJobsPerOwner` unfinished jobs; `MaxActiveJobs` counts unfinished
+//!    jobs only. [`Pallet::cancel_job`] refunds the budget in full before assignment.
+//! 2. [`Pallet::bid`] by eligible (bonded) trainers during the bid window, at least `MinPricePerUt`
+//!    for the work, holding a refundable `BidDeposit` ([`HoldReason::BidDeposit`]). When the window
+//!    closes the cheapest bid whose trainer can put up the collateral wins (ties: higher ECP, then
+//!    account); [`Pallet::accept_bid`] lets the owner pick one earlier. A price may use the budget minus
+//!    the verification reserve (`VerificationShare`). Assignment freezes the price as the trainer's
+//!    obligation collateral (trainer staking's [`pallet_trainer_staking::Obligations`]).
 //! 3. [`Pallet::submit_bundle`] by the assigned trainer before the deadline commits the bundle's Merkle
-//!    root, URI, final-model hash and claimed metrics. Missing the deadline slashes the trainer and
-//!    refunds the owner.
+//!    root, URI, final-model hash and claimed metrics, and gets the bid deposit back. Missing the
+//!    deadline slashes `TrainerSlash` of the collateral, forfeits the deposit to the owner and
+//!    refunds the owner: walking away costs more than the job paid.
 //! 4. Verification rounds ([`verification`]): randomness from a block *after* the commitment draws
-//!    `Verifiers` bonded trainers (ECP-weighted, never the trainer or the owner) and the checkpoint
-//!    segments to replay. Verifiers [`Pallet::commit_verdict`] then [`Pallet::reveal_verdict`].
+//!    `Verifiers` from the trainers who opted in ([`Pallet::set_verifier`]), weighted by their bond
+//!    (stake at risk, not ECP; never the trainer or the owner), each freezing `VerifierCollateral`,
+//!    and the checkpoint segments to replay. Verifiers [`Pallet::commit_verdict`] then
+//!    [`Pallet::reveal_verdict`].
 //! 5. Settlement: a round is decisive when more than half of the drawn verifiers revealed and one verdict
-//!    has at least 2/3 of the revealed votes. Pass pays the trainer's price and credits T; fail slashes
-//!    the trainer. Verifiers on the winning side (or all who revealed, in an indecisive round) share the
-//!    round's fee; silent verifiers and, in a decisive round, the minority are slashed a little. An
-//!    indecisive round is followed by a fresh one, at most `MaxRounds`; then the owner is refunded.
+//!    has at least 2/3 of the revealed votes. A decisive round with a dissenting minority escalates to a
+//!    fresh round while rounds remain, so a minority is judged by a later round, never by the votes it
+//!    lost. The final verdict pays every earlier voter on its side its fee (a minority proven right is
+//!    made whole) and slashes the earlier voters against it `VerifierSlash` of their collateral; the
+//!    deciding round's own minority is released unjudged. Silent verifiers are slashed at once. Pass
+//!    pays the trainer its price less `PaymentBurn` (burnt) and credits T, at most `MaxCreditShare` of
+//!    the network's ECP (or `MinCreditCap`); Fail slashes `TrainerSlash` of the trainer's collateral.
+//!    An indecisive last round refunds the owner.
 //!
 //! 6. Availability ([`availability`]): validators' offchain workers sample every bundle under
 //!    verification over HTTP and attest ([`Pallet::attest_availability`], an unsigned transaction
@@ -80,13 +92,13 @@ pub mod pallet {
         pallet_prelude::*,
         traits::{
             fungible::{InspectHold, MutateHold},
-            tokens::Precision,
+            tokens::{Fortitude, Precision, Preservation, Restriction},
             Randomness,
         },
     };
     use frame_system::pallet_prelude::*;
     use pallet_compute_power::ComputePowerLedger;
-    use pallet_trainer_staking::{BondInspect, Slashing};
+    use pallet_trainer_staking::{BondInspect, Obligation, Obligations, Slashing};
     use sp_core::H256;
     use sp_runtime::{traits::MaybeSerializeDeserialize, RuntimeAppPublic};
     use sp_runtime::{
@@ -102,6 +114,8 @@ pub mod pallet {
     pub enum HoldReason {
         /// A job's budget, from posting until settlement.
         Escrow,
+        /// A bidder's deposit, from its bid until it loses, delivers, or forfeits it by not delivering.
+        BidDeposit,
     }
 
     #[pallet::config]
@@ -118,11 +132,12 @@ pub mod pallet {
         /// The runtime's hold reasons, of which [`HoldReason`] is a part.
         type RuntimeHoldReason: From<HoldReason>;
 
-        /// Trainers' bonds: who may bid and verify, and who is slashed.
+        /// Trainers' bonds: who may bid and verify, their obligation collateral, and slashing.
         type Staking: BondInspect<Self::AccountId, Balance = BalanceOf<Self>>
-            + Slashing<Self::AccountId, Balance = BalanceOf<Self>>;
+            + Slashing<Self::AccountId, Balance = BalanceOf<Self>>
+            + Obligations<Self::AccountId, Balance = BalanceOf<Self>>;
 
-        /// Effective computing power: ranks bids and weights the verifier draw; credited with T.
+        /// Effective computing power: breaks ties between bids; credited with T.
         type ComputePower: ComputePowerLedger<Self::AccountId>;
 
         /// Randomness of the previous block (BABE's VRF output), with the block it comes from.
@@ -152,9 +167,61 @@ pub mod pallet {
         #[pallet::constant]
         type MaxBids: Get<u32>;
 
-        /// Most jobs stored at once (terminal ones included until removed).
+        /// Most unfinished jobs at once (finished ones waiting for removal do not count).
         #[pallet::constant]
         type MaxActiveJobs: Get<u32>;
+
+        /// Most jobs stored at once, finished ones included until removed (bounds the timeout queue).
+        #[pallet::constant]
+        type MaxStoredJobs: Get<u32>;
+
+        /// Most unfinished jobs of one owner.
+        #[pallet::constant]
+        type MaxOpenJobsPerOwner: Get<u32>;
+
+        /// Burnt from the owner at every `post_job`, whatever happens to the job: posting is never
+        /// free, so jamming the market costs real tokens.
+        #[pallet::constant]
+        type PostingFee: Get<BalanceOf<Self>>;
+
+        /// Held from a bidder with its first bid on a job; released when the bid loses or the job
+        /// is cancelled, or when the assigned trainer commits its bundle; forfeited to the owner when
+        /// the assigned trainer misses the deadline.
+        #[pallet::constant]
+        type BidDeposit: Get<BalanceOf<Self>>;
+
+        /// Least price per ut (432·10⁹ FLOPs) of training work: a bid's price, and the budget less
+        /// the verification reserve, must pay at least this for the job's work. T credit is bought
+        /// at no less.
+        #[pallet::constant]
+        type MinPricePerUt: Get<BalanceOf<Self>>;
+
+        /// Share of the trainer's payment that is burnt: credit bought through a sham job (owner and
+        /// trainer one person) costs at least this much, unrecoverably.
+        #[pallet::constant]
+        type PaymentBurn: Get<Permill>;
+
+        /// Most T credit one job earns, as a share of the network's ECP before it...
+        #[pallet::constant]
+        type MaxCreditShare: Get<Perbill>;
+
+        /// ...or this many micro-ut, whichever is larger (so a young network can grow).
+        #[pallet::constant]
+        type MinCreditCap: Get<u128>;
+
+        /// Most training work (micro-ut) a verifier may have to replay in one round (its segments'
+        /// share of the job): more could not be replayed within `CommitWindow`, and a job that
+        /// cannot be verified would end Inconclusive with its model in the trainer's hands.
+        #[pallet::constant]
+        type MaxReplayWork: Get<u128>;
+
+        /// Collateral a drawn verifier freezes for its round.
+        #[pallet::constant]
+        type VerifierCollateral: Get<BalanceOf<Self>>;
+
+        /// Most trainers in the verifier pool.
+        #[pallet::constant]
+        type MaxVerifierPool: Get<u32>;
 
         /// Most timeouts processed in one block.
         #[pallet::constant]
@@ -193,11 +260,13 @@ pub mod pallet {
         #[pallet::constant]
         type VerificationShare: Get<Permill>;
 
-        /// Share of the trainer's active bond slashed for a rejected bundle or a missed deadline.
+        /// Share of the trainer's collateral (the price) slashed for a rejected bundle, an unavailable
+        /// bundle or a missed deadline.
         #[pallet::constant]
         type TrainerSlash: Get<Perbill>;
 
-        /// Share of a verifier's active bond slashed for not revealing or voting against the quorum.
+        /// Share of a verifier's collateral slashed for not revealing, or for a vote a later round
+        /// proved wrong.
         #[pallet::constant]
         type VerifierSlash: Get<Perbill>;
 
@@ -233,6 +302,31 @@ pub mod pallet {
     /// Every job not yet removed.
     #[pallet::storage]
     pub type Jobs<T: Config> = CountedStorageMap<_, Twox64Concat, JobId, JobOf<T>, OptionQuery>;
+
+    /// Number of unfinished jobs (bounded by `MaxActiveJobs`).
+    #[pallet::storage]
+    pub type ActiveJobs<T: Config> = StorageValue<_, u32, ValueQuery>;
+
+    /// Number of unfinished jobs of each owner (bounded by `MaxOpenJobsPerOwner`).
+    #[pallet::storage]
+    pub type OpenJobsOf<T: Config> = StorageMap<_, Blake2_128Concat, T::AccountId, u32, ValueQuery>;
+
+    /// Trainers who opted in to verify: the only ones drawn (a trainer running no verifier would
+    /// only be slashed for silence). At most `MaxVerifierPool`.
+    #[pallet::storage]
+    pub type VerifierPool<T: Config> =
+        CountedStorageMap<_, Blake2_128Concat, T::AccountId, (), OptionQuery>;
+
+    /// Votes of a job's earlier rounds awaiting the final verdict: (verifier, round, verdict). Their
+    /// collateral stays frozen until then.
+    #[pallet::storage]
+    pub type PendingVotes<T: Config> = StorageMap<
+        _,
+        Twox64Concat,
+        JobId,
+        BoundedVec<(T::AccountId, u32, Verdict), verification::MaxPastVerifiers<T>>,
+        ValueQuery,
+    >;
 
     /// Bids on open jobs.
     #[pallet::storage]
@@ -325,8 +419,21 @@ pub mod pallet {
         RoundSettled { job: JobId, round: u32, pass: u32, fail: u32, silent: u32, decisive: bool },
         /// A verifier was paid its fee.
         VerifierPaid { job: JobId, verifier: T::AccountId, amount: BalanceOf<T> },
-        /// The bundle passed: the trainer was paid `price` and credited `work_micro_ut` of T.
-        JobCompleted { job: JobId, trainer: T::AccountId, price: BalanceOf<T>, work_micro_ut: u128 },
+        /// The bundle passed: the trainer was paid `price` (of which `burnt` was burnt) and credited
+        /// `work_micro_ut` of T (the job's work, capped by `MaxCreditShare`).
+        JobCompleted {
+            job: JobId,
+            trainer: T::AccountId,
+            price: BalanceOf<T>,
+            burnt: BalanceOf<T>,
+            work_micro_ut: u128,
+        },
+        /// `who` joined (`enabled`) or left the verifier pool.
+        VerifierSet { who: T::AccountId, enabled: bool },
+        /// The assigned trainer missed the deadline: its bid deposit went to the owner.
+        BidDepositForfeited { job: JobId, trainer: T::AccountId, amount: BalanceOf<T> },
+        /// A round's verdict split: the next round re-checks the bundle before anyone is judged.
+        RoundEscalated { job: JobId, round: u32 },
         /// The job ended without a verified model; `refunded` went back to the owner.
         JobFailed { job: JobId, reason: FailureReason, refunded: BalanceOf<T> },
         /// A finished job's record was removed.
@@ -345,6 +452,26 @@ pub mod pallet {
         TooFewCheckpoints,
         /// The budget is below `MinBudget`.
         BudgetTooLow,
+        /// The budget less the verification reserve pays less than `MinPricePerUt` for the job's
+        /// work: raise the budget.
+        BudgetBelowWorkPrice,
+        /// A verifier would replay more than `MaxReplayWork` in one round: checkpoint more often.
+        VerificationTooLong,
+        /// The owner has `MaxOpenJobsPerOwner` unfinished jobs already.
+        TooManyOpenJobs,
+        /// The price is below `MinPricePerUt` for the job's work.
+        PriceBelowMinimum,
+        /// The trainer's active bond not already obligated cannot cover the collateral (the price,
+        /// or `VerifierCollateral`).
+        InsufficientCollateral,
+        /// The free balance cannot cover the bid deposit.
+        CannotPayDeposit,
+        /// `MaxVerifierPool` trainers are in the verifier pool already.
+        TooManyVerifiers,
+        /// The account is not in the verifier pool.
+        NotInVerifierPool,
+        /// The verifier is still eligible: only its owner may remove it.
+        StillEligible,
         /// The free balance cannot cover the budget.
         InsufficientBalance,
         /// The bid window is outside [`MinBidWindow`, `MaxBidWindow`].
@@ -352,7 +479,7 @@ pub mod pallet {
         /// The deadline leaves less than `MinTrainingTime` after bidding, or is beyond
         /// `MaxJobDuration`.
         DeadlineOutOfRange,
-        /// `MaxActiveJobs` jobs are stored already.
+        /// `MaxActiveJobs` jobs are unfinished, or `MaxStoredJobs` are stored, already.
         TooManyJobs,
         /// No room in the timeout queue (cannot happen while `MaxActiveJobs` holds).
         TimeoutQueueFull,
@@ -455,6 +582,19 @@ pub mod pallet {
                 Error::<T>::TooFewCheckpoints
             );
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
+            let min_price = Self::min_price_for(work_micro_ut);
+            ensure!(
+                budget.saturating_sub(T::VerificationShare::get().mul_floor(budget)) >= min_price,
+                Error::<T>::BudgetBelowWorkPrice
+            );
+            ensure!(
+                verification::replay_work(
+                    work_micro_ut,
+                    summary.checkpoints.saturating_sub(1),
+                    T::SegmentsPerRound::get()
+                ) <= T::MaxReplayWork::get(),
+                Error::<T>::VerificationTooLong
+            );
             ensure!(
                 bid_window >= T::MinBidWindow::get() && bid_window <= T::MaxBidWindow::get(),
                 Error::<T>::BidWindowOutOfRange
@@ -466,10 +606,23 @@ pub mod pallet {
                     && deadline <= now.saturating_add(T::MaxJobDuration::get()),
                 Error::<T>::DeadlineOutOfRange
             );
-            ensure!(Jobs::<T>::count() < T::MaxActiveJobs::get(), Error::<T>::TooManyJobs);
-            let reason = HoldReason::Escrow.into();
             ensure!(
-                T::Currency::can_hold(&reason, &owner, budget),
+                ActiveJobs::<T>::get() < T::MaxActiveJobs::get()
+                    && Jobs::<T>::count() < T::MaxStoredJobs::get(),
+                Error::<T>::TooManyJobs
+            );
+            ensure!(
+                OpenJobsOf::<T>::get(&owner) < T::MaxOpenJobsPerOwner::get(),
+                Error::<T>::TooManyOpenJobs
+            );
+            let reason = HoldReason::Escrow.into();
+            let fee = T::PostingFee::get();
+            ensure!(
+                <T::Currency as fungible::Inspect<_>>::reducible_balance(
+                    &owner,
+                    Preservation::Preserve,
+                    Fortitude::Polite
+                ) >= budget.saturating_add(fee),
                 Error::<T>::InsufficientBalance
             );
 
@@ -481,6 +634,7 @@ pub mod pallet {
                 checkpoints: summary.checkpoints,
                 budget,
                 escrow: budget,
+                trainer_deposit: Zero::zero(),
                 bid_window_end,
                 deadline,
                 timeout: Zero::zero(),
@@ -489,6 +643,17 @@ pub mod pallet {
             // The bid window closes at its last block; assignment happens at the next one.
             Self::schedule(id, &mut job, bid_window_end.saturating_add(One::one()))?;
             T::Currency::hold(&reason, &owner, budget)?;
+            if !fee.is_zero() {
+                <T::Currency as fungible::Mutate<_>>::burn_from(
+                    &owner,
+                    fee,
+                    Preservation::Preserve,
+                    Precision::Exact,
+                    Fortitude::Polite,
+                )?;
+            }
+            ActiveJobs::<T>::mutate(|n| n.saturating_inc());
+            OpenJobsOf::<T>::mutate(&owner, |n| n.saturating_inc());
             NextJobId::<T>::put(id.saturating_add(1));
             Jobs::<T>::insert(id, job);
             Self::deposit_event(Event::JobPosted { job: id, owner, budget, work_micro_ut });
@@ -529,12 +694,25 @@ pub mod pallet {
             ensure!(T::Staking::is_eligible(&trainer), Error::<T>::NotEligible);
             ensure!(!price.is_zero(), Error::<T>::ZeroPrice);
             ensure!(price <= Self::max_price(&record), Error::<T>::PriceAboveBudget);
+            ensure!(
+                price >= Self::min_price_for(record.work_micro_ut),
+                Error::<T>::PriceBelowMinimum
+            );
+            // Checked again at assignment, when the collateral is frozen.
+            ensure!(
+                T::Staking::free_collateral(&trainer) >= price,
+                Error::<T>::InsufficientCollateral
+            );
             Bids::<T>::try_mutate(job, |bids| -> DispatchResult {
                 match bids.iter_mut().find(|b| b.trainer == trainer) {
                     Some(existing) => existing.price = price,
-                    None => bids
-                        .try_push(Bid { trainer: trainer.clone(), price })
-                        .map_err(|_| Error::<T>::TooManyBids)?,
+                    None => {
+                        let deposit = T::BidDeposit::get();
+                        bids.try_push(Bid { trainer: trainer.clone(), price, deposit })
+                            .map_err(|_| Error::<T>::TooManyBids)?;
+                        T::Currency::hold(&HoldReason::BidDeposit.into(), &trainer, deposit)
+                            .map_err(|_| Error::<T>::CannotPayDeposit)?;
+                    }
                 }
                 Ok(())
             })?;
@@ -599,6 +777,8 @@ pub mod pallet {
             Self::unschedule(job, record.timeout);
             // Randomness of block now + 1 (read at now + 2) did not exist when the root was committed.
             Self::schedule(job, &mut record, now.saturating_add(2u32.into()))?;
+            // Delivered: the bid deposit goes back (the collateral stays until the verdict).
+            Self::release_deposit(&trainer, &mut record.trainer_deposit);
             record.state = JobState::Verifying { trainer: trainer.clone(), price, bundle };
             Rounds::<T>::insert(job, verification::new_round::<T>(0));
             Jobs::<T>::insert(job, record);
@@ -647,6 +827,42 @@ pub mod pallet {
             ensure_none(origin)?;
             Self::do_attest(attestation)
         }
+
+        /// Joins (`enabled`) or leaves the verifier pool. Joining needs an eligible bond; a drawn
+        /// verifier must commit and reveal in time or lose part of its collateral. Rounds already
+        /// drawn must still be answered after leaving.
+        #[pallet::call_index(8)]
+        #[pallet::weight(T::WeightInfo::bid())]
+        pub fn set_verifier(origin: OriginFor<T>, enabled: bool) -> DispatchResult {
+            let who = ensure_signed(origin)?;
+            if enabled {
+                ensure!(T::Staking::is_eligible(&who), Error::<T>::NotEligible);
+                if !VerifierPool::<T>::contains_key(&who) {
+                    ensure!(
+                        VerifierPool::<T>::count() < T::MaxVerifierPool::get(),
+                        Error::<T>::TooManyVerifiers
+                    );
+                    VerifierPool::<T>::insert(&who, ());
+                }
+            } else {
+                VerifierPool::<T>::remove(&who);
+            }
+            Self::deposit_event(Event::VerifierSet { who, enabled });
+            Ok(())
+        }
+
+        /// Removes a verifier that is no longer eligible (unbonded or slashed below the minimum):
+        /// anyone may, so stale entries cannot fill the pool.
+        #[pallet::call_index(9)]
+        #[pallet::weight(T::WeightInfo::bid())]
+        pub fn prune_verifier(origin: OriginFor<T>, who: T::AccountId) -> DispatchResult {
+            ensure_signed(origin)?;
+            ensure!(VerifierPool::<T>::contains_key(&who), Error::<T>::NotInVerifierPool);
+            ensure!(!T::Staking::is_eligible(&who), Error::<T>::StillEligible);
+            VerifierPool::<T>::remove(&who);
+            Self::deposit_event(Event::VerifierSet { who, enabled: false });
+            Ok(())
+        }
     }
 
     // `ValidateUnsigned` is deprecated in favour of `#[pallet::authorize]`, which needs the
@@ -671,6 +887,40 @@ pub mod pallet {
         /// Highest price a bid may ask: the budget minus the verification reserve.
         pub fn max_price(job: &JobOf<T>) -> BalanceOf<T> {
             job.budget.saturating_sub(T::VerificationShare::get().mul_floor(job.budget))
+        }
+
+        /// Least price of `work_micro_ut` of training: `MinPricePerUt` per ut, rounded up.
+        pub fn min_price_for(work_micro_ut: u128) -> BalanceOf<T> {
+            use sp_runtime::traits::SaturatedConversion;
+            let per_ut: u128 = T::MinPricePerUt::get().saturated_into();
+            let price = sp_runtime::helpers_128bit::multiply_by_rational_with_rounding(
+                work_micro_ut,
+                per_ut,
+                1_000_000,
+                sp_runtime::Rounding::Up,
+            )
+            .unwrap_or(u128::MAX);
+            price.saturated_into()
+        }
+
+        /// Releases a bid deposit held from `who` and zeroes `amount`.
+        pub(crate) fn release_deposit(who: &T::AccountId, amount: &mut BalanceOf<T>) {
+            if !amount.is_zero() {
+                let _ = T::Currency::release(
+                    &HoldReason::BidDeposit.into(),
+                    who,
+                    *amount,
+                    Precision::BestEffort,
+                );
+                *amount = Zero::zero();
+            }
+        }
+
+        /// Releases the deposits of every bid left on `id` and removes the bids.
+        pub(crate) fn release_bids(id: JobId) {
+            for mut bid in Bids::<T>::take(id) {
+                Self::release_deposit(&bid.trainer, &mut bid.deposit);
+            }
         }
 
         /// Puts `job` in the timeout queue at the first block from `at` with room, and records it.
@@ -699,15 +949,20 @@ pub mod pallet {
             }
         }
 
-        /// Assigns `job` to `bid`: the deadline becomes its timeout.
+        /// Assigns `job` to `bid`: freezes the price as the trainer's collateral, keeps its bid
+        /// deposit, releases the other bids' deposits; the deadline becomes the job's timeout.
         pub(crate) fn assign(
             id: JobId,
             job: &mut JobOf<T>,
             bid: Bid<T::AccountId, BalanceOf<T>>,
-        ) -> Result<(), Error<T>> {
+        ) -> DispatchResult {
+            T::Staking::obligate(&bid.trainer, Obligation::Training(id), bid.price)
+                .map_err(|_| Error::<T>::InsufficientCollateral)?;
             Self::schedule(id, job, job.deadline.saturating_add(One::one()))?;
             job.state = JobState::Assigned { trainer: bid.trainer.clone(), price: bid.price };
-            Bids::<T>::remove(id);
+            job.trainer_deposit = bid.deposit;
+            Bids::<T>::mutate(id, |bids| bids.retain(|b| b.trainer != bid.trainer));
+            Self::release_bids(id);
             Self::deposit_event(Event::JobAssigned {
                 job: id,
                 trainer: bid.trainer,
@@ -726,8 +981,11 @@ pub mod pallet {
             reason: FailureReason,
         ) {
             let refunded = Self::refund(job);
+            if let Some(trainer) = &trainer {
+                Self::release_deposit(trainer, &mut job.trainer_deposit);
+            }
             job.state = JobState::Failed { trainer, reason };
-            Bids::<T>::remove(id);
+            Self::release_bids(id);
             Self::retire(id, job);
             Self::deposit_event(Event::JobFailed { job: id, reason, refunded });
         }
@@ -749,11 +1007,19 @@ pub mod pallet {
             released
         }
 
-        /// Terminal job: keep it `Retention` blocks for clients, then remove it.
+        /// Terminal job: keep it `Retention` blocks for clients, then remove it. It no longer counts
+        /// against `MaxActiveJobs` or its owner's open jobs.
         pub(crate) fn retire(id: JobId, job: &mut JobOf<T>) {
+            verification::release_verifiers::<T>(id);
             Rounds::<T>::remove(id);
             PastVerifiers::<T>::remove(id);
+            PendingVotes::<T>::remove(id);
             Attestations::<T>::remove(id);
+            ActiveJobs::<T>::mutate(|n| n.saturating_dec());
+            OpenJobsOf::<T>::mutate_exists(&job.owner, |n| {
+                let left = n.unwrap_or_default().saturating_sub(1);
+                *n = (left > 0).then_some(left);
+            });
             let at = frame_system::Pallet::<T>::block_number()
                 .saturating_add(T::Retention::get())
                 .max(frame_system::Pallet::<T>::block_number().saturating_add(One::one()));
@@ -773,7 +1039,8 @@ pub mod pallet {
                     match verification::cheapest_bid::<T>(Bids::<T>::get(id).into_inner()) {
                         Some(bid) => {
                             if Self::assign(id, &mut job, bid).is_err() {
-                                frame_support::defensive!("timeout queue full");
+                                frame_support::defensive!("the winner's collateral was checked");
+                                Self::finish(id, &mut job, None, FailureReason::NoBids);
                             }
                         }
                         None => Self::finish(id, &mut job, None, FailureReason::NoBids),
@@ -781,11 +1048,13 @@ pub mod pallet {
                     T::WeightInfo::timeout_assign().max(T::WeightInfo::timeout_missed_deadline())
                 }
                 JobState::Assigned { trainer, .. } => {
-                    verification::slash_share::<T>(
+                    T::Staking::slash_obligation(
                         &trainer,
+                        Obligation::Training(id),
                         T::TrainerSlash::get(),
                         pallet_trainer_staking::SlashReason::NoShow,
                     );
+                    Self::forfeit_deposit(id, &mut job, &trainer);
                     Self::finish(id, &mut job, Some(trainer), FailureReason::MissedDeadline);
                     T::WeightInfo::timeout_missed_deadline()
                 }
@@ -800,14 +1069,61 @@ pub mod pallet {
             weight
         }
 
-        /// Every owner's `Escrow` hold equals the escrow of its jobs; terminal jobs hold nothing;
-        /// every job sits in exactly the timeout entry it records.
+        /// The assigned trainer missed the deadline: its bid deposit goes to the owner.
+        fn forfeit_deposit(id: JobId, job: &mut JobOf<T>, trainer: &T::AccountId) {
+            let amount = core::mem::take(&mut job.trainer_deposit);
+            if amount.is_zero() {
+                return;
+            }
+            let moved = T::Currency::transfer_on_hold(
+                &HoldReason::BidDeposit.into(),
+                trainer,
+                &job.owner,
+                amount,
+                Precision::BestEffort,
+                Restriction::Free,
+                Fortitude::Force,
+            )
+            .unwrap_or_default();
+            Self::deposit_event(Event::BidDepositForfeited {
+                job: id,
+                trainer: trainer.clone(),
+                amount: moved,
+            });
+        }
+
+        /// Every owner's `Escrow` hold equals the escrow of its jobs, every bidder's `BidDeposit`
+        /// hold its bids' and assignments' deposits; terminal jobs hold nothing; the job counters
+        /// match; every job sits in exactly the timeout entry it records; an assigned or verifying
+        /// trainer has its collateral frozen.
         pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
-            let mut per_owner =
-                alloc::collections::btree_map::BTreeMap::<T::AccountId, BalanceOf<T>>::new();
+            use alloc::collections::btree_map::BTreeMap;
+            let mut per_owner = BTreeMap::<T::AccountId, BalanceOf<T>>::new();
+            let mut deposits = BTreeMap::<T::AccountId, BalanceOf<T>>::new();
+            let mut open = BTreeMap::<T::AccountId, u32>::new();
+            let mut active = 0u32;
             for (id, job) in Jobs::<T>::iter() {
                 if job.state.is_terminal() {
                     ensure!(job.escrow.is_zero(), "a finished job still holds escrow");
+                    ensure!(job.trainer_deposit.is_zero(), "a finished job holds a deposit");
+                } else {
+                    active += 1;
+                    *open.entry(job.owner.clone()).or_default() += 1;
+                }
+                match &job.state {
+                    JobState::Assigned { trainer, .. } | JobState::Verifying { trainer, .. } => {
+                        ensure!(
+                            !T::Staking::collateral(trainer, Obligation::Training(id)).is_zero(),
+                            "an assigned trainer has no collateral frozen"
+                        );
+                        let d = deposits.entry(trainer.clone()).or_default();
+                        *d = d.saturating_add(job.trainer_deposit);
+                    }
+                    _ => {}
+                }
+                for bid in Bids::<T>::get(id) {
+                    let d = deposits.entry(bid.trainer).or_default();
+                    *d = d.saturating_add(bid.deposit);
                 }
                 ensure!(
                     Timeouts::<T>::get(job.timeout).contains(&id),
@@ -822,6 +1138,18 @@ pub mod pallet {
                     "escrow hold differs from the jobs' escrow"
                 );
             }
+            for (trainer, deposit) in deposits {
+                ensure!(
+                    T::Currency::balance_on_hold(&HoldReason::BidDeposit.into(), &trainer)
+                        == deposit,
+                    "deposit hold differs from the bids' deposits"
+                );
+            }
+            ensure!(active == ActiveJobs::<T>::get(), "ActiveJobs differs from unfinished jobs");
+            ensure!(
+                open == OpenJobsOf::<T>::iter().collect::<BTreeMap<_, _>>(),
+                "OpenJobsOf differs from the owners' unfinished jobs"
+            );
             let queued: usize = Timeouts::<T>::iter_values().map(|q| q.len()).sum();
             ensure!(queued == Jobs::<T>::count() as usize, "timeout entries differ from jobs");
             Ok(())

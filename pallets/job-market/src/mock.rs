@@ -4,7 +4,9 @@
 //! Accounts 1–9 hold 1 000 000 each. Trainers bond with `MinBond` 1 000. Jobs: budget ≥ 100, bid window
 //! 2–20 blocks, at least 5 blocks to train, 3 verifiers per round, 2 segments of at least 20 in a spec, 2 rounds, commit and
 //! reveal windows of 5 blocks, records kept 10 blocks. 10% of the budget pays verifiers; a rejected or
-//! late trainer loses 10% of its bond, a silent or outvoted verifier 1%.
+//! late trainer loses all of its collateral (the price), a silent or refuted verifier 10% of its
+//! collateral of 1 000. Fees, deposits, the minimum price and the payment burn are 0 unless a test
+//! sets them (statics).
 
 use crate as pallet_job_market;
 use frame_support::{
@@ -75,6 +77,8 @@ impl pallet_trainer_staking::Config for Test {
     type SuspensionSessions = ConstU32<1>;
     type HistoryDepth = ConstU32<10>;
     type SessionHistory = ();
+    type Disabler = ();
+    type MaxObligations = ConstU32<16>;
     type BlockReward = ConstU128<0>;
     type WeightInfo = ();
 }
@@ -98,8 +102,23 @@ impl Randomness<Option<H256>, u64> for TestRandomness {
 
 parameter_types! {
     pub const VerificationShare: Permill = Permill::from_percent(10);
-    pub const TrainerSlash: Perbill = Perbill::from_percent(10);
-    pub const VerifierSlash: Perbill = Perbill::from_percent(1);
+    /// All of the trainer's collateral (its price).
+    pub const TrainerSlash: Perbill = Perbill::from_percent(100);
+    /// 10% of a verifier's collateral (1 000): 100.
+    pub const VerifierSlash: Perbill = Perbill::from_percent(10);
+    pub const MaxCreditShare: Perbill = Perbill::from_percent(1);
+    /// Burnt at every post (0 unless a test sets it).
+    pub static PostingFee: u128 = 0;
+    /// Held with a first bid (0 unless a test sets it).
+    pub static BidDeposit: u128 = 0;
+    /// Least price per ut of work (0 unless a test sets it).
+    pub static MinPricePerUt: u128 = 0;
+    /// Share of the trainer's pay burnt (0 unless a test sets it).
+    pub static PaymentBurn: Permill = Permill::zero();
+    /// Least per-job credit cap, micro-ut (the example job's work fits unless a test lowers it).
+    pub static MinCreditCap: u128 = u128::MAX;
+    /// Most replay work per verifier and round, micro-ut.
+    pub static MaxReplayWork: u128 = u128::MAX;
 }
 
 impl pallet_job_market::Config for Test {
@@ -115,6 +134,17 @@ impl pallet_job_market::Config for Test {
     type MaxJobDuration = ConstU64<200>;
     type MaxBids = ConstU32<4>;
     type MaxActiveJobs = ConstU32<8>;
+    type MaxStoredJobs = ConstU32<12>;
+    type MaxOpenJobsPerOwner = ConstU32<6>;
+    type PostingFee = PostingFee;
+    type BidDeposit = BidDeposit;
+    type MinPricePerUt = MinPricePerUt;
+    type PaymentBurn = PaymentBurn;
+    type MaxCreditShare = MaxCreditShare;
+    type MinCreditCap = MinCreditCap;
+    type MaxReplayWork = MaxReplayWork;
+    type VerifierCollateral = ConstU128<1_000>;
+    type MaxVerifierPool = ConstU32<16>;
     type MaxTimeoutsPerBlock = ConstU32<2>;
     type Verifiers = ConstU32<3>;
     type SegmentsPerRound = ConstU32<2>;
@@ -176,6 +206,12 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
     ext.execute_with(|| {
         System::set_block_number(1);
         RandomnessAvailable::set(true);
+        PostingFee::set(0);
+        BidDeposit::set(0);
+        MinPricePerUt::set(0);
+        PaymentBurn::set(Permill::zero());
+        MinCreditCap::set(u128::MAX);
+        MaxReplayWork::set(u128::MAX);
     });
     ext
 }

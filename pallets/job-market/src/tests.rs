@@ -100,6 +100,7 @@ fn run(test: impl FnOnce()) {
     new_test_ext().execute_with(|| {
         for who in 2..=9 {
             bond(who);
+            assert_ok!(JobMarket::set_verifier(origin(who), true));
         }
         test();
         JobMarket::do_try_state().expect("job-market invariants");
@@ -163,16 +164,48 @@ fn post_job_validates_and_holds_the_budget() {
     });
 }
 
+/// The jam on commit 89b1f7a: 512 posted-and-cancelled jobs filled the cap for a day. Now an owner
+/// has at most `MaxOpenJobsPerOwner` unfinished jobs, finished jobs do not count against
+/// `MaxActiveJobs`, and every post burns the posting fee.
 #[test]
-fn the_number_of_stored_jobs_is_bounded() {
+fn attack_jamming_the_market_is_bounded_per_owner_and_finished_jobs_do_not_count() {
     run(|| {
-        for _ in 0..8 {
+        PostingFee::set(5);
+        let issuance = Balances::total_issuance();
+        for _ in 0..6 {
             post(100);
         }
         assert_noop!(
             JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 100, 5, 30),
+            Error::<Test>::TooManyOpenJobs
+        );
+        assert_eq!(Balances::total_issuance(), issuance - 6 * 5, "the fees are burnt");
+        // Two more from another owner reach MaxActiveJobs = 8.
+        for _ in 0..2 {
+            assert_ok!(JobMarket::post_job(origin(9), Box::new(example_spec()), 100, 5, 30));
+        }
+        assert_noop!(
+            JobMarket::post_job(origin(8), Box::new(example_spec()), 100, 5, 30),
             Error::<Test>::TooManyJobs
         );
+        // Cancelled jobs stop counting at once (their records stay for `Retention`)...
+        for job in 0..4 {
+            assert_ok!(JobMarket::cancel_job(origin(OWNER), job));
+        }
+        for _ in 0..4 {
+            assert_ok!(JobMarket::post_job(origin(8), Box::new(example_spec()), 100, 5, 30));
+        }
+        // ...but records are bounded too (MaxStoredJobs = 12), until they are removed: with 7
+        // unfinished jobs of 8 allowed, the 12 stored records still refuse a post.
+        assert_ok!(JobMarket::cancel_job(origin(8), 8));
+        assert_eq!(ActiveJobs::<Test>::get(), 7);
+        assert_noop!(
+            JobMarket::post_job(origin(7), Box::new(example_spec()), 100, 5, 30),
+            Error::<Test>::TooManyJobs
+        );
+        // Once the cancelled records are removed (Retention = 10 blocks), posting works again.
+        run_to_block(12);
+        assert_ok!(JobMarket::post_job(origin(7), Box::new(example_spec()), 100, 5, 30));
     });
 }
 
@@ -220,7 +253,7 @@ fn bid_refusals() {
         assert_ok!(JobMarket::bid(origin(TRAINER), job, 900));
         // A second bid replaces the first.
         assert_ok!(JobMarket::bid(origin(TRAINER), job, 800));
-        assert_eq!(Bids::<Test>::get(job).to_vec(), vec![Bid { trainer: TRAINER, price: 800 }]);
+        assert_eq!(Bids::<Test>::get(job).to_vec(), vec![Bid { trainer: TRAINER, price: 800, deposit: 0 }]);
         for who in 3..=5 {
             assert_ok!(JobMarket::bid(origin(who), job, 800));
         }
@@ -303,7 +336,8 @@ fn missed_deadline_slashes_and_refunds() {
             state(job),
             JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::MissedDeadline }
         );
-        assert_eq!(bond_held(TRAINER), BOND - BOND / 10);
+        // All of its collateral, the price, is slashed.
+        assert_eq!(bond_held(TRAINER), BOND - 500);
         assert_eq!((escrow_held(OWNER), Balances::balance(&OWNER)), (0, ENDOWMENT));
         // Too late to submit now.
         assert_noop!(
@@ -391,6 +425,7 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
             job,
             trainer: TRAINER,
             price: 600,
+            burnt: 0,
             work_micro_ut: work
         }));
     });
@@ -413,7 +448,7 @@ fn a_fail_verdict_slashes_the_trainer_and_refunds_the_owner() {
             state(job),
             JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
         );
-        assert_eq!(bond_held(TRAINER), BOND - BOND / 10);
+        assert_eq!(bond_held(TRAINER), BOND - 600);
         assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND);
         // Verifiers are paid from the escrow; the rest is refunded.
         assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 3 * 16);
@@ -442,8 +477,9 @@ fn a_split_vote_starts_a_fresh_round_and_slashes_the_silent() {
             silent: 1,
             decisive: false
         }));
-        assert_eq!(bond_held(first[2]), BOND - BOND / 100);
-        // The two who revealed are paid, nobody is slashed for the vote.
+        // 10% of the silent verifier's collateral of 1 000.
+        assert_eq!(bond_held(first[2]), BOND - 100);
+        // Nobody is judged for the vote yet: the next round decides.
         assert_eq!(bond_held(first[0]), BOND);
         assert_eq!(bond_held(first[1]), BOND);
         // Round 1 draws three fresh verifiers.
@@ -459,13 +495,16 @@ fn a_split_vote_starts_a_fresh_round_and_slashes_the_silent() {
             reveal(job, *v, Verdict::Pass);
         }
         assert!(matches!(state(job), JobState::Completed { .. }));
-        // 5 verifiers paid 16 each, the trainer 600; the rest went back.
-        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 5 * 16);
+        // Round 1 judged round 0: the Pass voter is paid, the Fail voter slashed 100.
+        assert_eq!(bond_held(first[0]), BOND);
+        assert_eq!(bond_held(first[1]), BOND - 100);
+        // 4 verifiers paid 16 each, the trainer 600; the rest went back.
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 4 * 16);
     });
 }
 
 #[test]
-fn a_decisive_round_slashes_the_minority() {
+fn a_silent_verifier_is_slashed_at_once_and_does_not_block_a_decision() {
     run(|| {
         let job = assigned(1_000, 600);
         submit(job);
@@ -474,28 +513,86 @@ fn a_decisive_round_slashes_the_minority() {
         for (i, v) in drawn.iter().enumerate() {
             commit(job, *v, if i == 0 { Verdict::Fail } else { Verdict::Pass });
         }
-        // Only the two Pass voters reveal; 2 of 3 revealed and both pass: decisive.
+        // Only the two Pass voters reveal; 2 of 3 revealed and both pass: decisive, no dissent.
         reveal(job, drawn[1], Verdict::Pass);
         reveal(job, drawn[2], Verdict::Pass);
         run_to_block(3 + 5);
         assert!(matches!(state(job), JobState::Completed { .. }));
-        assert_eq!(bond_held(drawn[0]), BOND - BOND / 100);
+        assert_eq!(bond_held(drawn[0]), BOND - 100);
+    });
+}
 
-        // Now a 2 : 1 round where the minority revealed too.
+/// A minority is never slashed for the votes it lost: a 2 : 1 round escalates to a fresh round,
+/// which judges everyone. Here the lone Fail was wrong: it is slashed, the Pass voters paid.
+#[test]
+fn a_dissenting_minority_is_judged_by_the_next_round() {
+    run(|| {
         let job = assigned(1_000, 600);
         submit(job);
-        run_to_block(10);
-        let drawn = verifiers(job);
+        run_to_block(3);
+        let first = verifiers(job);
         let verdicts = [Verdict::Fail, Verdict::Pass, Verdict::Pass];
-        for (v, verdict) in drawn.iter().zip(verdicts) {
+        for (v, verdict) in first.iter().zip(verdicts) {
             commit(job, *v, verdict);
         }
-        let before = bond_held(drawn[0]);
-        for (v, verdict) in drawn.iter().zip(verdicts) {
+        for (v, verdict) in first.iter().zip(verdicts) {
             reveal(job, *v, verdict);
         }
+        assert!(events().contains(&Event::RoundEscalated { job, round: 0 }));
+        assert!(matches!(state(job), JobState::Verifying { .. }));
+        assert_eq!(bond_held(first[0]), BOND, "not slashed before a later round confirms");
+        run_to_block(5);
+        let second = verifiers(job);
+        assert!(second.iter().all(|v| !first.contains(v)));
+        for v in &second {
+            commit(job, *v, Verdict::Pass);
+        }
+        for v in &second {
+            reveal(job, *v, Verdict::Pass);
+        }
         assert!(matches!(state(job), JobState::Completed { .. }));
-        assert_eq!(bond_held(drawn[0]), before - before / 100);
+        assert_eq!(bond_held(first[0]), BOND - 100);
+        assert_eq!(<TrainerStaking as pallet_trainer_staking::Obligations<u64>>::free_collateral(&first[1]), BOND);
+        // 2 + 3 Pass votes paid 16 each.
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 5 * 16);
+    });
+}
+
+/// The attack on commit 89b1f7a: two colluding verifiers outvote an honest one, who was slashed at
+/// once. Now the split escalates; the next round proves the lone Fail right: the colluders are
+/// slashed from their collateral, the honest verifier is paid (made whole), the cheater slashed.
+#[test]
+fn attack_colluding_majority_cannot_get_an_honest_minority_slashed() {
+    run(|| {
+        let job = assigned(1_000, 600);
+        submit(job);
+        run_to_block(3);
+        let first = verifiers(job);
+        let honest = first[0];
+        let verdicts = [Verdict::Fail, Verdict::Pass, Verdict::Pass];
+        for (v, verdict) in first.iter().zip(verdicts) {
+            commit(job, *v, verdict);
+        }
+        let honest_before = Balances::balance(&honest);
+        for (v, verdict) in first.iter().zip(verdicts) {
+            reveal(job, *v, verdict);
+        }
+        run_to_block(5);
+        for v in verifiers(job) {
+            commit(job, v, Verdict::Fail);
+        }
+        for v in verifiers(job) {
+            reveal(job, v, Verdict::Fail);
+        }
+        assert_eq!(
+            state(job),
+            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
+        );
+        assert_eq!(bond_held(first[1]), BOND - 100);
+        assert_eq!(bond_held(first[2]), BOND - 100);
+        assert_eq!(bond_held(honest), BOND);
+        assert_eq!(Balances::balance(&honest), honest_before + 16);
+        assert_eq!(bond_held(TRAINER), BOND - 600);
     });
 }
 
@@ -817,5 +914,194 @@ mod properties {
                 Ok(())
             })?;
         }
+    }
+}
+
+/// Attacks on the economics found in commit 89b1f7a, each played as the attacker would.
+mod attacks {
+    use super::*;
+    use pallet_compute_power::ComputePowerLedger;
+    use pallet_trainer_staking::{Obligation, Obligations};
+    use sp_runtime::{Perbill, Permill};
+
+    fn work() -> u128 {
+        example_spec().validate().unwrap().training_micro_ut()
+    }
+
+    /// Buying credit: the owner posts a cheap job with a big spec and "trains" it with its own
+    /// sybil. Now the budget must pay `MinPricePerUt` for the work, a share of the payment is
+    /// burnt and the credit is capped relative to the network's ECP.
+    #[test]
+    fn attack_buying_credit_with_a_cheap_job_costs_burnt_tokens_and_is_capped() {
+        run(|| {
+            // 20 000 units per ut: the example's work costs `min` units at least.
+            MinPricePerUt::set(20_000);
+            PaymentBurn::set(Permill::from_percent(20));
+            let min = JobMarket::min_price_for(work());
+            assert!(min > 100, "the example job is worth more than the smallest budget");
+            // The old attack: the smallest budget for a big spec.
+            assert_noop!(
+                JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 100, 5, 30),
+                Error::<Test>::BudgetBelowWorkPrice
+            );
+            let budget = min * 2;
+            let job = post(budget);
+            // A sybil bid below the minimum price is refused too.
+            assert_noop!(JobMarket::bid(origin(TRAINER), job, min - 1), Error::<Test>::PriceBelowMinimum);
+            // The network already has some ECP; one job may add at most 1% of it.
+            ComputePower::credit(&9, pallet_compute_power::WorkKind::Training, 1_000 * work());
+            MinCreditCap::set(0);
+            let cap = Perbill::from_percent(1).mul_floor(ComputePower::total_ecp());
+            assert_ok!(JobMarket::bid(origin(TRAINER), job, min));
+            assert_ok!(JobMarket::accept_bid(origin(OWNER), job, TRAINER));
+            submit(job);
+            run_to_block(3);
+            let drawn = verifiers(job);
+            for v in &drawn {
+                commit(job, *v, Verdict::Pass);
+            }
+            let issuance = Balances::total_issuance();
+            for v in &drawn {
+                reveal(job, *v, Verdict::Pass);
+            }
+            let burnt = Permill::from_percent(20).mul_floor(min);
+            assert_eq!(Balances::total_issuance(), issuance - burnt, "the burn is unrecoverable");
+            let credited = work().min(cap);
+            assert_eq!(ComputePower::compute_power(&TRAINER).training, credited);
+            assert!(events().contains(&Event::JobCompleted {
+                job,
+                trainer: TRAINER,
+                price: min - burnt,
+                burnt,
+                work_micro_ut: credited
+            }));
+        });
+    }
+
+    /// Dodging the slash: the assigned trainer unbonds everything and never delivers. Its
+    /// collateral (the price) stays bonded, is slashed in full, and its bid deposit goes to the
+    /// owner: walking away costs more than the job paid.
+    #[test]
+    fn attack_assigned_trainer_unbonds_everything_and_walks_away() {
+        run(|| {
+            BidDeposit::set(50);
+            let job = assigned(1_000, 500);
+            assert_noop!(
+                TrainerStaking::unbond(origin(TRAINER), BOND),
+                pallet_trainer_staking::Error::<Test>::BondObligated
+            );
+            // It can only unbond what is not collateral.
+            assert_ok!(TrainerStaking::unbond(origin(TRAINER), BOND - 1_000));
+            let owner_before = Balances::balance(&OWNER);
+            run_to_block(22);
+            assert_eq!(
+                state(job),
+                JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::MissedDeadline }
+            );
+            // 500 slashed of the 1 000 left active, the 9 000 unbonding untouched.
+            assert_eq!(bond_held(TRAINER), BOND - 500);
+            assert_eq!(TrainerStaking::active_bond(&TRAINER), 500);
+            assert_eq!(Balances::balance(&OWNER), owner_before + 1_000 + 50);
+            assert!(events().contains(&Event::BidDepositForfeited {
+                job,
+                trainer: TRAINER,
+                amount: 50
+            }));
+        });
+    }
+
+    /// A 1-planck bid won automatically and never delivered. Now the price must pay the work,
+    /// and the winner's price is frozen as collateral, so the no-show costs it the price and its
+    /// deposit.
+    #[test]
+    fn attack_a_lowball_bid_that_never_delivers_is_refused_or_paid_for() {
+        run(|| {
+            MinPricePerUt::set(20_000);
+            BidDeposit::set(50);
+            let min = JobMarket::min_price_for(work());
+            let job = post(min * 2);
+            assert_noop!(JobMarket::bid(origin(TRAINER), job, 1), Error::<Test>::PriceBelowMinimum);
+            assert_ok!(JobMarket::bid(origin(TRAINER), job, min));
+            assert_eq!(
+                Balances::balance_on_hold(
+                    &RuntimeHoldReason::JobMarket(HoldReason::BidDeposit),
+                    &TRAINER
+                ),
+                50
+            );
+            // The losing bidder's deposit comes back at assignment.
+            assert_ok!(JobMarket::bid(origin(3), job, min + 1));
+            run_to_block(7);
+            assert_eq!(state(job), JobState::Assigned { trainer: TRAINER, price: min });
+            assert_eq!(
+                Balances::balance_on_hold(&RuntimeHoldReason::JobMarket(HoldReason::BidDeposit), &3),
+                0
+            );
+            assert_eq!(
+                <TrainerStaking as Obligations<u64>>::collateral(&TRAINER, Obligation::Training(job)),
+                min
+            );
+            run_to_block(22);
+            assert_eq!(bond_held(TRAINER), BOND - min);
+        });
+    }
+
+    /// A job whose verification cannot fit the commit window would end Inconclusive and refund
+    /// the owner, who keeps the model it downloaded. It is refused at `post_job`.
+    #[test]
+    fn attack_a_job_too_big_to_verify_in_the_window_is_refused() {
+        run(|| {
+            let per_round = verification::replay_work(work(), 32, 2);
+            MaxReplayWork::set(per_round - 1);
+            assert_noop!(
+                JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 1_000, 5, 30),
+                Error::<Test>::VerificationTooLong
+            );
+            MaxReplayWork::set(per_round);
+            post(1_000);
+        });
+    }
+
+    /// Verifier seats bought with ECP: ECP no longer weighs the draw. Only opted-in trainers are
+    /// drawn, by bond, never the owner or the trainer, and each must put up collateral.
+    #[test]
+    fn attack_ecp_buys_no_verifier_seats_and_only_the_opted_in_are_drawn() {
+        run(|| {
+            // Account 9 has enormous ECP but leaves the pool: it is never drawn.
+            ComputePower::credit(&9, pallet_compute_power::WorkKind::Training, u64::MAX as u128);
+            assert_ok!(JobMarket::set_verifier(origin(9), false));
+            for _ in 0..4 {
+                let job = assigned(1_000, 600);
+                submit(job);
+                run_to_block(System::block_number() + 2);
+                let drawn = verifiers(job);
+                assert_eq!(drawn.len(), 3);
+                assert!(!drawn.contains(&9) && !drawn.contains(&OWNER) && !drawn.contains(&TRAINER));
+                for v in &drawn {
+                    assert_eq!(
+                        <TrainerStaking as Obligations<u64>>::collateral(
+                            v,
+                            Obligation::Verification { job, round: 0 }
+                        ),
+                        1_000
+                    );
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn verifier_pool_refusals_and_pruning() {
+        run(|| {
+            assert_noop!(JobMarket::set_verifier(origin(OWNER), true), Error::<Test>::NotEligible);
+            assert_noop!(JobMarket::prune_verifier(origin(OWNER), 3), Error::<Test>::StillEligible);
+            assert_noop!(
+                JobMarket::prune_verifier(origin(OWNER), OWNER),
+                Error::<Test>::NotInVerifierPool
+            );
+            assert_ok!(TrainerStaking::unbond(origin(3), BOND));
+            assert_ok!(JobMarket::prune_verifier(origin(OWNER), 3));
+            assert!(!VerifierPool::<Test>::contains_key(3));
+        });
     }
 }

@@ -22,6 +22,8 @@ pub struct Bid<AccountId, Balance> {
     pub trainer: AccountId,
     /// What the trainer asks to be paid.
     pub price: Balance,
+    /// The bid deposit held from the trainer.
+    pub deposit: Balance,
 }
 
 /// What the trainer reports about the trained model; checked by the verifiers against the bundle.
@@ -211,6 +213,9 @@ pub struct Job<AccountId, Balance, BlockNumber> {
     pub budget: Balance,
     /// Still held in escrow for this job.
     pub escrow: Balance,
+    /// The assigned trainer's bid deposit, held until it commits a bundle (forfeited to the owner
+    /// if it misses the deadline).
+    pub trainer_deposit: Balance,
     /// Last block of bidding.
     pub bid_window_end: BlockNumber,
     /// Last block at which the assigned trainer may commit its bundle.

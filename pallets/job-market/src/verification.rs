@@ -1,5 +1,6 @@
-//! Assignment and verification: choosing the winning bid, drawing verifiers and segments from
-//! randomness of a block after the bundle commitment, the commit-reveal vote and settlement.
+//! Assignment and verification: choosing the winning bid, drawing verifiers (opted in, by stake at
+//! risk) and segments from randomness of a block after the bundle commitment, the commit-reveal vote,
+//! escalation of split rounds, and settlement from obligation collateral.
 
 use alloc::vec::Vec;
 use codec::Encode;
@@ -14,14 +15,14 @@ use frame_support::{
 };
 use frame_system::pallet_prelude::BlockNumberFor;
 use pallet_compute_power::{ComputePowerLedger, WorkKind};
-use pallet_trainer_staking::{BondInspect, SlashReason, Slashing};
+use pallet_trainer_staking::{BondInspect, Obligation, Obligations, SlashReason};
 use sp_core::H256;
-use sp_runtime::traits::{One, Saturating, Zero};
+use sp_runtime::traits::{One, SaturatedConversion, Saturating, Zero};
 
 use crate::{
     weights::WeightInfo, BalanceOf, Bid, Config, Error, Event, FailureReason, HoldReason, JobId,
-    JobOf, JobState, Jobs, Pallet, PastVerifiers, Phase, Round, RoundOf, Rounds, Verdict,
-    VerifierVote,
+    JobOf, JobState, Jobs, Pallet, PastVerifiers, PendingVotes, Phase, Round, RoundOf, Rounds,
+    Verdict, VerifierPool, VerifierVote,
 };
 
 /// Bound of [`crate::PastVerifiers`]: every verifier of every round.
@@ -58,12 +59,31 @@ pub fn new_round<T: Config>(number: u32) -> RoundOf<T> {
     Round { number, phase: Phase::Drawing, votes: Default::default(), segments: Default::default() }
 }
 
-/// The winning bid among `bids`: eligible trainers only, lowest price, then highest ECP, then the
-/// lowest account (so every node agrees).
+/// Training work (micro-ut) a verifier replays in one round: `count` of the job's `segments`
+/// (rounded up; all of it if the job has fewer segments).
+pub fn replay_work(work_micro_ut: u128, segments: u64, count: u32) -> u128 {
+    let segments = segments.max(1) as u128;
+    let count = (count as u128).min(segments);
+    sp_runtime::helpers_128bit::multiply_by_rational_with_rounding(
+        work_micro_ut,
+        count,
+        segments,
+        sp_runtime::Rounding::Up,
+    )
+    .unwrap_or(u128::MAX)
+}
+
+/// The winning bid among `bids`: eligible trainers whose free bond covers the price as collateral,
+/// lowest price, then highest ECP, then the lowest account (so every node agrees).
 pub fn cheapest_bid<T: Config>(
     bids: Vec<Bid<T::AccountId, BalanceOf<T>>>,
 ) -> Option<Bid<T::AccountId, BalanceOf<T>>> {
-    bids.into_iter().filter(|b| T::Staking::is_eligible(&b.trainer)).min_by(|a, b| {
+    bids.into_iter()
+        .filter(|b| {
+            T::Staking::is_eligible(&b.trainer)
+                && T::Staking::free_collateral(&b.trainer) >= b.price
+        })
+        .min_by(|a, b| {
         a.price
             .cmp(&b.price)
             .then_with(|| T::ComputePower::ecp(&b.trainer).cmp(&T::ComputePower::ecp(&a.trainer)))
@@ -135,7 +155,7 @@ pub(crate) fn advance<T: Config>(id: JobId, job: &mut JobOf<T>, now: BlockNumber
     };
     match round.phase {
         Phase::Drawing => {
-            let weight = T::WeightInfo::timeout_draw(T::Staking::bonder_count());
+            let weight = T::WeightInfo::timeout_draw(VerifierPool::<T>::count());
             if draw::<T>(id, job, &mut round, now) {
                 return weight;
             }
@@ -183,16 +203,30 @@ fn draw<T: Config>(
         _ => (subject, frame_system::Pallet::<T>::parent_hash()).encode(),
     };
     let past = PastVerifiers::<T>::get(id);
-    let candidates: Vec<(T::AccountId, u128)> = T::Staking::eligible_trainers()
-        .into_iter()
-        .filter(|(who, _)| *who != trainer && *who != job.owner && !past.contains(who))
-        // ECP-weighted, at least 1 so that trainers without credit yet can be drawn.
-        .map(|(who, _)| {
-            let weight = T::ComputePower::ecp(&who) / 1_000 + 1;
-            (who, weight)
+    let collateral = T::VerifierCollateral::get();
+    // Opted-in verifiers who can put up the collateral, weighted by their bond (the stake they put
+    // at risk), not by ECP: ECP can be earned with sham jobs, stake cannot be had for free.
+    let candidates: Vec<(T::AccountId, u128)> = VerifierPool::<T>::iter_keys()
+        .filter(|who| *who != trainer && *who != job.owner && !past.contains(who))
+        .filter(|who| {
+            T::Staking::is_eligible(who) && T::Staking::free_collateral(who) >= collateral
+        })
+        .map(|who| {
+            let stake: u128 = T::Staking::active_bond(&who).saturated_into();
+            (who, stake.max(1))
         })
         .collect();
-    let verifiers = weighted_sample(candidates, T::Verifiers::get(), &seed);
+    // Storage order differs between nodes only by key hash, which is the same everywhere; sort
+    // anyway so the draw does not depend on the map's layout.
+    let mut candidates = candidates;
+    candidates.sort_by(|a, b| a.0.cmp(&b.0));
+    let verifiers: Vec<T::AccountId> = weighted_sample(candidates, T::Verifiers::get(), &seed)
+        .into_iter()
+        .filter(|v| {
+            T::Staking::obligate(v, Obligation::Verification { job: id, round: round.number }, collateral)
+                .is_ok()
+        })
+        .collect();
     let segments =
         draw_segments(job.checkpoints.saturating_sub(1), T::SegmentsPerRound::get(), &seed);
     round.votes = BoundedVec::truncate_from(
@@ -286,13 +320,25 @@ impl<T: Config> Pallet<T> {
     }
 }
 
-/// Slashes `share` of `who`'s active bond for `reason`.
-pub(crate) fn slash_share<T: Config>(
-    who: &T::AccountId,
-    share: sp_runtime::Perbill,
-    reason: SlashReason,
-) {
-    T::Staking::slash(who, share.mul_floor(T::Staking::active_bond(who)), reason);
+/// Slashes `TrainerSlash` of the trainer's collateral for job `id` for `reason`.
+pub(crate) fn slash_trainer<T: Config>(id: JobId, trainer: &T::AccountId, reason: SlashReason) {
+    T::Staking::slash_obligation(trainer, Obligation::Training(id), T::TrainerSlash::get(), reason);
+}
+
+/// Releases the collateral of every verifier of job `id` still waiting for a verdict (the current
+/// round's and the pending votes of earlier rounds): the job ended without judging them.
+pub(crate) fn release_verifiers<T: Config>(id: JobId) {
+    if let Some(round) = Rounds::<T>::get(id) {
+        for vote in round.votes.iter() {
+            T::Staking::release(
+                &vote.verifier,
+                Obligation::Verification { job: id, round: round.number },
+            );
+        }
+    }
+    for (verifier, number, _) in PendingVotes::<T>::take(id) {
+        T::Staking::release(&verifier, Obligation::Verification { job: id, round: number });
+    }
 }
 
 /// Pays `amount` from the job's escrow to `to`; returns what was paid (nothing if the transfer
@@ -319,7 +365,43 @@ fn pay<T: Config>(job: &mut JobOf<T>, to: &T::AccountId, amount: BalanceOf<T>) -
     }
 }
 
-/// Ends a round: pays and slashes verifiers, then passes, rejects, or starts the next round.
+/// Pays a verifier its fee for a vote and releases its collateral.
+fn pay_verifier<T: Config>(id: JobId, job: &mut JobOf<T>, verifier: &T::AccountId, round: u32) {
+    T::Staking::release(verifier, Obligation::Verification { job: id, round });
+    // Each possible vote of each possible round gets an equal share of the verification reserve.
+    let reserve = T::VerificationShare::get().mul_floor(job.budget);
+    let votes_possible = T::Verifiers::get().saturating_mul(T::MaxRounds::get()).max(1);
+    let fee = reserve / BalanceOf::<T>::from(votes_possible);
+    let paid = pay::<T>(job, verifier, fee);
+    if !paid.is_zero() {
+        Pallet::<T>::deposit_event(Event::VerifierPaid {
+            job: id,
+            verifier: verifier.clone(),
+            amount: paid,
+        });
+    }
+}
+
+/// Judges the votes of earlier rounds against the final `outcome`: those on its side are paid (a
+/// minority proven right is made whole), those against it are slashed from their collateral.
+fn judge_pending<T: Config>(id: JobId, job: &mut JobOf<T>, outcome: Verdict) {
+    for (verifier, number, verdict) in PendingVotes::<T>::take(id) {
+        if verdict == outcome {
+            pay_verifier::<T>(id, job, &verifier, number);
+        } else {
+            T::Staking::slash_obligation(
+                &verifier,
+                Obligation::Verification { job: id, round: number },
+                T::VerifierSlash::get(),
+                SlashReason::LostVerificationVote,
+            );
+        }
+    }
+}
+
+/// Ends a round. Silent verifiers are slashed at once. A round that decides unanimously among those
+/// who revealed, or the last round, settles the job; a decisive round with dissent, or an
+/// indecisive one, is re-checked by a fresh round while rounds remain, its votes kept pending.
 fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
     let JobState::Verifying { trainer, price, bundle } = job.state.clone() else { return };
     let count = |verdict| round.votes.iter().filter(|v| v.verdict == Some(verdict)).count() as u32;
@@ -343,37 +425,67 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
         silent,
         decisive: outcome.is_some(),
     });
+    let obligation = Obligation::Verification { job: id, round: round.number };
+    for vote in round.votes.iter().filter(|v| v.verdict.is_none()) {
+        T::Staking::slash_obligation(
+            &vote.verifier,
+            obligation,
+            T::VerifierSlash::get(),
+            SlashReason::NoShow,
+        );
+    }
+    let dissent = pass > 0 && fail > 0;
+    let last = round.number + 1 >= T::MaxRounds::get();
 
-    // Each possible vote of each possible round gets an equal share of the verification reserve.
-    let reserve = T::VerificationShare::get().mul_floor(job.budget);
-    let votes_possible = T::Verifiers::get().saturating_mul(T::MaxRounds::get()).max(1);
-    let fee = reserve / BalanceOf::<T>::from(votes_possible);
-    for vote in round.votes.iter() {
-        let verifier = &vote.verifier;
-        match (vote.verdict, outcome) {
-            (None, _) => slash_share::<T>(verifier, T::VerifierSlash::get(), SlashReason::NoShow),
-            (Some(v), Some(o)) if v != o => slash_share::<T>(
-                verifier,
-                T::VerifierSlash::get(),
-                SlashReason::LostVerificationVote,
-            ),
-            (Some(_), _) => {
-                let paid = pay::<T>(job, verifier, fee);
-                if !paid.is_zero() {
-                    Pallet::<T>::deposit_event(Event::VerifierPaid {
-                        job: id,
-                        verifier: verifier.clone(),
-                        amount: paid,
-                    });
+    if outcome.is_none() || (dissent && !last) {
+        // Nobody is judged on this round alone: keep its votes for the round that decides.
+        PendingVotes::<T>::mutate(id, |pending| {
+            for vote in round.votes.iter() {
+                if let Some(verdict) = vote.verdict {
+                    if pending.try_push((vote.verifier.clone(), round.number, verdict)).is_err() {
+                        T::Staking::release(&vote.verifier, obligation);
+                    }
                 }
             }
+        });
+        if !last {
+            if outcome.is_some() {
+                Pallet::<T>::deposit_event(Event::RoundEscalated { job: id, round: round.number });
+            }
+            Rounds::<T>::insert(id, new_round::<T>(round.number + 1));
+            let next = frame_system::Pallet::<T>::block_number().saturating_add(One::one());
+            Pallet::<T>::reschedule(id, job, next);
+            return;
+        }
+        // The last round decided nothing: everyone who revealed did the work and is paid; nobody's
+        // vote was confirmed or refuted.
+        for (verifier, number, _) in PendingVotes::<T>::take(id) {
+            pay_verifier::<T>(id, job, &verifier, number);
+        }
+        T::Staking::release(&trainer, Obligation::Training(id));
+        Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Inconclusive);
+        return;
+    }
+    let Some(outcome) = outcome else { return };
+    // This round decides. Earlier rounds' votes are judged by it; its own majority is paid, its own
+    // minority (only possible in the last round) is released unjudged.
+    judge_pending::<T>(id, job, outcome);
+    for vote in round.votes.iter() {
+        match vote.verdict {
+            Some(v) if v == outcome => pay_verifier::<T>(id, job, &vote.verifier, round.number),
+            Some(_) => {
+                T::Staking::release(&vote.verifier, obligation);
+            }
+            None => {}
         }
     }
-
     match outcome {
-        Some(Verdict::Pass) => {
-            let paid = pay::<T>(job, &trainer, price);
-            T::ComputePower::credit(&trainer, WorkKind::Training, job.work_micro_ut);
+        Verdict::Pass => {
+            T::Staking::release(&trainer, Obligation::Training(id));
+            let burnt = burn::<T>(job, T::PaymentBurn::get().mul_floor(price));
+            let paid = pay::<T>(job, &trainer, price.saturating_sub(burnt));
+            let credited = credit_cap::<T>(job.work_micro_ut);
+            T::ComputePower::credit(&trainer, WorkKind::Training, credited);
             Pallet::<T>::refund(job);
             job.state = JobState::Completed { trainer: trainer.clone(), price: paid, bundle };
             Pallet::<T>::retire(id, job);
@@ -381,18 +493,40 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
                 job: id,
                 trainer,
                 price: paid,
-                work_micro_ut: job.work_micro_ut,
+                burnt,
+                work_micro_ut: credited,
             });
         }
-        Some(Verdict::Fail) => {
-            slash_share::<T>(&trainer, T::TrainerSlash::get(), SlashReason::FailedProofOfTraining);
+        Verdict::Fail => {
+            slash_trainer::<T>(id, &trainer, SlashReason::FailedProofOfTraining);
             Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Rejected);
         }
-        None if round.number + 1 < T::MaxRounds::get() => {
-            Rounds::<T>::insert(id, new_round::<T>(round.number + 1));
-            let next = frame_system::Pallet::<T>::block_number().saturating_add(One::one());
-            Pallet::<T>::reschedule(id, job, next);
-        }
-        None => Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Inconclusive),
     }
+}
+
+/// T credit a passed job earns: its work, at most `MaxCreditShare` of the network's ECP (or
+/// `MinCreditCap` when that is larger), so no single job buys a large share of authorship.
+pub fn credit_cap<T: Config>(work_micro_ut: u128) -> u128 {
+    let cap = T::MaxCreditShare::get()
+        .mul_floor(T::ComputePower::total_ecp())
+        .max(T::MinCreditCap::get());
+    work_micro_ut.min(cap)
+}
+
+/// Burns `amount` of the job's escrow; returns what was burnt.
+fn burn<T: Config>(job: &mut JobOf<T>, amount: BalanceOf<T>) -> BalanceOf<T> {
+    let amount = amount.min(job.escrow);
+    if amount.is_zero() {
+        return amount;
+    }
+    let burnt = T::Currency::burn_held(
+        &HoldReason::Escrow.into(),
+        &job.owner,
+        amount,
+        Precision::BestEffort,
+        Fortitude::Force,
+    )
+    .unwrap_or_default();
+    job.escrow = job.escrow.saturating_sub(burnt);
+    burnt
 }
