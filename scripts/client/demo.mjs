@@ -110,9 +110,12 @@ async function main() {
   const byAddress = new Map([alice, bob, charlie, dave].map((p) => [p.address, p]));
   const free = async (who) => (await api.query.system.account(who.address)).data.free.toBigInt();
 
-  log('1. Bob, Charlie and Dave bond 2 000 ERG each');
+  log('1. Bob, Charlie and Dave bond 2 000 ERG each; Charlie and Dave join the verifier pool');
   await Promise.all(
     [bob, charlie, dave].map((p) => send(api, api.tx.trainerStaking.bond(2000n * ERG), p, 'bond')),
+  );
+  await Promise.all(
+    [charlie, dave].map((p) => send(api, api.tx.jobMarket.setVerifier(true), p, 'set_verifier')),
   );
 
   const specJson = JSON.parse(readFileSync(specPath, 'utf8'));
@@ -128,7 +131,7 @@ async function main() {
   const posted = await job(api, id);
   log(`   on chain: ${posted.workMicroUt} micro-ut of training work, computed from the spec`);
 
-  log('3. Bob bids 60 ERG, Alice accepts');
+  log('3. Bob bids 60 ERG (holding a 10 ERG bid deposit), Alice accepts: 60 ERG of his bond is frozen as collateral');
   await send(api, api.tx.jobMarket.bid(id, 60n * ERG), bob, 'bid');
   await send(api, api.tx.jobMarket.acceptBid(id, bob.address), alice, 'accept_bid');
   const bobBefore = await free(bob);

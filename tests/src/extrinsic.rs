@@ -44,13 +44,32 @@ pub fn staking_ledger_key(who: &[u8; 32]) -> Vec<u8> {
     key
 }
 
-/// `pallet_trainer_staking::Ledger` as stored: active bond and unlocking chunks (value, unlock block).
+/// `pallet_trainer_staking::Ledger` as stored: active bond, unlocking chunks (value, unlock block),
+/// and the part of the active bond obligated as collateral (with the number of obligations).
 #[derive(Clone, Debug, Decode, Encode, PartialEq, Eq)]
 pub struct StakingLedger {
     /// Active bond.
     pub active: u128,
     /// Unlocking chunks: (amount, first block it may be withdrawn).
     pub unlocking: Vec<(u128, u32)>,
+    /// Collateral frozen for open duties.
+    pub obligated: u128,
+    /// Number of open duties.
+    pub obligations: u32,
+}
+
+/// A `TrainerStaking::unbond(amount)` call encoded for pallet index `staking_index`.
+pub fn unbond_call(staking_index: u8, amount: u128) -> Vec<u8> {
+    /// `unbond` is call index 1 of pallet-trainer-staking.
+    const UNBOND: u8 = 1;
+    let mut call = vec![staking_index, UNBOND];
+    Compact(amount).encode_to(&mut call);
+    call
+}
+
+/// `JobMarket::set_verifier(enabled)` for pallet index `market_index` (call index 8).
+pub fn set_verifier_call(market_index: u8, enabled: bool) -> Vec<u8> {
+    vec![market_index, 8, enabled as u8]
 }
 
 /// A `TrainerStaking::bond(amount)` call encoded for pallet index `staking_index`.

@@ -183,5 +183,6 @@ fn offchain_workers_attest_served_bundles_and_fail_unserved_ones() {
     });
     assert_eq!(failed["state"]["reason"], "Unavailable", "{failed}");
     let bond_after = ledger(&node).expect("Bob is still bonded").active;
-    assert_eq!(bond_after, bond_before - bond_before / 10, "the trainer loses 10 % of its bond");
+    // All of its collateral, the 5 ERG price it bid, is slashed.
+    assert_eq!(bond_after, bond_before - 5 * ERG, "the trainer loses its collateral");
 }

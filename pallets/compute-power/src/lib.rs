@@ -252,7 +252,8 @@ pub mod pallet {
 
         /// The network's ECP now (decayed, not written back).
         pub fn total_ecp() -> MicroUt {
-            let total = Self::decayed(&Totals::<T>::get(), frame_system::Pallet::<T>::block_number());
+            let total =
+                Self::decayed(&Totals::<T>::get(), frame_system::Pallet::<T>::block_number());
             Self::ecp_of(total.drilling, total.training)
         }
 

@@ -79,6 +79,8 @@ impl pallet_trainer_staking::Config for Test {
     type SuspensionSessions = ConstU32<1>;
     type HistoryDepth = ConstU32<10>;
     type SessionHistory = ();
+    type Disabler = ();
+    type MaxObligations = ConstU32<64>;
     type BlockReward = ConstU128<0>;
     type WeightInfo = ();
 }

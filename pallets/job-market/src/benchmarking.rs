@@ -79,14 +79,20 @@ fn funded<T: Config>(name: &'static str, index: u32) -> T::AccountId {
     who
 }
 
+/// An eligible trainer with bond enough for any collateral, in the verifier pool.
 fn trainer<T: Config>(index: u32) -> T::AccountId {
     let who: T::AccountId = account("trainer", index, 0);
     T::BenchmarkHelper::make_trainer(&who);
+    VerifierPool::<T>::insert(&who, ());
     who
 }
 
+/// A budget above the smallest one and the minimum price of the benchmark spec's work.
 fn budget<T: Config>() -> BalanceOf<T> {
-    T::MinBudget::get().saturating_mul(1_000u32.into())
+    let work = spec(MAX_LAYERS).validate().map(|s| s.training_micro_ut()).unwrap_or_default();
+    T::MinBudget::get()
+        .saturating_mul(1_000u32.into())
+        .max(Pallet::<T>::min_price_for(work).saturating_mul(2u32.into()))
 }
 
 fn now<T: Config>() -> BlockNumberFor<T> {

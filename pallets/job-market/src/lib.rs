@@ -929,8 +929,8 @@ pub mod pallet {
             job: &mut JobOf<T>,
             at: BlockNumberFor<T>,
         ) -> Result<(), Error<T>> {
-            // With at most `MaxActiveJobs` jobs, each in one entry, this many blocks always have room.
-            let span = ergon_timeouts::span(T::MaxActiveJobs::get(), T::MaxTimeoutsPerBlock::get());
+            // With at most `MaxStoredJobs` jobs, each in one entry, this many blocks always have room.
+            let span = ergon_timeouts::span(T::MaxStoredJobs::get(), T::MaxTimeoutsPerBlock::get());
             let block = ergon_timeouts::schedule::<Timeouts<T>, _, _, _>(id, at, span)
                 .ok_or(Error::<T>::TimeoutQueueFull)?;
             job.timeout = block;
@@ -945,7 +945,7 @@ pub mod pallet {
         /// Reschedules from a hook, where there is no caller to return an error to.
         pub(crate) fn reschedule(id: JobId, job: &mut JobOf<T>, at: BlockNumberFor<T>) {
             if Self::schedule(id, job, at).is_err() {
-                frame_support::defensive!("timeout queue full although MaxActiveJobs holds");
+                frame_support::defensive!("timeout queue full although MaxStoredJobs holds");
             }
         }
 

@@ -253,7 +253,10 @@ fn bid_refusals() {
         assert_ok!(JobMarket::bid(origin(TRAINER), job, 900));
         // A second bid replaces the first.
         assert_ok!(JobMarket::bid(origin(TRAINER), job, 800));
-        assert_eq!(Bids::<Test>::get(job).to_vec(), vec![Bid { trainer: TRAINER, price: 800, deposit: 0 }]);
+        assert_eq!(
+            Bids::<Test>::get(job).to_vec(),
+            vec![Bid { trainer: TRAINER, price: 800, deposit: 0 }]
+        );
         for who in 3..=5 {
             assert_ok!(JobMarket::bid(origin(who), job, 800));
         }
@@ -552,7 +555,12 @@ fn a_dissenting_minority_is_judged_by_the_next_round() {
         }
         assert!(matches!(state(job), JobState::Completed { .. }));
         assert_eq!(bond_held(first[0]), BOND - 100);
-        assert_eq!(<TrainerStaking as pallet_trainer_staking::Obligations<u64>>::free_collateral(&first[1]), BOND);
+        assert_eq!(
+            <TrainerStaking as pallet_trainer_staking::Obligations<u64>>::free_collateral(
+                &first[1]
+            ),
+            BOND
+        );
         // 2 + 3 Pass votes paid 16 each.
         assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 5 * 16);
     });
@@ -947,7 +955,10 @@ mod attacks {
             let budget = min * 2;
             let job = post(budget);
             // A sybil bid below the minimum price is refused too.
-            assert_noop!(JobMarket::bid(origin(TRAINER), job, min - 1), Error::<Test>::PriceBelowMinimum);
+            assert_noop!(
+                JobMarket::bid(origin(TRAINER), job, min - 1),
+                Error::<Test>::PriceBelowMinimum
+            );
             // The network already has some ECP; one job may add at most 1% of it.
             ComputePower::credit(&9, pallet_compute_power::WorkKind::Training, 1_000 * work());
             MinCreditCap::set(0);
@@ -1034,11 +1045,17 @@ mod attacks {
             run_to_block(7);
             assert_eq!(state(job), JobState::Assigned { trainer: TRAINER, price: min });
             assert_eq!(
-                Balances::balance_on_hold(&RuntimeHoldReason::JobMarket(HoldReason::BidDeposit), &3),
+                Balances::balance_on_hold(
+                    &RuntimeHoldReason::JobMarket(HoldReason::BidDeposit),
+                    &3
+                ),
                 0
             );
             assert_eq!(
-                <TrainerStaking as Obligations<u64>>::collateral(&TRAINER, Obligation::Training(job)),
+                <TrainerStaking as Obligations<u64>>::collateral(
+                    &TRAINER,
+                    Obligation::Training(job)
+                ),
                 min
             );
             run_to_block(22);
@@ -1076,7 +1093,9 @@ mod attacks {
                 run_to_block(System::block_number() + 2);
                 let drawn = verifiers(job);
                 assert_eq!(drawn.len(), 3);
-                assert!(!drawn.contains(&9) && !drawn.contains(&OWNER) && !drawn.contains(&TRAINER));
+                assert!(
+                    !drawn.contains(&9) && !drawn.contains(&OWNER) && !drawn.contains(&TRAINER)
+                );
                 for v in &drawn {
                     assert_eq!(
                         <TrainerStaking as Obligations<u64>>::collateral(

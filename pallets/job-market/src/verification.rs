@@ -84,11 +84,13 @@ pub fn cheapest_bid<T: Config>(
                 && T::Staking::free_collateral(&b.trainer) >= b.price
         })
         .min_by(|a, b| {
-        a.price
-            .cmp(&b.price)
-            .then_with(|| T::ComputePower::ecp(&b.trainer).cmp(&T::ComputePower::ecp(&a.trainer)))
-            .then_with(|| a.trainer.cmp(&b.trainer))
-    })
+            a.price
+                .cmp(&b.price)
+                .then_with(|| {
+                    T::ComputePower::ecp(&b.trainer).cmp(&T::ComputePower::ecp(&a.trainer))
+                })
+                .then_with(|| a.trainer.cmp(&b.trainer))
+        })
 }
 
 /// A uniform-ish `u128` from `seed`, a domain tag and a counter.
@@ -223,8 +225,12 @@ fn draw<T: Config>(
     let verifiers: Vec<T::AccountId> = weighted_sample(candidates, T::Verifiers::get(), &seed)
         .into_iter()
         .filter(|v| {
-            T::Staking::obligate(v, Obligation::Verification { job: id, round: round.number }, collateral)
-                .is_ok()
+            T::Staking::obligate(
+                v,
+                Obligation::Verification { job: id, round: round.number },
+                collateral,
+            )
+            .is_ok()
         })
         .collect();
     let segments =

@@ -48,7 +48,12 @@ where
 {
     /// A ledger with `active` bonded and nothing unlocking.
     pub fn new(active: Balance) -> Self {
-        Self { active, unlocking: BoundedVec::default(), obligated: Balance::zero(), obligations: 0 }
+        Self {
+            active,
+            unlocking: BoundedVec::default(),
+            obligated: Balance::zero(),
+            obligations: 0,
+        }
     }
 
     /// Active bond not frozen by obligations: what can be unbonded or obligated.

@@ -71,7 +71,7 @@ const LOG_TARGET: &str = "runtime::trainer-staking";
 /// Makes eligible trainers for other pallets' benchmarks (their `BenchmarkHelper`).
 #[cfg(feature = "runtime-benchmarks")]
 pub trait BenchmarkTrainers<AccountId> {
-    /// Funds `who` and bonds enough to make it an eligible trainer.
+    /// Funds `who` and bonds enough to make it an eligible trainer that can put up collateral.
     fn make_trainer(who: &AccountId);
 }
 
@@ -81,7 +81,8 @@ impl<T: Config> BenchmarkTrainers<T::AccountId> for Pallet<T> {
     fn make_trainer(who: &T::AccountId) {
         use frame_support::traits::{fungible::Mutate, Get};
         use sp_runtime::Saturating;
-        let bond = T::MinBond::get().max(1u32.into());
+        // A thousand times the minimum, so the trainer can put up any benchmark job's collateral.
+        let bond = T::MinBond::get().max(1u32.into()).saturating_mul(1_000u32.into());
         let _ = T::Currency::set_balance(who, bond.saturating_mul(100u32.into()));
         if let Err(e) = Pallet::<T>::do_bond(who, bond) {
             log::error!(target: LOG_TARGET, "benchmark trainer cannot bond: {e:?}");
@@ -472,7 +473,9 @@ pub mod pallet {
                 ensure!(!ledger.is_empty(), "an empty ledger is stored");
                 ensure!(ledger.obligated <= ledger.active, "more is obligated than is active");
                 let (obligated, open) = ObligationsOf::<T>::iter_prefix_values(&who)
-                    .fold((BalanceOf::<T>::zero(), 0u32), |(sum, n), a| (sum.saturating_add(a), n + 1));
+                    .fold((BalanceOf::<T>::zero(), 0u32), |(sum, n), a| {
+                        (sum.saturating_add(a), n + 1)
+                    });
                 ensure!(obligated == ledger.obligated, "obligations differ from the ledger's sum");
                 ensure!(open == ledger.obligations, "obligation count differs from the ledger");
                 sum = sum.saturating_add(ledger.total());

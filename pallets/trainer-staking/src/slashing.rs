@@ -16,8 +16,8 @@ use sp_staking::{
 };
 
 use crate::{
-    session::DisableValidator,
-    BalanceOf, Config, CurrentSession, Ledgers, OffenceSlashes, Pallet, SuspendedUntil, LOG_TARGET,
+    session::DisableValidator, BalanceOf, Config, CurrentSession, Ledgers, OffenceSlashes, Pallet,
+    SuspendedUntil, LOG_TARGET,
 };
 use frame_support::traits::Get;
 

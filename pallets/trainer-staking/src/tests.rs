@@ -1,8 +1,8 @@
 //! Tests of bonds, slashing, offences, authority selection and rewards.
 
 use crate::{
-    mock::*, BondInspect, Error, Event, HoldReason, Ledgers, Obligation, Obligations,
-    SlashReason, Slashing, SuspendedUntil,
+    mock::*, BondInspect, Error, Event, HoldReason, Ledgers, Obligation, Obligations, SlashReason,
+    Slashing, SuspendedUntil,
 };
 use frame_support::{
     assert_noop, assert_ok,
@@ -297,7 +297,11 @@ fn obligations_are_bounded_by_the_free_bond_and_their_number() {
         );
         assert_eq!(TrainerStaking::free_collateral(&1), 700);
         assert_ok!(TrainerStaking::obligate(&1, Obligation::Drilling(2), 100));
-        assert_ok!(TrainerStaking::obligate(&1, Obligation::Verification { job: 1, round: 0 }, 100));
+        assert_ok!(TrainerStaking::obligate(
+            &1,
+            Obligation::Verification { job: 1, round: 0 },
+            100
+        ));
         // MaxObligations = 3.
         assert_noop!(
             TrainerStaking::obligate(&1, Obligation::Drilling(3), 1),
@@ -306,7 +310,10 @@ fn obligations_are_bounded_by_the_free_bond_and_their_number() {
         assert_eq!(TrainerStaking::release(&1, Obligation::Drilling(1)), 300);
         assert_eq!(TrainerStaking::release(&1, Obligation::Drilling(1)), 0);
         assert_eq!(TrainerStaking::free_collateral(&1), 800);
-        assert_noop!(TrainerStaking::obligate(&2, Obligation::Drilling(1), 1), Error::<Test>::NotBonded);
+        assert_noop!(
+            TrainerStaking::obligate(&2, Obligation::Drilling(1), 1),
+            Error::<Test>::NotBonded
+        );
     });
 }
 
@@ -317,7 +324,12 @@ fn a_share_of_the_collateral_is_slashed_and_the_rest_released() {
         let duty = Obligation::Verification { job: 3, round: 1 };
         assert_ok!(TrainerStaking::obligate(&1, duty, 200));
         assert_eq!(
-            TrainerStaking::slash_obligation(&1, duty, Perbill::from_percent(10), SlashReason::NoShow),
+            TrainerStaking::slash_obligation(
+                &1,
+                duty,
+                Perbill::from_percent(10),
+                SlashReason::NoShow
+            ),
             20
         );
         assert_eq!((held(1), TrainerStaking::free_collateral(&1)), (980, 980));

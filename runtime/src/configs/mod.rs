@@ -128,7 +128,9 @@ impl pallet_session::Config for Runtime {
     // weights the authorities by ECP; the job market's keeps the availability attesters.
     type SessionHandler = (crate::proof_of_hashrate::ProofOfHashrate, Grandpa, crate::JobMarket);
     type Keys = SessionKeys;
-    type DisablingStrategy = ();
+    // An equivocator is disabled at once (its BABE blocks are invalid for the rest of the session),
+    // at most a third of the set, so reports cannot stall the chain.
+    type DisablingStrategy = pallet_session::disabling::UpToLimitDisablingStrategy;
     type WeightInfo = ();
     type Currency = Balances;
     type KeyDeposit = ();
@@ -215,6 +217,15 @@ impl pallet_trainer_staking::PruneSessionHistory for PruneHistoricalRoots {
     }
 }
 
+/// Disables an equivocating validator through pallet-session's disabling strategy.
+pub struct SessionDisabler;
+
+impl pallet_trainer_staking::DisableValidator<AccountId> for SessionDisabler {
+    fn disable(who: &AccountId, severity: Perbill) {
+        Session::report_offence(who.clone(), sp_staking::offence::OffenceSeverity(severity))
+    }
+}
+
 impl pallet_trainer_staking::Config for Runtime {
     type Currency = Balances;
     type RuntimeHoldReason = RuntimeHoldReason;
@@ -232,6 +243,9 @@ impl pallet_trainer_staking::Config for Runtime {
     type SuspensionSessions = SuspensionSessions;
     type HistoryDepth = ConstU32<HISTORY_DEPTH>;
     type SessionHistory = PruneHistoricalRoots;
+    type Disabler = SessionDisabler;
+    // A trainer can hold at most 64 duties (jobs, verifications, drilling tasks) at once.
+    type MaxObligations = ConstU32<64>;
     type BlockReward = BlockReward;
     type WeightInfo = pallet_trainer_staking::weights::SubstrateWeight<Runtime>;
 }
@@ -270,10 +284,14 @@ where
 parameter_types! {
     /// 10% of a job's budget pays its verifiers.
     pub const VerificationShare: Permill = Permill::from_percent(10);
-    /// A rejected or late trainer loses 10% of its active bond.
-    pub const TrainerSlash: Perbill = Perbill::from_percent(10);
-    /// A silent or outvoted verifier loses 1% of its active bond.
-    pub const VerifierSlash: Perbill = Perbill::from_percent(1);
+    /// A rejected, unavailable or late trainer loses all of its collateral (the price it bid).
+    pub const TrainerSlash: Perbill = Perbill::from_percent(100);
+    /// A silent verifier, or one a later round proves wrong, loses 10% of its collateral (10 ERG).
+    pub const VerifierSlash: Perbill = Perbill::from_percent(10);
+    /// 10% of every trainer payment is burnt: credit bought with a sham job costs at least that.
+    pub const PaymentBurn: Permill = Permill::from_percent(10);
+    /// One job credits at most 5% of the network's ECP (or `MinCreditCap`)...
+    pub const MaxCreditShare: Perbill = Perbill::from_percent(5);
 }
 
 parameter_types! {
@@ -294,10 +312,26 @@ impl pallet_job_market::Config for Runtime {
     type MinTrainingTime = ConstU32<{ 2 * MINUTES }>;
     type MaxJobDuration = ConstU32<{ 30 * DAYS }>;
     type MaxBids = ConstU32<64>;
-    // 512 jobs stored at most, 8 timeouts handled per block: a queue entry is always found within
-    // 65 blocks, and a block spends at most 8 verifier draws.
+    // 512 unfinished jobs at most; a block spends at most 8 verifier draws.
     type MaxActiveJobs = ConstU32<512>;
-    type MaxTimeoutsPerBlock = ConstU32<8>;
+    // Finished jobs are kept a day for clients; at most 2 048 stored, 8 timeouts handled per block:
+    // a queue entry is always found within 257 blocks.
+    type MaxStoredJobs = ConstU32<2_048>;
+    type MaxOpenJobsPerOwner = ConstU32<16>;
+    type PostingFee = ConstU128<ERG>;
+    type BidDeposit = ConstU128<{ 10 * ERG }>;
+    // 10 ERG per ut of training work (432·10⁹ FLOPs): the Fashion-MNIST MLP (0.08 ut) costs 0.8 ERG
+    // at least.
+    type MinPricePerUt = ConstU128<{ 10 * ERG }>;
+    type PaymentBurn = PaymentBurn;
+    type MaxCreditShare = MaxCreditShare;
+    // ...or 100 ut, so that a young network can grow.
+    type MinCreditCap = ConstU128<{ 100 * 1_000_000 }>;
+    // 100 ut replayed per round: about 6 minutes on a 2-core CPU (~1 000 ut/hour), well inside the
+    // 30-minute commit window with the download.
+    type MaxReplayWork = ConstU128<{ 100 * 1_000_000 }>;
+    type VerifierCollateral = ConstU128<{ 100 * ERG }>;
+    type MaxVerifierPool = ConstU32<1_000>;
     type Verifiers = ConstU32<3>;
     type SegmentsPerRound = ConstU32<3>;
     // Each verifier replays 3 segments: with at least 30 in a spec, at most a tenth of training.
