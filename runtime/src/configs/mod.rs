@@ -314,6 +314,7 @@ impl pallet_job_market::Config for Runtime {
     type MaxBids = ConstU32<64>;
     // 512 unfinished jobs at most; a block spends at most 8 verifier draws.
     type MaxActiveJobs = ConstU32<512>;
+    type MaxTimeoutsPerBlock = ConstU32<8>;
     // Finished jobs are kept a day for clients; at most 2 048 stored, 8 timeouts handled per block:
     // a queue entry is always found within 257 blocks.
     type MaxStoredJobs = ConstU32<2_048>;
