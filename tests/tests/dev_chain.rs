@@ -131,7 +131,10 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     let ledger: StakingLedger = wait_for("Bob's bond to appear", Duration::from_secs(120), || {
         node.storage_decoded(&staking_ledger_key(&bob))
     });
-    assert_eq!(ledger, StakingLedger { active: bond, unlocking: vec![] });
+    assert_eq!(
+        ledger,
+        StakingLedger { active: bond, unlocking: vec![], obligated: 0, obligations: 0 }
+    );
     let bonded: AccountInfo = node.storage_decoded(&bob_key).expect("Bob exists");
     assert_eq!(bonded.reserved, after.reserved + bond, "the bond is held on Bob's balance");
 

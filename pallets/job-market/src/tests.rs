@@ -95,6 +95,16 @@ fn reveal(job: JobId, who: u64, verdict: Verdict) {
     assert_ok!(JobMarket::reveal_verdict(origin(who), job, verdict, H256::zero(), salt(who)));
 }
 
+/// Each of `voters` commits its verdict (`verdicts` in the same order), then each reveals it.
+fn vote(job: JobId, voters: &[u64], verdicts: &[Verdict]) {
+    for (v, verdict) in voters.iter().zip(verdicts) {
+        commit(job, *v, *verdict);
+    }
+    for (v, verdict) in voters.iter().zip(verdicts) {
+        reveal(job, *v, *verdict);
+    }
+}
+
 /// Runs `test` with accounts 2–9 bonded, then checks the pallet invariants.
 fn run(test: impl FnOnce()) {
     new_test_ext().execute_with(|| {
@@ -441,12 +451,7 @@ fn a_fail_verdict_slashes_the_trainer_and_refunds_the_owner() {
         submit(job);
         run_to_block(3);
         let drawn = verifiers(job);
-        for v in &drawn {
-            commit(job, *v, Verdict::Fail);
-        }
-        for v in &drawn {
-            reveal(job, *v, Verdict::Fail);
-        }
+        vote(job, &drawn, &[Verdict::Fail; 3]);
         assert_eq!(
             state(job),
             JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
@@ -491,12 +496,7 @@ fn a_split_vote_starts_a_fresh_round_and_slashes_the_silent() {
         assert_eq!((round.number, round.phase), (1, Phase::Commit));
         let second = verifiers(job);
         assert!(second.iter().all(|v| !first.contains(v)));
-        for v in &second {
-            commit(job, *v, Verdict::Pass);
-        }
-        for v in &second {
-            reveal(job, *v, Verdict::Pass);
-        }
+        vote(job, &second, &[Verdict::Pass; 3]);
         assert!(matches!(state(job), JobState::Completed { .. }));
         // Round 1 judged round 0: the Pass voter is paid, the Fail voter slashed 100.
         assert_eq!(bond_held(first[0]), BOND);
@@ -535,24 +535,14 @@ fn a_dissenting_minority_is_judged_by_the_next_round() {
         run_to_block(3);
         let first = verifiers(job);
         let verdicts = [Verdict::Fail, Verdict::Pass, Verdict::Pass];
-        for (v, verdict) in first.iter().zip(verdicts) {
-            commit(job, *v, verdict);
-        }
-        for (v, verdict) in first.iter().zip(verdicts) {
-            reveal(job, *v, verdict);
-        }
+        vote(job, &first, &verdicts);
         assert!(events().contains(&Event::RoundEscalated { job, round: 0 }));
         assert!(matches!(state(job), JobState::Verifying { .. }));
         assert_eq!(bond_held(first[0]), BOND, "not slashed before a later round confirms");
         run_to_block(5);
         let second = verifiers(job);
         assert!(second.iter().all(|v| !first.contains(v)));
-        for v in &second {
-            commit(job, *v, Verdict::Pass);
-        }
-        for v in &second {
-            reveal(job, *v, Verdict::Pass);
-        }
+        vote(job, &second, &[Verdict::Pass; 3]);
         assert!(matches!(state(job), JobState::Completed { .. }));
         assert_eq!(bond_held(first[0]), BOND - 100);
         assert_eq!(
@@ -586,12 +576,7 @@ fn attack_colluding_majority_cannot_get_an_honest_minority_slashed() {
             reveal(job, *v, verdict);
         }
         run_to_block(5);
-        for v in verifiers(job) {
-            commit(job, v, Verdict::Fail);
-        }
-        for v in verifiers(job) {
-            reveal(job, v, Verdict::Fail);
-        }
+        vote(job, &verifiers(job), &[Verdict::Fail; 3]);
         assert_eq!(
             state(job),
             JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }

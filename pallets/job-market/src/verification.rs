@@ -208,7 +208,7 @@ fn draw<T: Config>(
     let collateral = T::VerifierCollateral::get();
     // Opted-in verifiers who can put up the collateral, weighted by their bond (the stake they put
     // at risk), not by ECP: ECP can be earned with sham jobs, stake cannot be had for free.
-    let candidates: Vec<(T::AccountId, u128)> = VerifierPool::<T>::iter_keys()
+    let mut candidates: Vec<(T::AccountId, u128)> = VerifierPool::<T>::iter_keys()
         .filter(|who| *who != trainer && *who != job.owner && !past.contains(who))
         .filter(|who| {
             T::Staking::is_eligible(who) && T::Staking::free_collateral(who) >= collateral
@@ -218,9 +218,7 @@ fn draw<T: Config>(
             (who, stake.max(1))
         })
         .collect();
-    // Storage order differs between nodes only by key hash, which is the same everywhere; sort
-    // anyway so the draw does not depend on the map's layout.
-    let mut candidates = candidates;
+    // Sorted, so that the draw does not depend on the map's storage layout.
     candidates.sort_by(|a, b| a.0.cmp(&b.0));
     let verifiers: Vec<T::AccountId> = weighted_sample(candidates, T::Verifiers::get(), &seed)
         .into_iter()
