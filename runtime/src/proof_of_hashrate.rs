@@ -6,6 +6,11 @@
 //! session (= epoch) change it enacts the epoch with the previously announced set as the current one and
 //! announces the next set weighted by the ECP of that moment.
 //!
+//! No authority gets more than [`MAX_AUTHORITY_SHARE`] (a third) of the total weight: a bought or
+//! concentrated share of ECP above a third buys no more primary slots, so no single authority
+//! authors more than about a third of the blocks, the share BFT finality already tolerates. The cap is
+//! water-filled ([`cap_shares`]): the largest weights are lowered to one level, the others kept.
+//!
 //! Invariants: a weight is never 0 (BABE panics), the weights sum to less than 2⁵³ (they travel through
 //! JavaScript clients and BABE's float threshold), and an empty next set is never announced (it would
 //! halt the chain for good): the current set is kept instead.
@@ -14,7 +19,7 @@ use alloc::vec::Vec;
 use frame_support::{traits::OneSessionHandler, WeakBoundedVec};
 use pallet_compute_power::{ComputePowerLedger, MicroUt};
 use sp_consensus_babe::{AuthorityId as BabeId, BabeAuthorityWeight};
-use sp_runtime::BoundToRuntimeAppPublic;
+use sp_runtime::{BoundToRuntimeAppPublic, Perbill};
 
 use crate::{configs::MaxAuthorities, AccountId, Babe, ComputePower, Runtime, Session};
 
@@ -29,17 +34,58 @@ pub fn weight_cap() -> BabeAuthorityWeight {
     MAX_TOTAL_WEIGHT / (MaxAuthorities::get().max(1) as u64)
 }
 
+/// Most share of the total BABE weight one authority may hold.
+pub const MAX_AUTHORITY_SHARE: Perbill = Perbill::from_parts(333_333_333);
+
+/// Lowers the largest `weights` to one level `L` so that none exceeds `share` of the total, keeping
+/// the rest: `L = share · Σ(uncapped) / (1 − k · share)` for the smallest number `k` of capped weights
+/// under which the next weight fits. With fewer than `1 / share` weights no level satisfies the cap;
+/// they all become equal (the smallest), the closest to it.
+pub fn cap_shares(weights: &mut [BabeAuthorityWeight], share: Perbill) {
+    let n = weights.len();
+    if n == 0 {
+        return;
+    }
+    let parts = share.deconstruct() as u128;
+    let one = Perbill::one().deconstruct() as u128;
+    let mut sorted: Vec<u128> = weights.iter().map(|w| *w as u128).collect();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    let total: u128 = sorted.iter().sum();
+    if sorted[0] * one <= parts * total {
+        return;
+    }
+    for k in 1..n {
+        let capped = k as u128 * parts;
+        if capped >= one {
+            break;
+        }
+        let rest: u128 = sorted[k..].iter().sum();
+        let level = parts * rest / (one - capped);
+        if sorted[k] <= level {
+            let level = level.max(1) as BabeAuthorityWeight;
+            weights.iter_mut().for_each(|w| *w = (*w).min(level));
+            return;
+        }
+    }
+    let least = *weights.iter().min().unwrap_or(&1);
+    weights.iter_mut().for_each(|w| *w = least);
+}
+
 /// BABE weight of an ECP: `clamp(ecp / MICRO_UT_PER_WEIGHT, 1, weight_cap())`.
 pub fn weight_of(ecp: MicroUt) -> BabeAuthorityWeight {
     let scaled = u64::try_from(ecp / MICRO_UT_PER_WEIGHT).unwrap_or(u64::MAX);
     scaled.clamp(1, weight_cap())
 }
 
-/// The validators' BABE keys with ECP weights, in session order (BABE authority indices follow it).
+/// The validators' BABE keys with ECP weights, none above [`MAX_AUTHORITY_SHARE`] of the total, in
+/// session order (BABE authority indices follow it).
 fn weigh<'a>(
     validators: impl Iterator<Item = (&'a AccountId, BabeId)>,
 ) -> Vec<(BabeId, BabeAuthorityWeight)> {
-    validators.map(|(who, key)| (key, weight_of(ComputePower::ecp(who)))).collect()
+    let (keys, mut weights): (Vec<BabeId>, Vec<BabeAuthorityWeight>) =
+        validators.map(|(who, key)| (key, weight_of(ComputePower::ecp(who)))).unzip();
+    cap_shares(&mut weights, MAX_AUTHORITY_SHARE);
+    keys.into_iter().zip(weights).collect()
 }
 
 fn bounded(
@@ -134,12 +180,13 @@ mod tests {
     }
 
     #[test]
-    fn genesis_authorities_are_weighted_by_ecp_1_2_4_8() {
+    fn genesis_authorities_are_weighted_by_ecp_1_2_4_8_capped_at_a_third() {
         ext("local_testnet").execute_with(|| {
             let current = pallet_babe::Authorities::<Runtime>::get();
-            // Trainer-staking orders the validators by ECP, highest first.
-            assert_eq!(weights(&current), vec![8_000, 4_000, 2_000, 1_000]);
-            assert_eq!(weights_by_name(&current), vec![1_000, 2_000, 4_000, 8_000]);
+            // Trainer-staking orders the validators by ECP, highest first; Dave's 8 and Charlie's 4
+            // are lowered to 3 so that neither holds more than a third of 9.
+            assert_eq!(weights(&current), vec![2_999, 2_999, 2_000, 1_000]);
+            assert_eq!(weights_by_name(&current), vec![1_000, 2_000, 2_999, 2_999]);
             assert_eq!(current.to_vec(), pallet_babe::NextAuthorities::<Runtime>::get().to_vec());
         });
     }
@@ -157,12 +204,38 @@ mod tests {
             // The epoch that starts keeps the announced weights; the next one carries Bob's growth.
             assert_eq!(
                 weights_by_name(&pallet_babe::Authorities::<Runtime>::get()),
-                vec![1_000, 2_000, 4_000, 8_000]
+                vec![1_000, 2_000, 2_999, 2_999]
             );
+            // 1 : 8 : 4 : 8, capped at a third: Bob and Dave lowered to (1 + 4)/(1 − 2/3) = 5.
             let announced = next_epoch_log().expect("NextEpochData digest");
-            assert_eq!(weights_by_name(&announced), vec![1_000, 8_000, 4_000, 8_000]);
+            assert_eq!(weights_by_name(&announced), vec![1_000, 4_999, 4_000, 4_999]);
             assert_eq!(announced, pallet_babe::NextAuthorities::<Runtime>::get().to_vec());
         });
+    }
+
+    /// The attack: buy ECP until one authority outweighs everyone else. Its share of the weight,
+    /// hence of primary slots, stops at a third whatever it buys.
+    #[test]
+    fn attack_bought_ecp_buys_no_more_than_a_third_of_the_weight() {
+        let share = |w: &[BabeAuthorityWeight]| {
+            w.iter().copied().max().unwrap() as f64 / w.iter().sum::<u64>() as f64
+        };
+        for bought in [10, 1_000, 1_000_000, weight_cap()] {
+            let mut w = vec![bought, 100, 100, 100, 100, 100];
+            cap_shares(&mut w, MAX_AUTHORITY_SHARE);
+            assert!(share(&w) <= 1.0 / 3.0 + 1e-9, "{w:?}");
+            assert_eq!(&w[1..], &[100; 5], "the others keep their weight");
+        }
+        // Under the cap nothing changes; two authorities cannot satisfy it and become equal.
+        let mut w = vec![30, 30, 20, 20];
+        cap_shares(&mut w, MAX_AUTHORITY_SHARE);
+        assert_eq!(w, vec![30, 30, 20, 20]);
+        let mut w = vec![900, 100];
+        cap_shares(&mut w, MAX_AUTHORITY_SHARE);
+        assert_eq!(w, vec![100, 100]);
+        let mut w = vec![7];
+        cap_shares(&mut w, MAX_AUTHORITY_SHARE);
+        assert_eq!(w, vec![7]);
     }
 
     #[test]

@@ -269,7 +269,16 @@ pub fn reveal_result_call(
     call
 }
 
-/// `Drilling::set_driller(enabled)` for pallet index `drilling_index`.
-pub fn set_driller_call(drilling_index: u8, enabled: bool) -> Vec<u8> {
-    vec![drilling_index, 7, enabled as u8]
+/// `Drilling::set_driller(capacity)` for pallet index `drilling_index`: `Some` declared capacity in
+/// micro-ut per hour starts drilling, `None` stops.
+pub fn set_driller_call(drilling_index: u8, capacity: Option<u128>) -> Vec<u8> {
+    let mut call = vec![drilling_index, 7];
+    match capacity {
+        Some(capacity) => {
+            call.push(1);
+            call.extend(capacity.to_le_bytes());
+        }
+        None => call.push(0),
+    }
+    call
 }

@@ -33,9 +33,11 @@ fn a_published_task_is_drilled_agreed_credited_and_its_hashrate_shown() {
     let timeout = Duration::from_secs(120);
     let (alice, bob) = (dev_pair("//Alice"), dev_pair("//Bob"));
     node.send(&bond_call(STAKING, 2_000 * ERG), &bob, timeout);
-    // Both run the driller role.
-    node.send(&set_driller_call(DRILLING, true), &alice, timeout);
-    node.send(&set_driller_call(DRILLING, true), &bob, timeout);
+    // Both run the driller role and declare 1 000 ut/hour: tasks up to 41.7 ut, 51.7 ERG of
+    // collateral each.
+    let capacity = Some(1_000 * 1_000_000);
+    node.send(&set_driller_call(DRILLING, capacity), &alice, timeout);
+    node.send(&set_driller_call(DRILLING, capacity), &bob, timeout);
 
     node.send(&register_publisher_call(DRILLING), &alice, timeout);
     node.send(

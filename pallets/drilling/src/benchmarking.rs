@@ -26,10 +26,15 @@ fn trainers<T: Config>(tag: &'static str, n: u32) -> Vec<T::AccountId> {
         .map(|i| {
             let who: T::AccountId = account(tag, i, 0);
             T::BenchmarkHelper::make_trainer(&who);
-            Drillers::<T>::insert(&who, ());
+            Drillers::<T>::insert(&who, driller::<T>());
             who
         })
         .collect()
+}
+
+/// A driller of the most capacity, not busy.
+fn driller<T: Config>() -> Driller<BlockNumberFor<T>> {
+    Driller { capacity: T::MaxCapacity::get(), busy_until: Default::default() }
 }
 
 /// A funded account.
@@ -116,15 +121,24 @@ fn all_but_one_committed<T: Config>(id: TaskId, executors: &[T::AccountId], resu
 }
 
 /// A task of `r` executors in `Revealing`, all but the last revealed `result`, with `r` bonded
-/// dissenters of a previous attempt on record (slashed when it agrees).
+/// dissenters of a previous attempt on record, their collateral frozen (slashed when it agrees).
 fn revealing_with_dissenters<T: Config>(r: u32, result: H256) -> (TaskId, Vec<T::AccountId>) {
+    use pallet_trainer_staking::{Obligation, Obligations};
     let executors = trainers::<T>("executor", r);
     let id = assigned::<T>(executors.clone());
     let dissenters = trainers::<T>("dissenter", r);
+    let earlier = id.saturating_add(1_000_000);
+    for d in &dissenters {
+        T::Staking::obligate(d, Obligation::Drilling(earlier), Pallet::<T>::collateral(1_000))
+            .expect("a benchmark trainer covers the collateral");
+    }
     Tasks::<T>::mutate(id, |t| {
         if let Some(t) = t {
             t.disputed = BoundedVec::truncate_from(
-                dissenters.into_iter().map(|d| (d, H256::repeat_byte(0xdd))).collect(),
+                dissenters
+                    .into_iter()
+                    .map(|who| Dispute { who, result: H256::repeat_byte(0xdd), task: earlier })
+                    .collect(),
             );
         }
     });
@@ -203,7 +217,7 @@ mod benchmarks {
         let who: T::AccountId = account("trainer", 0, 0);
         T::BenchmarkHelper::make_trainer(&who);
         #[extrinsic_call]
-        _(RawOrigin::Signed(who.clone()), true);
+        _(RawOrigin::Signed(who.clone()), Some(T::MinCapacity::get()));
         assert!(Drillers::<T>::contains_key(&who));
     }
 
@@ -211,11 +225,23 @@ mod benchmarks {
     #[benchmark]
     fn prune_driller() {
         let stale: T::AccountId = account("stale", 0, 0);
-        Drillers::<T>::insert(&stale, ());
+        Drillers::<T>::insert(&stale, driller::<T>());
         let caller = funded::<T>("caller");
         #[extrinsic_call]
         _(RawOrigin::Signed(caller), stale.clone());
         assert!(!Drillers::<T>::contains_key(&stale));
+    }
+
+    /// A stale drilling record is removed by someone else.
+    #[benchmark]
+    fn prune_record() {
+        let stale: T::AccountId = account("stale", 0, 0);
+        Records::<T>::insert(&stale, DrillingRecord { tasks: 1, ..Default::default() });
+        CurrentEpoch::<T>::put(T::RecordRetention::get().saturating_add(1));
+        let caller = funded::<T>("caller");
+        #[extrinsic_call]
+        _(RawOrigin::Signed(caller), stale.clone());
+        assert!(!Records::<T>::contains_key(&stale));
     }
 
     /// The last commitment, which opens the reveal window.
@@ -277,8 +303,13 @@ mod benchmarks {
         start::<T>();
         let r = T::SyntheticReplication::get();
         let k = k.min(T::MaxIssuePerBlock::get());
-        let queue: Vec<T::AccountId> = (0..k * r).map(|i| account("trainer", i, 0)).collect();
+        let capacity = T::MinCapacity::get();
+        let queue: Vec<(T::AccountId, u128)> =
+            trainers::<T>("trainer", k * r).into_iter().map(|who| (who, capacity)).collect();
         IssuanceQueue::<T>::put(BoundedVec::truncate_from(queue));
+        IssuanceGroups::<T>::put(BoundedVec::truncate_from(
+            (0..k).map(|g| g * r).collect::<Vec<_>>(),
+        ));
         Issuance::<T>::put(issuance::IssuanceState { epoch: 1, seed: [3; 32], groups: k, next: 0 });
         #[block]
         {
@@ -304,8 +335,11 @@ mod benchmarks {
     fn timeout_draw(r: Linear<2, 16>) {
         start::<T>();
         let r = r.min(T::MaxReplication::get());
-        let pool: Vec<T::AccountId> =
-            (0..T::MaxTrainers::get()).map(|i| account("trainer", i, 0)).collect();
+        // Every candidate bonded, so every drawn one takes on the collateral.
+        let pool: Vec<issuance::Candidate<T>> = trainers::<T>("trainer", T::MaxTrainers::get())
+            .into_iter()
+            .map(|who| (who, T::MaxCapacity::get(), Default::default()))
+            .collect();
         let id = Pallet::<T>::new_task(
             chain_kind(),
             1_000,
@@ -315,7 +349,7 @@ mod benchmarks {
             BoundedVec::truncate_from(
                 pool.iter()
                     .take(MAX_REPLICATION as usize)
-                    .map(|a| (a.clone(), H256::zero()))
+                    .map(|(who, _, _)| Dispute { who: who.clone(), result: H256::zero(), task: 0 })
                     .collect(),
             ),
             None,

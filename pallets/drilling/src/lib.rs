@@ -78,10 +78,10 @@ pub mod pallet {
     };
     use frame_system::pallet_prelude::*;
     use pallet_compute_power::{ComputePowerLedger, MicroUt};
-    use pallet_trainer_staking::{BondInspect, SlashReason, Slashing};
+    use pallet_trainer_staking::{BondInspect, Obligation, Obligations, SlashReason, Slashing};
     use sp_core::H256;
     use sp_runtime::{
-        traits::{One, Saturating, Zero},
+        traits::{One, SaturatedConversion, Saturating, Zero},
         Perbill,
     };
 
@@ -106,9 +106,10 @@ pub mod pallet {
         /// The runtime's hold reasons, of which [`HoldReason`] is a part.
         type RuntimeHoldReason: From<HoldReason>;
 
-        /// Trainers' bonds: who may drill, and who is slashed.
+        /// Trainers' bonds: who may drill, the collateral each task freezes, and slashing.
         type Staking: BondInspect<Self::AccountId, Balance = BalanceOf<Self>>
-            + Slashing<Self::AccountId, Balance = BalanceOf<Self>>;
+            + Slashing<Self::AccountId, Balance = BalanceOf<Self>>
+            + Obligations<Self::AccountId, Balance = BalanceOf<Self>>;
 
         /// Effective computing power, credited with D on agreement.
         type ComputePower: ComputePowerLedger<Self::AccountId>;
@@ -146,9 +147,40 @@ pub mod pallet {
         #[pallet::constant]
         type SyntheticDim: Get<u32>;
 
-        /// Products in a synthetic task's chain.
+        /// Milliseconds per block (the slot time): turns the commit window into hours of work.
         #[pallet::constant]
-        type SyntheticLength: Get<u32>;
+        type MillisecsPerBlock: Get<u64>;
+
+        /// Least capacity a driller may declare, in micro-ut per hour. Its share of a commit window
+        /// must be worth at least one synthetic product.
+        #[pallet::constant]
+        type MinCapacity: Get<MicroUt>;
+
+        /// Most capacity a driller may declare, in micro-ut per hour.
+        #[pallet::constant]
+        type MaxCapacity: Get<MicroUt>;
+
+        /// Share of the commit window a task fills at its executors' declared capacity (at most
+        /// half: a driller's synthetic task and one drawn task may overlap).
+        #[pallet::constant]
+        type CapacityUse: Get<Perbill>;
+
+        /// Collateral a task freezes from each executor, per ut of the task's difficulty.
+        #[pallet::constant]
+        type CollateralPerUt: Get<BalanceOf<Self>>;
+
+        /// Collateral a task freezes from each executor at least.
+        #[pallet::constant]
+        type MinCollateral: Get<BalanceOf<Self>>;
+
+        /// Least drillers a synthetic capacity band groups together: a band with fewer is merged
+        /// with the next lower one, so that a handful of accounts cannot form a band of their own.
+        #[pallet::constant]
+        type MinBandSize: Get<u32>;
+
+        /// Drilling epochs a record is kept after its last task, once its account no longer drills.
+        #[pallet::constant]
+        type RecordRetention: Get<u32>;
 
         /// Blocks per drilling epoch (synthetic tasks are issued at every multiple).
         #[pallet::constant]
@@ -187,7 +219,7 @@ pub mod pallet {
         #[pallet::constant]
         type MaxTrainers: Get<u32>;
 
-        /// Share of an executor's active bond slashed for silence or a minority result.
+        /// Share of an executor's task collateral slashed for silence or a result proven wrong.
         #[pallet::constant]
         type DrillingSlash: Get<Perbill>;
 
@@ -232,20 +264,33 @@ pub mod pallet {
     #[pallet::storage]
     pub type CurrentEpoch<T: Config> = StorageValue<_, u32, ValueQuery>;
 
-    /// This epoch's synthetic issuance: the shuffled eligible drillers, cut into groups in order.
+    /// This epoch's synthetic issuance: the shuffled eligible drillers with their declared
+    /// capacities, ordered by capacity band and cut into groups at [`IssuanceGroups`].
     #[pallet::storage]
     pub type IssuanceQueue<T: Config> =
-        StorageValue<_, BoundedVec<T::AccountId, T::MaxTrainers>, ValueQuery>;
+        StorageValue<_, BoundedVec<(T::AccountId, MicroUt), T::MaxTrainers>, ValueQuery>;
+
+    /// Where each of this epoch's synthetic groups starts in [`IssuanceQueue`] (a group ends where
+    /// the next starts, the last at the end of the queue).
+    #[pallet::storage]
+    pub type IssuanceGroups<T: Config> =
+        StorageValue<_, BoundedVec<u32, T::MaxTrainers>, ValueQuery>;
 
     /// Progress of this epoch's synthetic issuance (absent when done).
     #[pallet::storage]
     pub type Issuance<T: Config> = StorageValue<_, issuance::IssuanceState, OptionQuery>;
 
-    /// Trainers who run the driller role: only they are given synthetic tasks or drawn for published
-    /// ones (a trainer without a driller would only be slashed for silence). At most `MaxTrainers`.
+    /// Trainers who run the driller role, with the capacity each declared: only they are given
+    /// synthetic tasks or drawn for published ones (a trainer without a driller would only be
+    /// slashed for silence). At most `MaxTrainers`.
     #[pallet::storage]
-    pub type Drillers<T: Config> =
-        CountedStorageMap<_, Blake2_128Concat, T::AccountId, (), OptionQuery>;
+    pub type Drillers<T: Config> = CountedStorageMap<
+        _,
+        Blake2_128Concat,
+        T::AccountId,
+        Driller<BlockNumberFor<T>>,
+        OptionQuery,
+    >;
 
     /// Each trainer's completed drilling tasks and timing: its measured hashrate.
     #[pallet::storage]
@@ -257,8 +302,9 @@ pub mod pallet {
     pub enum Event<T: Config> {
         /// `who` registered as a task publisher, holding `deposit`.
         PublisherRegistered { who: T::AccountId, deposit: BalanceOf<T> },
-        /// `who` now takes drilling tasks (`enabled`) or no longer does.
-        DrillerSet { who: T::AccountId, enabled: bool },
+        /// `who` now takes drilling tasks at the declared `capacity` (micro-ut per hour), or no
+        /// longer does (`None`).
+        DrillerSet { who: T::AccountId, capacity: Option<MicroUt> },
         /// `who` may publish tasks.
         PublisherApproved { who: T::AccountId },
         /// `who` is no longer a publisher; `slashed` of its deposit was burned, the rest released.
@@ -298,8 +344,16 @@ pub mod pallet {
             reason: SlashReason,
             amount: BalanceOf<T>,
         },
-        /// Too few eligible drillers to draw the task's executors.
+        /// Too few eligible drillers (with the capacity and the collateral) to draw the executors.
         TaskAbandoned { task: TaskId },
+        /// An executor's disputed result of `task` was proven right by a later attempt: its
+        /// collateral is released, it is credited `difficulty` of D and paid what the executors it
+        /// proved wrong were slashed.
+        ExecutorVindicated { task: TaskId, who: T::AccountId, difficulty: MicroUt },
+        /// A disputed result could not be judged (no attempt agreed): its collateral is released.
+        DisputeDropped { task: TaskId, who: T::AccountId },
+        /// `who`'s stale drilling record was removed.
+        RecordPruned { who: T::AccountId },
         /// A finished task's record was removed.
         TaskRemoved { task: TaskId },
     }
@@ -350,6 +404,14 @@ pub mod pallet {
         NotADriller,
         /// The driller is still eligible: only its owner may remove it.
         StillEligible,
+        /// The declared capacity is outside [`MinCapacity`, `MaxCapacity`].
+        CapacityOutOfRange,
+        /// The free bond cannot cover the collateral of a task sized to the declared capacity.
+        CapacityNotBacked,
+        /// The account has no drilling record.
+        NoRecord,
+        /// The record is recent, or its account still drills.
+        RecordNotStale,
     }
 
     #[pallet::hooks]
@@ -379,15 +441,19 @@ pub mod pallet {
                 "the last synthetic group takes up to r − 1 extra executors"
             );
             assert!(T::MaxReplication::get() <= MAX_REPLICATION);
-            let synthetic = ergon_drill::MatmulChain {
-                seed: [0; 32],
-                dim: T::SyntheticDim::get(),
-                length: T::SyntheticLength::get(),
-            };
+            let product =
+                ergon_drill::MatmulChain { seed: [0; 32], dim: T::SyntheticDim::get(), length: 1 };
             assert!(
-                synthetic.validate().is_ok() && synthetic.difficulty_micro_ut() > 0,
+                product.validate().is_ok() && product.difficulty_micro_ut() > 0,
                 "synthetic tasks out of bounds or worth nothing"
             );
+            assert!(
+                Self::window_work(T::MinCapacity::get()) >= product.difficulty_micro_ut(),
+                "the least capacity must be worth one synthetic product in a window"
+            );
+            assert!(T::MinCapacity::get() > 0 && T::MinCapacity::get() <= T::MaxCapacity::get());
+            assert!(T::CapacityUse::get() <= Perbill::from_percent(50));
+            assert!(T::MinBandSize::get() >= T::SyntheticReplication::get());
             assert!(T::MaxTimeoutsPerBlock::get() > 0 && T::MaxIssuePerBlock::get() > 0);
             assert!(!T::CommitWindow::get().is_zero() && !T::RevealWindow::get().is_zero());
         }
@@ -555,25 +621,42 @@ pub mod pallet {
             Ok((!settles).then(T::WeightInfo::commit_result).into())
         }
 
-        /// Starts (`enabled`) or stops taking drilling tasks. Starting needs an eligible bond. Tasks
-        /// already assigned must still be answered.
+        /// Starts taking drilling tasks at a declared `capacity` in micro-ut per hour (`Some`), or
+        /// stops (`None`). Tasks are sized to the capacity so that they fill `CapacityUse` of the
+        /// commit window: N accounts on one machine must compute N tasks in that window, so they earn
+        /// no more D than the machine does. Starting needs an eligible bond whose free part covers
+        /// the collateral of a task of that size. Tasks already assigned must still be answered.
         #[pallet::call_index(7)]
         #[pallet::weight(T::WeightInfo::set_driller())]
-        pub fn set_driller(origin: OriginFor<T>, enabled: bool) -> DispatchResult {
+        pub fn set_driller(origin: OriginFor<T>, capacity: Option<MicroUt>) -> DispatchResult {
             let who = ensure_signed(origin)?;
-            if enabled {
-                ensure!(T::Staking::is_eligible(&who), Error::<T>::NotEligible);
-                if !Drillers::<T>::contains_key(&who) {
+            match capacity {
+                Some(capacity) => {
                     ensure!(
-                        Drillers::<T>::count() < T::MaxTrainers::get(),
-                        Error::<T>::TooManyDrillers
+                        (T::MinCapacity::get()..=T::MaxCapacity::get()).contains(&capacity),
+                        Error::<T>::CapacityOutOfRange
                     );
-                    Drillers::<T>::insert(&who, ());
+                    ensure!(T::Staking::is_eligible(&who), Error::<T>::NotEligible);
+                    ensure!(
+                        T::Staking::free_collateral(&who)
+                            >= Self::collateral(Self::window_work(capacity)),
+                        Error::<T>::CapacityNotBacked
+                    );
+                    let driller = match Drillers::<T>::get(&who) {
+                        Some(driller) => Driller { capacity, ..driller },
+                        None => {
+                            ensure!(
+                                Drillers::<T>::count() < T::MaxTrainers::get(),
+                                Error::<T>::TooManyDrillers
+                            );
+                            Driller { capacity, busy_until: Zero::zero() }
+                        }
+                    };
+                    Drillers::<T>::insert(&who, driller);
                 }
-            } else {
-                Drillers::<T>::remove(&who);
+                None => Drillers::<T>::remove(&who),
             }
-            Self::deposit_event(Event::DrillerSet { who, enabled });
+            Self::deposit_event(Event::DrillerSet { who, capacity });
             Ok(())
         }
 
@@ -586,7 +669,24 @@ pub mod pallet {
             ensure!(Drillers::<T>::contains_key(&who), Error::<T>::NotADriller);
             ensure!(!T::Staking::is_eligible(&who), Error::<T>::StillEligible);
             Drillers::<T>::remove(&who);
-            Self::deposit_event(Event::DrillerSet { who, enabled: false });
+            Self::deposit_event(Event::DrillerSet { who, capacity: None });
+            Ok(())
+        }
+
+        /// Removes the drilling record of an account that no longer drills and completed no task
+        /// for `RecordRetention` epochs: anyone may do it, so records do not pile up forever.
+        #[pallet::call_index(9)]
+        #[pallet::weight(T::WeightInfo::prune_record())]
+        pub fn prune_record(origin: OriginFor<T>, who: T::AccountId) -> DispatchResult {
+            ensure_signed(origin)?;
+            let record = Records::<T>::get(&who).ok_or(Error::<T>::NoRecord)?;
+            let idle = CurrentEpoch::<T>::get().saturating_sub(record.last_epoch);
+            ensure!(
+                !Drillers::<T>::contains_key(&who) && idle > T::RecordRetention::get(),
+                Error::<T>::RecordNotStale
+            );
+            Records::<T>::remove(&who);
+            Self::deposit_event(Event::RecordPruned { who });
             Ok(())
         }
     }
@@ -606,7 +706,7 @@ pub mod pallet {
             origin: TaskOrigin<T::AccountId>,
             replication: u32,
             attempt: u32,
-            disputed: BoundedVec<(T::AccountId, H256), ReplicationBound>,
+            disputed: BoundedVec<Dispute<T::AccountId>, ReplicationBound>,
             executors: Option<alloc::vec::Vec<T::AccountId>>,
             now: BlockNumberFor<T>,
         ) -> Result<TaskId, Error<T>> {
@@ -632,7 +732,11 @@ pub mod pallet {
                 attempt,
             });
             match executors {
-                Some(executors) => Self::assign(id, &mut task, executors, now)?,
+                Some(group) => {
+                    let r = group.len();
+                    let executors = Self::obligate_executors(id, difficulty, group.into_iter(), r);
+                    Self::assign(id, &mut task, executors, now)?
+                }
                 None => Self::schedule(id, &mut task, now.saturating_add(One::one()))?,
             }
             NextTaskId::<T>::put(id.saturating_add(1));
@@ -643,13 +747,74 @@ pub mod pallet {
             Ok(id)
         }
 
-        /// Assigns `executors` to a task and opens its commit window.
+        /// Work in micro-ut that a declared `capacity` (micro-ut per hour) does in `CapacityUse` of
+        /// the commit window: the size of the tasks it is given, and the most it can be drawn for.
+        pub fn window_work(capacity: MicroUt) -> MicroUt {
+            let window_ms = T::MillisecsPerBlock::get()
+                .saturating_mul(T::CommitWindow::get().saturated_into::<u64>());
+            let full = capacity.saturating_mul(window_ms as u128) / 3_600_000;
+            T::CapacityUse::get().mul_floor(full)
+        }
+
+        /// Collateral a task of `difficulty` micro-ut freezes from each executor:
+        /// `MinCollateral + CollateralPerUt · difficulty` (in ut, rounded up).
+        pub fn collateral(difficulty: MicroUt) -> BalanceOf<T> {
+            let per_ut: u128 = T::CollateralPerUt::get().saturated_into();
+            let extra = per_ut.saturating_mul(difficulty).div_ceil(1_000_000);
+            T::MinCollateral::get().saturating_add(extra.saturated_into())
+        }
+
+        /// Freezes the collateral of task `id` from `candidates` in order until `r` succeeded, and
+        /// returns those. A candidate whose free bond cannot cover it (or who has `MaxObligations`
+        /// open duties) is passed over.
+        pub(crate) fn obligate_executors(
+            id: TaskId,
+            difficulty: MicroUt,
+            candidates: impl Iterator<Item = T::AccountId>,
+            r: usize,
+        ) -> alloc::vec::Vec<T::AccountId> {
+            let amount = Self::collateral(difficulty);
+            let mut chosen = alloc::vec::Vec::with_capacity(r);
+            for who in candidates {
+                if chosen.len() >= r {
+                    break;
+                }
+                if T::Staking::obligate(&who, Obligation::Drilling(id), amount).is_ok() {
+                    chosen.push(who);
+                }
+            }
+            chosen
+        }
+
+        /// Ends a task that could not get enough executors: releases what it holds (collateral of
+        /// executors already obligated, disputes it was to judge) and schedules its removal.
+        pub(crate) fn abandon(
+            id: TaskId,
+            task: &mut TaskOf<T>,
+            obligated: &[T::AccountId],
+            now: BlockNumberFor<T>,
+        ) {
+            for who in obligated {
+                T::Staking::release(who, Obligation::Drilling(id));
+            }
+            settlement::drop_disputes::<T>(core::mem::take(&mut task.disputed).into_inner());
+            task.phase = TaskPhase::Abandoned;
+            Self::deposit_event(Event::TaskAbandoned { task: id });
+            Self::reschedule(id, task, now.saturating_add(T::Retention::get()));
+        }
+
+        /// Assigns `executors` (their collateral already frozen) to a task and opens its commit
+        /// window; too few of them abandon the task.
         pub(crate) fn assign(
             id: TaskId,
             task: &mut TaskOf<T>,
             executors: alloc::vec::Vec<T::AccountId>,
             now: BlockNumberFor<T>,
         ) -> Result<(), Error<T>> {
+            if executors.len() < T::MinReplication::get() as usize {
+                Self::abandon(id, task, &executors, now);
+                return Ok(());
+            }
             task.executors = executors
                 .iter()
                 .map(|who| Executor {
@@ -663,7 +828,12 @@ pub mod pallet {
                 .map_err(|_| Error::<T>::ReplicationOutOfRange)?;
             task.phase = TaskPhase::Committing;
             task.issued_ms = Self::now_ms();
-            Self::schedule(id, task, now.saturating_add(T::CommitWindow::get()))?;
+            if let Err(e) = Self::schedule(id, task, now.saturating_add(T::CommitWindow::get())) {
+                for who in &executors {
+                    T::Staking::release(who, Obligation::Drilling(id));
+                }
+                return Err(e);
+            }
             Self::deposit_event(Event::ExecutorsAssigned {
                 task: id,
                 executors,
@@ -688,7 +858,7 @@ pub mod pallet {
         fn on_timeout(
             id: TaskId,
             now: BlockNumberFor<T>,
-            candidates: &mut Option<alloc::vec::Vec<T::AccountId>>,
+            candidates: &mut Option<alloc::vec::Vec<issuance::Candidate<T>>>,
         ) -> Weight {
             let Some(mut task) = Tasks::<T>::get(id) else {
                 return T::WeightInfo::timeout_remove();
@@ -844,6 +1014,26 @@ pub mod pallet {
                 published == PublishedTasks::<T>::iter().collect(),
                 "a publisher's task count does not match its tasks"
             );
+            // Every executor of an open task, and every dispute awaiting judgment, holds its
+            // collateral until the task settles.
+            for (id, task) in Tasks::<T>::iter() {
+                if matches!(task.phase, TaskPhase::Committing | TaskPhase::Revealing) {
+                    for e in &task.executors {
+                        ensure!(
+                            !T::Staking::collateral(&e.who, Obligation::Drilling(id)).is_zero(),
+                            "an executor of an open task holds no collateral"
+                        );
+                    }
+                }
+                if !task.phase.is_final() {
+                    for d in &task.disputed {
+                        ensure!(
+                            !T::Staking::collateral(&d.who, Obligation::Drilling(d.task)).is_zero(),
+                            "a dispute awaiting judgment holds no collateral"
+                        );
+                    }
+                }
+            }
             let reason = HoldReason::PublisherDeposit.into();
             for (who, publisher) in Publishers::<T>::iter() {
                 ensure!(

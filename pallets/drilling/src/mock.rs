@@ -2,9 +2,11 @@
 //! short windows.
 //!
 //! Accounts 1–30 hold 1 000 000 each; trainers bond `MinBond` 1 000. Drilling: epochs of 20 blocks,
-//! synthetic tasks for 3 executors (64 × 64 matrices, 2 products: 2 micro-ut), at most 2 issued a block; commit and
-//! reveal windows of 3 blocks, records kept 5 blocks; replication 2–7, 2 re-issues; 10 % slashed;
-//! publishers deposit 500 and may have 3 tasks.
+//! synthetic tasks for 3 executors (64 × 64 matrices, about 1 micro-ut a product, as many as half of
+//! the 18 s commit window holds at the declared capacity), at most 2 issued a block; commit and
+//! reveal windows of 3 blocks, records kept 5 blocks; replication 2–7, 2 re-issues; capacities
+//! 400–10⁹ micro-ut/hour in bands of at least 6; collateral 100 + 1 per micro-ut, all of it
+//! slashed; publishers deposit 500 and may have 3 tasks.
 
 use crate as pallet_drilling;
 use frame_support::{
@@ -45,7 +47,8 @@ parameter_types! {
     pub const DrillingWeight: Permill = Permill::from_percent(40);
     pub const TrainingWeight: Permill = Permill::from_percent(60);
     pub const MinEquivocationSlash: Perbill = Perbill::from_percent(10);
-    pub const DrillingSlash: Perbill = Perbill::from_percent(10);
+    pub const DrillingSlash: Perbill = Perbill::from_percent(100);
+    pub const CapacityUse: Perbill = Perbill::from_percent(50);
     /// When false, the randomness source has nothing (as before BABE's first VRF output).
     pub static RandomnessAvailable: bool = true;
 }
@@ -118,7 +121,14 @@ impl pallet_drilling::Config for Test {
     type MaxReplication = ConstU32<7>;
     type SyntheticReplication = ConstU32<3>;
     type SyntheticDim = ConstU32<64>;
-    type SyntheticLength = ConstU32<2>;
+    type MillisecsPerBlock = ConstU64<6_000>;
+    type MinCapacity = ConstU128<400>;
+    type MaxCapacity = ConstU128<1_000_000_000>;
+    type CapacityUse = CapacityUse;
+    type CollateralPerUt = ConstU128<1_000_000>;
+    type MinCollateral = ConstU128<100>;
+    type MinBandSize = ConstU32<6>;
+    type RecordRetention = ConstU32<2>;
     type EpochLength = ConstU64<20>;
     type CommitWindow = ConstU64<3>;
     type RevealWindow = ConstU64<3>;

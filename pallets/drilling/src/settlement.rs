@@ -4,14 +4,14 @@ use alloc::vec::Vec;
 use codec::Encode;
 use frame_support::{pallet_prelude::*, traits::Get};
 use frame_system::pallet_prelude::BlockNumberFor;
-use pallet_compute_power::{ComputePowerLedger, WorkKind};
-use pallet_trainer_staking::{BondInspect, SlashReason, Slashing};
+use pallet_compute_power::{ComputePowerLedger, MicroUt, WorkKind};
+use pallet_trainer_staking::{Obligation, Obligations, SlashReason};
 use sp_core::H256;
 use sp_runtime::traits::Saturating;
 
 use crate::{
-    rate, Config, DrillingRecord, Event, Pallet, Records, ReplicationBound, TaskId, TaskOf,
-    TaskPhase,
+    rate, Config, CurrentEpoch, Dispute, DrillingRecord, Event, Pallet, Records, ReplicationBound,
+    TaskId, TaskOf, TaskPhase, MAX_REPLICATION,
 };
 
 /// The commitment an executor makes to its result. Binding the task and the executor stops anyone
@@ -35,26 +35,54 @@ pub fn strict_majority(revealed: &[H256], r: usize) -> Option<H256> {
 
 /// Settles `task` at `now` (every executor revealed, or the reveal or commit window closed) and
 /// schedules its removal.
+///
+/// The silent are slashed at once: silence is never right. A revealed result is judged only by a
+/// result the network has confirmed: this attempt's unanimous agreement or, on the last attempt, a
+/// strict majority of its `r` executors. Until then it is disputed: its collateral stays frozen
+/// and it travels with the re-issue. Those a confirmed result proves wrong are slashed, and what is
+/// slashed goes to the disputed executors it proves right, who are released and credited their D.
 pub(crate) fn settle<T: Config>(id: TaskId, task: &mut TaskOf<T>, now: BlockNumberFor<T>) {
     let revealed: Vec<H256> = task.executors.iter().filter_map(|e| e.result).collect();
     let r = task.executors.len();
     let unanimous = r > 0 && revealed.len() == r && revealed.iter().all(|x| *x == revealed[0]);
-    if unanimous {
-        let result = revealed[0];
-        // The previous attempt's dissenters are known now.
-        for (who, theirs) in &task.disputed {
-            if *theirs != result {
-                slash::<T>(id, who, SlashReason::DrillingDisagreement);
+    let last = task.attempt >= T::MaxReissues::get();
+    let confirmed = if unanimous {
+        Some(revealed[0])
+    } else if last {
+        strict_majority(&revealed, r)
+    } else {
+        None
+    };
+    for executor in task.executors.iter().filter(|e| e.result.is_none()) {
+        slash::<T>(id, &executor.who, SlashReason::NoShow, &[]);
+    }
+    let disputed = core::mem::take(&mut task.disputed).into_inner();
+    let mine = task
+        .executors
+        .iter()
+        .filter_map(|e| e.result.map(|result| Dispute { who: e.who.clone(), result, task: id }));
+
+    if let Some(result) = confirmed {
+        let invalid = Some(result) == task.kind.invalid_result();
+        // Earlier attempts are judged against the confirmed result and paid from those proven wrong.
+        let right: Vec<T::AccountId> =
+            disputed.iter().filter(|d| d.result == result).map(|d| d.who.clone()).collect();
+        let credit = if invalid { 0 } else { task.difficulty };
+        for dispute in disputed.iter().chain(mine.collect::<Vec<_>>().iter()) {
+            judge::<T>(dispute, result, credit, &right, dispute.task == id);
+        }
+        if unanimous {
+            for executor in &task.executors {
+                if !invalid {
+                    T::ComputePower::credit(&executor.who, WorkKind::Drilling, task.difficulty);
+                    record::<T>(&executor.who, task.difficulty, executor.elapsed_ms);
+                }
             }
         }
-        if Some(result) == task.kind.invalid_result() {
+        if invalid {
             task.phase = TaskPhase::Invalid;
             Pallet::<T>::deposit_event(Event::TaskInvalid { task: id });
-        } else {
-            for executor in &task.executors {
-                T::ComputePower::credit(&executor.who, WorkKind::Drilling, task.difficulty);
-                record::<T>(&executor.who, task.difficulty, executor.elapsed_ms);
-            }
+        } else if unanimous {
             task.phase = TaskPhase::Agreed { result };
             Pallet::<T>::deposit_event(Event::TaskAgreed {
                 task: id,
@@ -62,37 +90,42 @@ pub(crate) fn settle<T: Config>(id: TaskId, task: &mut TaskOf<T>, now: BlockNumb
                 executors: r as u32,
                 difficulty: task.difficulty,
             });
+        } else {
+            task.phase = TaskPhase::Disagreed { reissued: None };
+            Pallet::<T>::deposit_event(Event::TaskDisagreed {
+                task: id,
+                revealed: revealed.len() as u32,
+                silent: (r - revealed.len()) as u32,
+                reissued: None,
+            });
         }
     } else {
-        let majority = strict_majority(&revealed, r);
-        let mut disputed: Vec<(T::AccountId, H256)> = Vec::new();
-        for executor in &task.executors {
-            match executor.result {
-                None => slash::<T>(id, &executor.who, SlashReason::NoShow),
-                Some(theirs) if majority.is_some_and(|m| m != theirs) => {
-                    slash::<T>(id, &executor.who, SlashReason::DrillingDisagreement)
-                }
-                Some(theirs) => disputed.push((executor.who.clone(), theirs)),
+        // Nobody is judged on this attempt alone: its results join the disputes of earlier ones.
+        let mut all: Vec<Dispute<T::AccountId>> = mine.collect();
+        all.extend(disputed);
+        let keep = all.len().min(MAX_REPLICATION as usize);
+        drop_disputes::<T>(all.split_off(keep));
+        let reissued = if last {
+            drop_disputes::<T>(all);
+            None
+        } else {
+            let disputed = BoundedVec::<_, ReplicationBound>::truncate_from(all.clone());
+            let created = Pallet::<T>::new_task(
+                task.kind.clone(),
+                task.difficulty,
+                task.origin.clone(),
+                task.replication.saturating_add(2).min(T::MaxReplication::get()),
+                task.attempt.saturating_add(1),
+                disputed,
+                None,
+                now,
+            )
+            .ok();
+            if created.is_none() {
+                drop_disputes::<T>(all);
             }
-        }
-        // Dissenters of earlier attempts stay on record until an attempt agrees.
-        disputed.extend(task.disputed.iter().cloned());
-        let disputed = BoundedVec::<_, ReplicationBound>::truncate_from(disputed);
-        let reissued = (task.attempt < T::MaxReissues::get())
-            .then(|| {
-                Pallet::<T>::new_task(
-                    task.kind.clone(),
-                    task.difficulty,
-                    task.origin.clone(),
-                    task.replication.saturating_add(2).min(T::MaxReplication::get()),
-                    task.attempt.saturating_add(1),
-                    disputed,
-                    None,
-                    now,
-                )
-                .ok()
-            })
-            .flatten();
+            created
+        };
         task.phase = TaskPhase::Disagreed { reissued };
         Pallet::<T>::deposit_event(Event::TaskDisagreed {
             task: id,
@@ -104,21 +137,63 @@ pub(crate) fn settle<T: Config>(id: TaskId, task: &mut TaskOf<T>, now: BlockNumb
     Pallet::<T>::reschedule(id, task, now.saturating_add(T::Retention::get()));
 }
 
-/// Slashes `DrillingSlash` of `who`'s active bond.
-fn slash<T: Config>(task: TaskId, who: &T::AccountId, reason: SlashReason) {
-    let amount = T::DrillingSlash::get().mul_floor(T::Staking::active_bond(who));
-    let amount = T::Staking::slash(who, amount, reason);
+/// Judges one revealed result against the confirmed `result`: wrong → slashed, paid to `right`;
+/// right → released and, for a dispute of an earlier attempt (`current` false), credited `credit`
+/// micro-ut of D for the work it was right about.
+fn judge<T: Config>(
+    dispute: &Dispute<T::AccountId>,
+    result: H256,
+    credit: MicroUt,
+    right: &[T::AccountId],
+    current: bool,
+) {
+    if dispute.result != result {
+        slash::<T>(dispute.task, &dispute.who, SlashReason::DrillingDisagreement, right);
+        return;
+    }
+    T::Staking::release(&dispute.who, Obligation::Drilling(dispute.task));
+    if !current {
+        if credit > 0 {
+            T::ComputePower::credit(&dispute.who, WorkKind::Drilling, credit);
+        }
+        Pallet::<T>::deposit_event(Event::ExecutorVindicated {
+            task: dispute.task,
+            who: dispute.who.clone(),
+            difficulty: credit,
+        });
+    }
+}
+
+/// Releases the collateral of disputes that can no longer be judged.
+pub(crate) fn drop_disputes<T: Config>(disputes: Vec<Dispute<T::AccountId>>) {
+    for d in disputes {
+        T::Staking::release(&d.who, Obligation::Drilling(d.task));
+        Pallet::<T>::deposit_event(Event::DisputeDropped { task: d.task, who: d.who });
+    }
+}
+
+/// Slashes `DrillingSlash` of the collateral `who` holds for `task`, paid to `to` (burnt if none).
+fn slash<T: Config>(task: TaskId, who: &T::AccountId, reason: SlashReason, to: &[T::AccountId]) {
+    let amount = T::Staking::slash_obligation_to(
+        who,
+        Obligation::Drilling(task),
+        T::DrillingSlash::get(),
+        reason,
+        to,
+    );
     Pallet::<T>::deposit_event(Event::ExecutorSlashed { task, who: who.clone(), reason, amount });
 }
 
 /// Adds an agreed task done in `elapsed_ms` to `who`'s drilling record.
 fn record<T: Config>(who: &T::AccountId, difficulty: u128, elapsed_ms: u64) {
     let elapsed_ms = elapsed_ms.max(1);
+    let epoch = CurrentEpoch::<T>::get();
     Records::<T>::mutate(who, |entry| {
         let r = entry.get_or_insert_with(DrillingRecord::default);
         r.tasks.saturating_inc();
         r.difficulty.saturating_accrue(difficulty);
         r.busy_ms.saturating_accrue(elapsed_ms);
         r.last_micro_ut_per_hour = rate(difficulty, elapsed_ms);
+        r.last_epoch = epoch;
     });
 }

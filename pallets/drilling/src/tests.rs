@@ -10,13 +10,28 @@ use sp_runtime::DispatchError;
 
 const BOND: u128 = 1_000;
 const PUBLISHER: u64 = 30;
+/// Declared capacity of the tests' drillers, micro-ut per hour: 25 micro-ut in half a window.
+const CAPACITY: u128 = 10_000;
 
-/// Bonds each of `trainers` and registers it as a driller.
+/// Bonds each of `trainers` and registers it as a driller of `CAPACITY`.
 fn bond(trainers: impl IntoIterator<Item = u64>) {
     for who in trainers {
         assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), BOND));
-        assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(who), true));
+        assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(who), Some(CAPACITY)));
     }
+}
+
+/// Collateral `who` holds for task `id`.
+fn collateral(who: u64, id: TaskId) -> u128 {
+    <TrainerStaking as pallet_trainer_staking::Obligations<u64>>::collateral(
+        &who,
+        pallet_trainer_staking::Obligation::Drilling(id),
+    )
+}
+
+/// Collateral `who` holds for all its duties.
+fn obligated(who: u64) -> u128 {
+    pallet_trainer_staking::Ledgers::<Test>::get(who).map_or(0, |l| l.obligated)
 }
 
 fn chain(seed: u8) -> TaskKind {
@@ -81,6 +96,24 @@ fn slashes() -> Vec<(u64, SlashReason)> {
         .collect()
 }
 
+/// Every executor of every open task commits and reveals the honest result.
+fn answer_open_tasks() {
+    for (id, t) in Tasks::<Test>::iter().collect::<Vec<_>>() {
+        if t.phase == TaskPhase::Committing {
+            for e in t.executors.iter().filter(|e| e.commitment.is_none()) {
+                commit(id, e.who, honest(id));
+            }
+        }
+    }
+    for (id, t) in Tasks::<Test>::iter().collect::<Vec<_>>() {
+        if t.phase == TaskPhase::Revealing {
+            for e in t.executors.iter().filter(|e| e.result.is_none()) {
+                reveal(id, e.who, honest(id));
+            }
+        }
+    }
+}
+
 #[test]
 fn only_eligible_drillers_get_tasks_and_stale_ones_can_be_pruned() {
     new_test_ext().execute_with(|| {
@@ -90,7 +123,7 @@ fn only_eligible_drillers_get_tasks_and_stale_ones_can_be_pruned() {
             assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), BOND));
         }
         assert_noop!(
-            Drilling::set_driller(RuntimeOrigin::signed(7), true),
+            Drilling::set_driller(RuntimeOrigin::signed(7), Some(CAPACITY)),
             Error::<Test>::NotEligible
         );
         run_to_block(21);
@@ -101,10 +134,12 @@ fn only_eligible_drillers_get_tasks_and_stale_ones_can_be_pruned() {
         let mut who = executors(id);
         who.sort();
         assert_eq!(who, vec![1, 2, 3, 4]);
+        // They answer this and their synthetic tasks, which releases their collateral.
+        answer_open_tasks();
 
         // Stopping is always allowed; a driller whose bond fell below the minimum can be pruned by
         // anyone, an eligible one only by itself.
-        assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(4), false));
+        assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(4), None));
         assert!(!Drillers::<Test>::contains_key(4));
         assert_noop!(
             Drilling::prune_driller(RuntimeOrigin::signed(9), 3),
@@ -207,7 +242,8 @@ fn inference(uri: &[u8]) -> TaskKind {
         dataset: H256::repeat_byte(2),
         dataset_uri: BoundedVec::truncate_from(b"http://data".to_vec()),
         widths: BoundedVec::truncate_from(vec![784, 128, 10]),
-        samples: 10_000,
+        // 18 micro-ut: within what the tests' drillers declare they do in half a window.
+        samples: 40,
     }
 }
 
@@ -261,13 +297,15 @@ fn agreement_credits_every_executor_with_the_difficulty_and_records_its_speed() 
 }
 
 #[test]
-fn one_liar_of_three_is_slashed_nobody_is_credited_and_the_task_is_reissued_larger() {
+fn one_liar_of_three_is_judged_by_the_reissue_and_the_honest_pair_made_whole() {
     new_test_ext().execute_with(|| {
         bond(1..=12);
         approved_publisher();
         let id = publish(chain(3), 3);
         let who = executors(id);
         let result = honest(id);
+        let stake = Drilling::collateral(task(id).difficulty);
+        assert!(who.iter().all(|w| collateral(*w, id) == stake));
         let lie = H256::repeat_byte(0xee);
         commit(id, who[0], result);
         commit(id, who[1], result);
@@ -278,17 +316,23 @@ fn one_liar_of_three_is_slashed_nobody_is_credited_and_the_task_is_reissued_larg
         let reissued = id + 1;
         assert_eq!(task(id).phase, TaskPhase::Disagreed { reissued: Some(reissued) });
         assert!(who.iter().all(|w| drilling_credit(*w) == 0));
-        assert_eq!(slashes(), vec![(who[2], SlashReason::DrillingDisagreement)]);
-        assert_eq!(TrainerStaking::active_bond(&who[2]), BOND - 100);
+        // A 2 : 1 majority is not proof: nobody is slashed yet, every collateral stays frozen.
+        assert!(slashes().is_empty());
+        assert!(who.iter().all(|w| collateral(*w, id) == stake));
 
-        // The re-issue: 5 executors, none of the previous attempt's honest pair.
+        // The re-issue: 5 executors, none of the first attempt's; all three results disputed.
         let again = task(reissued);
         assert_eq!((again.replication, again.attempt), (5, 1));
-        assert_eq!(again.disputed.iter().map(|d| d.0).collect::<Vec<_>>(), who[..2].to_vec());
+        let mut disputed: Vec<u64> = again.disputed.iter().map(|d| d.who).collect();
+        disputed.sort();
+        let mut first = who.clone();
+        first.sort();
+        assert_eq!(disputed, first);
         run_to_block(System::block_number() + 1);
         let fresh = executors(reissued);
         assert_eq!(fresh.len(), 5);
-        assert!(fresh.iter().all(|w| !who[..2].contains(w)));
+        assert!(fresh.iter().all(|w| !who.contains(w)));
+        let before: Vec<u128> = who[..2].iter().map(|w| Balances::free_balance(w)).collect();
         for w in &fresh {
             commit(reissued, *w, result);
         }
@@ -296,10 +340,17 @@ fn one_liar_of_three_is_slashed_nobody_is_credited_and_the_task_is_reissued_larg
             reveal(reissued, *w, result);
         }
         assert!(matches!(task(reissued).phase, TaskPhase::Agreed { .. }));
-        // The honest pair of the first attempt is not slashed, and not credited for it.
-        assert_eq!(slashes().len(), 1);
-        assert_eq!(drilling_credit(who[0]), 0);
+        // Now the liar is slashed its collateral, paid to the honest pair, who are also credited
+        // the D they earned in the first attempt.
+        assert_eq!(slashes(), vec![(who[2], SlashReason::DrillingDisagreement)]);
+        assert_eq!(TrainerStaking::active_bond(&who[2]), BOND - stake);
+        for (w, b) in who[..2].iter().zip(before) {
+            assert_eq!(Balances::free_balance(w), b + stake / 2);
+            assert_eq!(drilling_credit(*w), task(id).difficulty);
+            assert_eq!(obligated(*w), 0);
+        }
         assert_eq!(drilling_credit(fresh[0]), task(reissued).difficulty);
+        assert!(fresh.iter().all(|w| obligated(*w) == 0));
     });
 }
 
@@ -331,6 +382,7 @@ fn a_split_pair_is_resolved_by_the_reissue_and_the_liar_slashed_then() {
         }
         assert_eq!(slashes(), vec![(who[1], SlashReason::DrillingDisagreement)]);
         assert_eq!(TrainerStaking::active_bond(&who[0]), BOND);
+        assert_eq!(obligated(who[0]), 0);
     });
 }
 
@@ -532,7 +584,11 @@ fn every_epoch_each_eligible_trainer_gets_exactly_one_synthetic_task_a_few_per_b
         let seeds: std::collections::BTreeSet<_> = Tasks::<Test>::iter()
             .map(|(_, t)| match t.kind {
                 TaskKind::MatmulChain(c) => {
-                    assert_eq!((c.dim, c.length), (64, 2));
+                    // As many 64² products as half the window holds at the declared capacity.
+                    let expected =
+                        issuance::synthetic_chain(c.seed, 64, Drilling::window_work(CAPACITY));
+                    assert_eq!((c.dim, c.length), (64, expected.length));
+                    assert!(expected.length > 1);
                     assert_eq!(t.difficulty, c.difficulty_micro_ut());
                     c.seed
                 }
@@ -648,17 +704,11 @@ proptest::proptest! {
             // Agreement is all r revealing the same bytes; executors who all return the same wrong
             // result are indistinguishable from honest ones (collusion is out of scope here).
             let unanimous = revealed.len() == r && revealed.iter().all(|x| *x == revealed[0]);
-            let majority = crate::settlement::strict_majority(&revealed, r);
+            // Only silence is slashed on a first attempt: a majority is no proof against a minority.
             let mut expected: Vec<(u64, SlashReason)> = Vec::new();
             for (w, b) in who.iter().zip(&behaviours) {
-                match b {
-                    Behaviour::Silent | Behaviour::CommitOnly => {
-                        expected.push((*w, SlashReason::NoShow))
-                    },
-                    b if !unanimous && majority.is_some_and(|m| m != answer(*b)) => {
-                        expected.push((*w, SlashReason::DrillingDisagreement))
-                    },
-                    _ => {},
+                if matches!(b, Behaviour::Silent | Behaviour::CommitOnly) {
+                    expected.push((*w, SlashReason::NoShow));
                 }
             }
             let mut slashed = slashes();
@@ -677,13 +727,290 @@ proptest::proptest! {
                 TaskPhase::Disagreed { reissued: Some(next) } => {
                     assert!(!unanimous);
                     assert_eq!(task(next).replication, (r as u32 + 2).min(7));
+                    // Every revealed result waits for judgment with its collateral frozen.
+                    assert_eq!(task(next).disputed.len(), revealed.len());
+                    for (w, b) in who.iter().zip(&behaviours) {
+                        let revealing = matches!(b, Behaviour::Honest | Behaviour::Lie(_));
+                        assert_eq!(collateral(*w, id) > 0, revealing, "{behaviours:?}");
+                    }
                 },
                 other => panic!("unexpected phase {other:?} for {behaviours:?}"),
             }
-            // Everything ends and is removed (re-issues included, nobody answering them).
+            // Everything ends and is removed (re-issues included, nobody answering them), and no
+            // collateral stays frozen: unjudged disputes are released, never slashed.
             run_to_block(System::block_number() + 60);
             assert_eq!(Tasks::<Test>::count(), 0);
             assert_eq!(PublishedTasks::<Test>::get(PUBLISHER), 0);
+            for w in 1..=20u64 {
+                assert_eq!(obligated(w), 0, "{behaviours:?}");
+            }
+            let wrongly_slashed = slashes().into_iter().any(|(w, reason)| {
+                reason == SlashReason::DrillingDisagreement
+                    && who.iter().zip(&behaviours).any(|(x, b)| *x == w && matches!(b, Behaviour::Honest))
+            });
+            assert!(!wrongly_slashed, "an honest executor was slashed: {behaviours:?}");
         });
+    }
+}
+
+/// The attacks on drilling from the economic-security review, played as the attacker would.
+mod attacks {
+    use super::*;
+    use pallet_trainer_staking::Error as StakingError;
+
+    /// Drawn, the attacker unbonds everything it can and stays silent. Before obligations the slash
+    /// was 1 % of an active bond it had just emptied: nothing. Now the task's collateral cannot be
+    /// unbonded and is slashed whole.
+    #[test]
+    fn attack_unbonding_after_being_drawn_does_not_dodge_the_silence_slash() {
+        new_test_ext().execute_with(|| {
+            bond(1..=4);
+            approved_publisher();
+            let id = publish(chain(1), 2);
+            let attacker = executors(id)[0];
+            let stake = collateral(attacker, id);
+            assert_eq!(stake, Drilling::collateral(task(id).difficulty));
+            // It bonded more than the minimum: everything but the minimum can go, not the rest.
+            assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(attacker), 2 * BOND));
+            assert_noop!(
+                TrainerStaking::unbond(RuntimeOrigin::signed(attacker), 3 * BOND),
+                StakingError::<Test>::BondObligated
+            );
+            assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(attacker), 2 * BOND));
+            run_to_block(task(id).timeout);
+            assert!(slashes().contains(&(attacker, SlashReason::NoShow)));
+            assert_eq!(TrainerStaking::active_bond(&attacker), BOND - stake);
+            assert_eq!(obligated(attacker), 0);
+        });
+    }
+
+    /// One machine behind many accounts. Before, every driller got the same 2.5-ut task an hour
+    /// whatever its hardware, so N accounts on one CPU earned N times its D. Now each account's task
+    /// is as big as its declared capacity computes in half the commit window, all of an epoch's
+    /// tasks share that window, and a capacity must be backed by free bond: N accounts must do N
+    /// tasks' work in one window, and their D is exactly that work.
+    #[test]
+    fn attack_sybil_drillers_on_one_machine_earn_only_the_work_they_do_in_one_window() {
+        new_test_ext().execute_with(|| {
+            // Six sybils declare a tenth of the honest capacity each; six honest drillers.
+            let sybil = CAPACITY / 10 * 4;
+            for who in 1..=6 {
+                assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), BOND));
+                assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(who), Some(sybil)));
+            }
+            bond(7..=12);
+            run_to_block(21);
+            let tasks: Vec<_> = Tasks::<Test>::iter().map(|(_, t)| t).collect();
+            assert_eq!(tasks.len(), 4);
+            for t in &tasks {
+                let declared = t
+                    .executors
+                    .iter()
+                    .map(|e| if e.who <= 6 { sybil } else { CAPACITY })
+                    .min()
+                    .unwrap();
+                // Never more than the slowest member declared it does in half a window.
+                assert!(t.difficulty <= Drilling::window_work(declared));
+                // Everybody's task is due in the same window (issued over two blocks, 2 a block).
+                assert!(t.timeout.abs_diff(tasks[0].timeout) <= 1);
+            }
+            // The bands keep capacities apart: the sybils' tasks are sized to what they declared.
+            let work = |who: u64| {
+                tasks
+                    .iter()
+                    .find(|t| t.executors.iter().any(|e| e.who == who))
+                    .map(|t| t.difficulty)
+                    .unwrap()
+            };
+            let sybils: u128 = (1..=6).map(work).sum();
+            let honest: u128 = (7..=12).map(work).sum();
+            assert!(sybils * 2 < honest, "sybils {sybils}, honest {honest}");
+            assert!(sybils <= 6 * Drilling::window_work(sybil));
+
+            // A capacity the free bond cannot back is refused, and so is one out of range.
+            assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(13), BOND));
+            // Half a window at 10⁶ micro-ut/hour is 2 500 micro-ut: 2 600 of collateral.
+            let unbacked = 1_000_000;
+            assert_noop!(
+                Drilling::set_driller(RuntimeOrigin::signed(13), Some(unbacked)),
+                Error::<Test>::CapacityNotBacked
+            );
+            assert_noop!(
+                Drilling::set_driller(RuntimeOrigin::signed(13), Some(399)),
+                Error::<Test>::CapacityOutOfRange
+            );
+        });
+    }
+
+    /// A publisher demands more work than any driller declared it can do in the window, to get
+    /// honest drillers slashed for missing it. Before, executors were drawn regardless; now only
+    /// drillers whose capacity covers the task are drawn, and with too few the task is abandoned
+    /// without holding or slashing anyone.
+    #[test]
+    fn attack_a_published_task_bigger_than_the_executors_declared_draws_nobody() {
+        new_test_ext().execute_with(|| {
+            bond(1..=6);
+            approved_publisher();
+            let big = TaskKind::MatmulChain(MatmulChain { seed: [1; 32], dim: 128, length: 4 });
+            assert!(big.difficulty().unwrap() > Drilling::window_work(CAPACITY));
+            let id = publish(big.clone(), 2);
+            assert_eq!(task(id).phase, TaskPhase::Abandoned);
+            assert!(slashes().is_empty());
+            assert!((1..=6).all(|w| obligated(w) == 0));
+            // Two drillers declare enough: exactly they are drawn.
+            for who in [5, 6] {
+                assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(who), Some(CAPACITY * 10)));
+            }
+            let id = publish(big, 2);
+            let mut who = executors(id);
+            who.sort();
+            assert_eq!(who, vec![5, 6]);
+            // Busy until their commit deadline: not drawn for a second task meanwhile.
+            let small = publish(chain(2), 2);
+            assert!(executors(small).iter().all(|w| ![5, 6].contains(w)));
+        });
+    }
+
+    /// Two colluders reveal the same wrong result against one honest executor. Before, the strict
+    /// majority slashed the honest one at once. Now nobody is judged until the re-issue confirms a
+    /// result; the colluders lose their collateral to the honest executor, who is credited its D.
+    #[test]
+    fn attack_an_outvoted_honest_minority_is_not_slashed_and_is_made_whole() {
+        new_test_ext().execute_with(|| {
+            bond(1..=12);
+            approved_publisher();
+            let id = publish(chain(4), 3);
+            let who = executors(id);
+            let result = honest(id);
+            let lie = H256::repeat_byte(0x66);
+            let stake = collateral(who[0], id);
+            let answers = [result, lie, lie];
+            for (w, a) in who.iter().zip(answers) {
+                commit(id, *w, a);
+            }
+            for (w, a) in who.iter().zip(answers) {
+                reveal(id, *w, a);
+            }
+            assert!(slashes().is_empty());
+            let reissued = id + 1;
+            run_to_block(System::block_number() + 1);
+            let before = Balances::free_balance(who[0]);
+            for w in executors(reissued) {
+                commit(reissued, w, result);
+            }
+            for w in executors(reissued) {
+                reveal(reissued, w, result);
+            }
+            let mut slashed = slashes();
+            slashed.sort_by_key(|s| s.0);
+            let mut liars = vec![
+                (who[1], SlashReason::DrillingDisagreement),
+                (who[2], SlashReason::DrillingDisagreement),
+            ];
+            liars.sort_by_key(|s| s.0);
+            assert_eq!(slashed, liars);
+            assert_eq!(TrainerStaking::active_bond(&who[0]), BOND);
+            assert_eq!(Balances::free_balance(who[0]), before + 2 * stake);
+            assert_eq!(drilling_credit(who[0]), task(id).difficulty);
+            System::assert_has_event(
+                Event::<Test>::ExecutorVindicated {
+                    task: id,
+                    who: who[0],
+                    difficulty: task(id).difficulty,
+                }
+                .into(),
+            );
+        });
+    }
+
+    /// On the last attempt a strict majority decides: the liars are slashed, the rest released.
+    #[test]
+    fn the_last_attempt_decides_by_strict_majority() {
+        new_test_ext().execute_with(|| {
+            bond(1..=20);
+            approved_publisher();
+            let mut id = publish(chain(6), 2);
+            // Two silent attempts (their executors slashed for silence), then the last one.
+            for _ in 0..2 {
+                run_to_block(task(id).timeout);
+                let TaskPhase::Disagreed { reissued: Some(next) } = task(id).phase else {
+                    panic!("re-issued")
+                };
+                id = next;
+                run_to_block(System::block_number() + 1);
+            }
+            assert_eq!(task(id).attempt, 2);
+            let who = executors(id);
+            let result = honest(id);
+            let lie = H256::repeat_byte(0x77);
+            System::reset_events();
+            for (i, w) in who.iter().enumerate() {
+                commit(id, *w, if i == 0 { lie } else { result });
+            }
+            for (i, w) in who.iter().enumerate() {
+                reveal(id, *w, if i == 0 { lie } else { result });
+            }
+            assert_eq!(task(id).phase, TaskPhase::Disagreed { reissued: None });
+            assert_eq!(slashes(), vec![(who[0], SlashReason::DrillingDisagreement)]);
+            assert!(who.iter().all(|w| obligated(*w) == 0));
+        });
+    }
+
+    /// Drilling records of accounts that stopped drilling are removed once stale; recent ones and
+    /// those of active drillers are not.
+    #[test]
+    fn stale_drilling_records_are_pruned_by_anyone() {
+        new_test_ext().execute_with(|| {
+            bond(1..=3);
+            approved_publisher();
+            let id = publish(chain(8), 3);
+            let result = honest(id);
+            for w in executors(id) {
+                commit(id, w, result);
+            }
+            for w in executors(id) {
+                reveal(id, w, result);
+            }
+            assert!(Records::<Test>::contains_key(1));
+            assert_noop!(
+                Drilling::prune_record(RuntimeOrigin::signed(9), 4),
+                Error::<Test>::NoRecord
+            );
+            assert_noop!(
+                Drilling::prune_record(RuntimeOrigin::signed(9), 1),
+                Error::<Test>::RecordNotStale
+            );
+            assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(1), None));
+            // `RecordRetention` = 2 epochs of 20 blocks.
+            CurrentEpoch::<Test>::put(2);
+            assert_noop!(
+                Drilling::prune_record(RuntimeOrigin::signed(9), 1),
+                Error::<Test>::RecordNotStale
+            );
+            CurrentEpoch::<Test>::put(3);
+            assert_ok!(Drilling::prune_record(RuntimeOrigin::signed(9), 1));
+            assert!(!Records::<Test>::contains_key(1));
+            // Still a driller: kept.
+            assert_noop!(
+                Drilling::prune_record(RuntimeOrigin::signed(9), 2),
+                Error::<Test>::RecordNotStale
+            );
+        });
+    }
+
+    #[test]
+    fn capacity_bands_merge_below_the_minimum_size_and_groups_stay_within_bands() {
+        use crate::issuance::{band, group_starts};
+        // 7 in a high band, 2 in a middle band (merged down), 6 in a low band.
+        let mut caps = vec![1u128 << 20; 7];
+        caps.extend([1u128 << 15; 2]);
+        caps.extend([1u128 << 10; 6]);
+        assert!(band(caps[0]) > band(caps[7]) && band(caps[7]) > band(caps[9]));
+        // Bands [0, 7) and [7, 15) (the middle pair joins the low band): groups of 3, last takes rest.
+        assert_eq!(group_starts(&caps, 3, 2, 6), vec![0, 3, 7, 10]);
+        // A lowest band too small is merged upwards.
+        assert_eq!(group_starts(&caps[..9], 3, 2, 6), vec![0, 3, 6]);
+        // Fewer than the minimum replication: no group.
+        assert_eq!(group_starts(&caps[..1], 3, 2, 6), Vec::<u32>::new());
     }
 }

@@ -181,13 +181,39 @@ pub struct Task<AccountId, BlockNumber> {
     pub phase: TaskPhase,
     /// The drawn executors and their commitments and results.
     pub executors: BoundedVec<Executor<AccountId>, ReplicationBound>,
-    /// Results revealed in the previous attempt (by executors not already penalised): once this
-    /// attempt agrees, those who revealed something else are slashed.
-    pub disputed: BoundedVec<(AccountId, H256), ReplicationBound>,
+    /// Results revealed in earlier attempts, awaiting judgment: once an attempt agrees, those who
+    /// revealed something else are slashed and those who revealed the agreed result are made whole.
+    pub disputed: BoundedVec<Dispute<AccountId>, ReplicationBound>,
     /// Timestamp (ms) at which executors were assigned.
     pub issued_ms: u64,
     /// Block at which the current phase times out (or the finished task is removed).
     pub timeout: BlockNumber,
+}
+
+/// A result revealed in a failed attempt, kept for judgment by a later attempt. The executor's
+/// collateral for `task` stays obligated until then: a dissent is neither slashed nor released on
+/// the word of a majority that may be lying.
+#[derive(
+    Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, Debug, TypeInfo, MaxEncodedLen,
+)]
+pub struct Dispute<AccountId> {
+    /// The executor.
+    pub who: AccountId,
+    /// What it revealed.
+    pub result: H256,
+    /// The attempt it revealed it in, whose collateral backs it.
+    pub task: TaskId,
+}
+
+/// A trainer that runs the driller role.
+#[derive(
+    Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, Debug, TypeInfo, MaxEncodedLen,
+)]
+pub struct Driller<BlockNumber> {
+    /// Declared capacity in micro-ut per hour: the size of its tasks and the most it is drawn for.
+    pub capacity: MicroUt,
+    /// Commit deadline of its last drawn task: it is not drawn again before that block.
+    pub busy_until: BlockNumber,
 }
 
 /// The state of a registered task publisher.
@@ -224,6 +250,9 @@ pub struct DrillingRecord {
     pub busy_ms: u64,
     /// Micro-ut per hour of the last completed task.
     pub last_micro_ut_per_hour: MicroUt,
+    /// Drilling epoch of the last completed task: a record idle for `RecordRetention` epochs, of
+    /// an account that no longer drills, can be pruned.
+    pub last_epoch: u32,
 }
 
 impl DrillingRecord {

@@ -57,6 +57,8 @@ pub trait WeightInfo {
 	fn set_driller() -> Weight;
 	/// Weight of the `prune_driller` benchmark.
 	fn prune_driller() -> Weight;
+	/// Weight of the `prune_record` benchmark.
+	fn prune_record() -> Weight;
 	/// Weight of the `commit_result` benchmark.
 	fn commit_result() -> Weight;
 	/// Weight of the `reveal_result` benchmark.
@@ -182,6 +184,15 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Drilling::CounterForDrillers` (r:1 w:1)
 	/// Proof: `Drilling::CounterForDrillers` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	fn prune_driller() -> Weight {
+		// Proof size (bytes), measured: `292`,
+		// estimated: `4170`.
+		// Minimum execution time: 17_506_000 picoseconds.
+		Weight::from_parts(19_219_000, 0)
+			.saturating_add(Weight::from_parts(0, 4170))
+			.saturating_add(T::DbWeight::get().reads(3))
+			.saturating_add(T::DbWeight::get().writes(2))
+	}
+	fn prune_record() -> Weight {
 		// Proof size (bytes), measured: `292`,
 		// estimated: `4170`.
 		// Minimum execution time: 17_506_000 picoseconds.
@@ -427,6 +438,9 @@ impl WeightInfo for () {
 		Weight::zero()
 	}
 	fn prune_driller() -> Weight {
+		Weight::zero()
+	}
+	fn prune_record() -> Weight {
 		Weight::zero()
 	}
 	fn commit_result() -> Weight {

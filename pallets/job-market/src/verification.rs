@@ -386,18 +386,23 @@ fn pay_verifier<T: Config>(id: JobId, job: &mut JobOf<T>, verifier: &T::AccountI
     }
 }
 
-/// Judges the votes of earlier rounds against the final `outcome`: those on its side are paid (a
-/// minority proven right is made whole), those against it are slashed from their collateral.
+/// Judges the votes of earlier rounds against the final `outcome`: those on its side are paid their
+/// fee, those against it are slashed from their collateral, and what is slashed goes to those proven
+/// right (a minority proven right is made whole from the slashed majority).
 fn judge_pending<T: Config>(id: JobId, job: &mut JobOf<T>, outcome: Verdict) {
-    for (verifier, number, verdict) in PendingVotes::<T>::take(id) {
+    let pending = PendingVotes::<T>::take(id);
+    let right: Vec<T::AccountId> =
+        pending.iter().filter(|(_, _, v)| *v == outcome).map(|(who, _, _)| who.clone()).collect();
+    for (verifier, number, verdict) in pending {
         if verdict == outcome {
             pay_verifier::<T>(id, job, &verifier, number);
         } else {
-            T::Staking::slash_obligation(
+            T::Staking::slash_obligation_to(
                 &verifier,
                 Obligation::Verification { job: id, round: number },
                 T::VerifierSlash::get(),
                 SlashReason::LostVerificationVote,
+                &right,
             );
         }
     }

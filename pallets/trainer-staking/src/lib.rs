@@ -249,6 +249,8 @@ pub mod pallet {
         Withdrawn { who: T::AccountId, amount: BalanceOf<T> },
         /// `amount` of `who`'s bond was slashed for `reason`.
         Slashed { who: T::AccountId, amount: BalanceOf<T>, reason: SlashReason },
+        /// `amount` slashed from `from` was paid to `to`, whom the slash proved right.
+        SlashPaidOut { from: T::AccountId, to: T::AccountId, amount: BalanceOf<T> },
         /// The authority set for `session` was chosen: `authorities` trainers.
         AuthoritiesSelected { session: SessionIndex, authorities: u32 },
         /// `author` was minted `amount` for authoring a block.
@@ -420,10 +422,26 @@ pub mod pallet {
             amount: BalanceOf<T>,
             reason: SlashReason,
         ) -> BalanceOf<T> {
-            let Some(mut ledger) = Ledgers::<T>::get(who) else { return Zero::zero() };
+            let (slashed, credit) = Self::take_slash(who, amount);
+            T::Slashed::on_unbalanced(credit);
+            if !slashed.is_zero() {
+                Self::deposit_event(Event::Slashed { who: who.clone(), amount: slashed, reason });
+            }
+            slashed
+        }
+
+        /// Takes up to `amount` of `who`'s bond out of the hold and the ledger and returns what was
+        /// taken with its imbalance, for the caller to place (and announce).
+        pub(crate) fn take_slash(
+            who: &T::AccountId,
+            amount: BalanceOf<T>,
+        ) -> (BalanceOf<T>, CreditOf<T>) {
+            let Some(mut ledger) = Ledgers::<T>::get(who) else {
+                return (Zero::zero(), frame_support::traits::Imbalance::zero());
+            };
             let wanted = amount.min(ledger.total());
             if wanted.is_zero() {
-                return Zero::zero();
+                return (Zero::zero(), frame_support::traits::Imbalance::zero());
             }
             let (credit, _) = <T::Currency as fungible::hold::Balanced<T::AccountId>>::slash(
                 &HoldReason::Bonded.into(),
@@ -432,14 +450,37 @@ pub mod pallet {
             );
             let (slashed, from_obligated) =
                 ledger.slash(frame_support::traits::Imbalance::peek(&credit));
-            T::Slashed::on_unbalanced(credit);
             if !from_obligated.is_zero() {
                 Self::shrink_obligations(who, from_obligated);
             }
             TotalBonded::<T>::mutate(|total| *total = total.saturating_sub(slashed));
             Self::put_ledger(who, ledger);
-            Self::deposit_event(Event::Slashed { who: who.clone(), amount: slashed, reason });
-            slashed
+            (slashed, credit)
+        }
+
+        /// Pays `credit` (slashed stake) to `to` in equal parts; what cannot be paid (rounding, or an
+        /// account that cannot receive it) goes where every slash goes.
+        pub(crate) fn pay_out(from: &T::AccountId, mut credit: CreditOf<T>, to: &[T::AccountId]) {
+            use frame_support::traits::{fungible::Balanced, Imbalance};
+            for (i, beneficiary) in to.iter().enumerate() {
+                let left = (to.len() - i) as u32;
+                let part = credit.peek() / left.into();
+                let (share, rest) = credit.split(part);
+                credit = rest;
+                let amount = share.peek();
+                if amount.is_zero() {
+                    continue;
+                }
+                match T::Currency::resolve(beneficiary, share) {
+                    Ok(()) => Self::deposit_event(Event::SlashPaidOut {
+                        from: from.clone(),
+                        to: beneficiary.clone(),
+                        amount,
+                    }),
+                    Err(unpaid) => credit = credit.merge(unpaid),
+                }
+            }
+            T::Slashed::on_unbalanced(credit);
         }
 
         /// Stores `ledger`, or removes it once nothing is left in it.

@@ -65,6 +65,16 @@ pub trait Obligations<AccountId> {
         share: Perbill,
         reason: SlashReason,
     ) -> Self::Balance;
+    /// Like [`Self::slash_obligation`], but what is slashed is paid to `beneficiaries` in equal
+    /// parts: those the failed duty wronged (a minority proven right is made whole from the slashed
+    /// majority). With no beneficiary it goes where every slash goes.
+    fn slash_obligation_to(
+        who: &AccountId,
+        what: Obligation,
+        share: Perbill,
+        reason: SlashReason,
+        beneficiaries: &[AccountId],
+    ) -> Self::Balance;
     /// Collateral `who` holds for `what` (zero if none).
     fn collateral(who: &AccountId, what: Obligation) -> Self::Balance;
 }
@@ -112,6 +122,25 @@ impl<T: Config> Obligations<T::AccountId> for Pallet<T> {
             return Zero::zero();
         }
         Pallet::<T>::do_slash(who, share.mul_floor(collateral), reason)
+    }
+
+    fn slash_obligation_to(
+        who: &T::AccountId,
+        what: Obligation,
+        share: Perbill,
+        reason: SlashReason,
+        beneficiaries: &[T::AccountId],
+    ) -> BalanceOf<T> {
+        let collateral = <Self as Obligations<_>>::release(who, what);
+        if collateral.is_zero() {
+            return Zero::zero();
+        }
+        let (slashed, credit) = Pallet::<T>::take_slash(who, share.mul_floor(collateral));
+        if !slashed.is_zero() {
+            Pallet::<T>::deposit_event(Event::Slashed { who: who.clone(), amount: slashed, reason });
+        }
+        Pallet::<T>::pay_out(who, credit, beneficiaries);
+        slashed
     }
 
     fn collateral(who: &T::AccountId, what: Obligation) -> BalanceOf<T> {

@@ -355,8 +355,12 @@ impl pallet_job_market::Config for Runtime {
 }
 
 parameter_types! {
-    /// A silent or outvoted drilling executor loses 1% of its active bond.
-    pub const DrillingSlash: Perbill = Perbill::from_percent(1);
+    /// A silent drilling executor, or one a confirmed result proves wrong, loses its task's whole
+    /// collateral.
+    pub const DrillingSlash: Perbill = Perbill::from_percent(100);
+    /// A task fills half of the commit window at its executors' declared capacity: slack for
+    /// latency, and room for a synthetic task and one drawn task at once.
+    pub const DrillingCapacityUse: Perbill = Perbill::from_percent(50);
 }
 
 impl pallet_drilling::Config for Runtime {
@@ -372,13 +376,25 @@ impl pallet_drilling::Config for Runtime {
     type MaxPublishedTasks = ConstU32<16>;
     type MinReplication = ConstU32<2>;
     type MaxReplication = ConstU32<9>;
-    // Three executors: one liar is outvoted (and slashed) at once.
+    // Three executors: a dissenter is judged by the re-issue.
     type SyntheticReplication = ConstU32<3>;
-    // 2·2048³·64 = 1.1·10¹² operations = 2.5 ut: about 10 s on two CPU cores with the worker's exact
-    // f32 path (a minute with its int8 kernel), long enough for the 6 s block clock to time executors
-    // (one block of error caps a reading near 1 500 ut/hour).
+    // A 2048² product is 2·2048³ = 1.7·10¹⁰ operations = 0.04 ut; a synthetic chain has as many as
+    // half of the 5-minute commit window holds at the group's declared capacity (a 2-core CPU at
+    // ~1 000 ut/hour: 41.7 ut, ~1 000 products, ~2.5 minutes).
     type SyntheticDim = ConstU32<2048>;
-    type SyntheticLength = ConstU32<64>;
+    type MillisecsPerBlock = ConstU64<{ crate::units::MILLI_SECS_PER_BLOCK }>;
+    // 10 ut/hour (0.4 ut a task) to 100 000 ut/hour (4 167 ut a task; chains stop at 100 000
+    // products, 3 977 ut).
+    type MinCapacity = ConstU128<10_000_000>;
+    type MaxCapacity = ConstU128<100_000_000_000>;
+    type CapacityUse = DrillingCapacityUse;
+    // Collateral per task: 10 ERG + 1 ERG per ut (51.7 ERG for the CPU's 41.7 ut task).
+    type CollateralPerUt = ConstU128<ERG>;
+    type MinCollateral = ConstU128<{ 10 * ERG }>;
+    // Four groups' worth: a band of a few sybil accounts is merged into the honest one below.
+    type MinBandSize = ConstU32<12>;
+    // Four weeks of hourly epochs.
+    type RecordRetention = ConstU32<672>;
     type EpochLength = ConstU32<HOURS>;
     type CommitWindow = ConstU32<{ 5 * MINUTES }>;
     type RevealWindow = ConstU32<{ 2 * MINUTES }>;
