@@ -10,6 +10,13 @@
 //! 2. [`SAMPLES`] chunks drawn with the node's local randomness (so a server cannot guess which ones to
 //!    keep), each fetched with an HTTP range request and compared with the chunk hash the manifest lists.
 //!
+//! The same attesters also check a job's *data* when its assigned trainer reports that it cannot
+//! fetch it ([`Pallet::report_data_unavailable`]): each file of the training and validation datasets
+//! is downloaded ([`DATA_DEADLINE_MS`], at most [`ergon_job_spec::MAX_DATA_FILE_BYTES`]) and streamed
+//! into SHA-256, and the digests must give the content roots the spec commits to. Two thirds
+//! "unavailable" end the job without slashing the trainer (the owner pays it the bid deposit's worth
+//! from escrow); two thirds "available" reject the report.
+//!
 //! Every request has a deadline ([`HTTP_DEADLINE_MS`]). A bundle at a `file://` URI (local test setups)
 //! cannot be checked from the runtime and gets no attestation. A per-job lock in the node's offchain
 //! storage stops the same node from submitting twice while its attestation is in the pool.
@@ -26,7 +33,11 @@ use sp_runtime::{
     RuntimeAppPublic,
 };
 
-use crate::{Attestations, AttesterSetId, Attesters, Call, Config, JobId, JobState, Jobs, Pallet};
+use crate::{
+    Attestations, AttesterSetId, Attesters, Call, Config, DataReports, JobId, JobState, Jobs,
+    Pallet,
+};
+use ergon_job_spec::{Dataset, JobSpec};
 
 /// Key type of the attesters' session keys.
 pub const KEY_TYPE: KeyTypeId = KeyTypeId(*b"ergn");
@@ -45,24 +56,49 @@ pub const MAX_WHOLE_FILE_BYTES: usize = 16 << 20;
 pub const SAMPLES: u32 = 2;
 /// Deadline of each HTTP request.
 pub const HTTP_DEADLINE_MS: u64 = 10_000;
+/// Deadline of the download of one data file (they may be gigabytes).
+pub const DATA_DEADLINE_MS: u64 = 600_000;
 /// Most bundles one node checks per block (HTTP is slow; the rest wait for later blocks).
 pub const CHECKS_PER_BLOCK: usize = 2;
 /// Blocks before a node retries a job it attested (in case its transaction was dropped).
 pub const RETRY_BLOCKS: u32 = 10;
 
-/// What an attester signs: bundle of `job` found available or not, by attester number `attester` of
-/// attester set `set_id`.
+/// What an attestation is about.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+pub enum Subject {
+    /// The checkpoint bundle of a job under verification.
+    Bundle,
+    /// The datasets of an assigned job whose trainer reported them unavailable.
+    Data,
+}
+
+/// What an attester signs: the bundle or data (`subject`) of `job` found available or not, by
+/// attester number `attester` of attester set `set_id`.
 #[derive(
     Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
 )]
 pub struct Attestation {
-    /// The job whose bundle was checked.
+    /// The job whose bundle or data was checked.
     pub job: JobId,
+    /// Which of the two.
+    pub subject: Subject,
     /// The attester set it was checked under ([`crate::AttesterSetId`]).
     pub set_id: u32,
     /// Index of the attester in [`crate::Attesters`].
     pub attester: u32,
-    /// Whether the manifest and every sampled chunk were served and matched the root.
+    /// Whether the manifest and every sampled chunk (or every data file) were served and matched
+    /// the commitment.
     pub available: bool,
 }
 
@@ -81,6 +117,10 @@ pub enum Unavailable {
     RootMismatch,
     /// A sampled chunk differs from its listed hash.
     ChunkMismatch { checkpoint: usize, chunk: u64 },
+    /// A data file is not served over HTTP(S).
+    NotHttp,
+    /// The served data files do not give the committed content root.
+    ContentMismatch,
 }
 
 /// The validity of an attestation transaction, checked in the pool and again before dispatch.
@@ -97,9 +137,9 @@ pub(crate) fn validate<T: Config>(
     if !key.verify(&attestation.encode(), signature) {
         return InvalidTransaction::BadProof.into();
     }
-    let verifying = Jobs::<T>::get(attestation.job)
-        .is_some_and(|job| matches!(job.state, JobState::Verifying { .. }));
-    if !verifying || Attestations::<T>::get(attestation.job).iter().any(|(k, _)| *k == key) {
+    if !is_open::<T>(attestation.job, attestation.subject)
+        || Attestations::<T>::get(attestation.job).iter().any(|(k, _)| *k == key)
+    {
         return InvalidTransaction::Stale.into();
     }
     ValidTransaction::with_tag_prefix("ErgonAvailability")
@@ -110,14 +150,24 @@ pub(crate) fn validate<T: Config>(
         .build()
 }
 
-/// Whether the "unavailable" attestations in `attestations` by current `attesters` reach two thirds
-/// of the attesters.
-fn quorum_unavailable<K: PartialEq>(attesters: &[K], attestations: &[(K, bool)]) -> bool {
-    let unavailable = attestations
+/// Whether `job` takes attestations about `subject`: its bundle while under verification, its data
+/// while assigned with an open report.
+fn is_open<T: Config>(job: JobId, subject: Subject) -> bool {
+    Jobs::<T>::get(job).is_some_and(|record| match (subject, record.state) {
+        (Subject::Bundle, JobState::Verifying { .. }) => true,
+        (Subject::Data, JobState::Assigned { .. }) => DataReports::<T>::contains_key(job),
+        _ => false,
+    })
+}
+
+/// Whether the attestations in `attestations` by current `attesters` that found `available` reach
+/// two thirds of the attesters.
+fn quorum<K: PartialEq>(attesters: &[K], attestations: &[(K, bool)], available: bool) -> bool {
+    let agreeing = attestations
         .iter()
-        .filter(|(key, available)| !available && attesters.contains(key))
+        .filter(|(key, found)| *found == available && attesters.contains(key))
         .count();
-    !attesters.is_empty() && unavailable * 3 >= attesters.len() * 2
+    !attesters.is_empty() && agreeing * 3 >= attesters.len() * 2
 }
 
 /// The offchain worker of block `now`: checks and attests bundles under verification.
@@ -133,20 +183,32 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
         if checked >= CHECKS_PER_BLOCK {
             break;
         }
-        let JobState::Verifying { bundle, .. } = record.state else { continue };
+        let subject = match &record.state {
+            JobState::Verifying { bundle, .. } if http_base(&bundle.uri).is_some() => {
+                Subject::Bundle
+            }
+            JobState::Assigned { .. } if DataReports::<T>::contains_key(job) => Subject::Data,
+            _ => continue,
+        };
         if Attestations::<T>::get(job).iter().any(|(k, _)| k == key) || !claim::<T>(job, now) {
             continue;
         }
-        let Some(base) = http_base(&bundle.uri) else { continue };
         checked += 1;
-        let available = match check_bundle(&base, bundle.root) {
+        let outcome = match &record.state {
+            JobState::Verifying { bundle, .. } => match http_base(&bundle.uri) {
+                Some(base) => check_bundle(&base, bundle.root),
+                None => continue,
+            },
+            _ => check_data(&record.spec),
+        };
+        let available = match outcome {
             Ok(()) => true,
             Err(why) => {
-                log::info!(target: crate::LOG_TARGET, "job {job}: bundle unavailable: {why:?}");
+                log::info!(target: crate::LOG_TARGET, "job {job}: {subject:?} unavailable: {why:?}");
                 false
             }
         };
-        let attestation = Attestation { job, set_id, attester: index as u32, available };
+        let attestation = Attestation { job, subject, set_id, attester: index as u32, available };
         let Some(signature) = key.sign(&attestation.encode()) else {
             log::warn!(target: crate::LOG_TARGET, "cannot sign with the local attester key");
             return;
@@ -206,6 +268,66 @@ pub fn check_bundle(base: &str, root: H256) -> Result<(), Unavailable> {
     Ok(())
 }
 
+/// Downloads every file of the spec's training and validation datasets and checks that their
+/// digests give the committed content roots. Every file must be served over HTTP(S): a trainer can
+/// only report data whose availability the attesters can check.
+pub fn check_data(spec: &JobSpec) -> Result<(), Unavailable> {
+    for dataset in [&spec.train, &spec.validation] {
+        check_dataset(dataset)?;
+    }
+    Ok(())
+}
+
+fn check_dataset(dataset: &Dataset) -> Result<(), Unavailable> {
+    let mut digests = Vec::new();
+    for file in dataset.files.as_slice() {
+        let url = http_base(file.0.as_slice()).ok_or(Unavailable::NotHttp)?;
+        digests.push(digest_of(&url)?);
+    }
+    if ergon_job_spec::content_root(digests) != dataset.content_root.0 {
+        return Err(Unavailable::ContentMismatch);
+    }
+    Ok(())
+}
+
+/// Whether every data file of `spec` is served over HTTP(S), so that attesters can check it.
+pub fn data_is_checkable(spec: &JobSpec) -> bool {
+    [&spec.train, &spec.validation]
+        .iter()
+        .all(|d| d.files.as_slice().iter().all(|f| http_base(f.0.as_slice()).is_some()))
+}
+
+/// SHA-256 of the body of `GET url`, streamed (at most [`ergon_job_spec::MAX_DATA_FILE_BYTES`]).
+fn digest_of(url: &str) -> Result<[u8; 32], Unavailable> {
+    use sha2::{Digest, Sha256};
+    let deadline = sp_io::offchain::timestamp().add(Duration::from_millis(DATA_DEADLINE_MS));
+    let pending =
+        http::Request::get(url).deadline(deadline).send().map_err(|_| Unavailable::Http("send"))?;
+    let response = pending
+        .try_wait(deadline)
+        .map_err(|_| Unavailable::Http("deadline"))?
+        .map_err(|_| Unavailable::Http("io"))?;
+    if response.code != 200 {
+        return Err(Unavailable::Status(response.code));
+    }
+    let mut hasher = Sha256::new();
+    let mut buffer = Vec::with_capacity(64 << 10);
+    let mut total: u64 = 0;
+    for byte in response.body() {
+        buffer.push(byte);
+        if buffer.len() == buffer.capacity() {
+            total += buffer.len() as u64;
+            if total > ergon_job_spec::MAX_DATA_FILE_BYTES {
+                return Err(Unavailable::TooLarge);
+            }
+            hasher.update(&buffer);
+            buffer.clear();
+        }
+    }
+    hasher.update(&buffer);
+    Ok(hasher.finalize().into())
+}
+
 /// `GET url` with a deadline: the whole body (at most `limit` bytes), or the byte range
 /// `[start, end)` of a file of `len` bytes. A server that ignores the range and sends the whole file
 /// (status 200) is accepted when the file is at most [`MAX_WHOLE_FILE_BYTES`].
@@ -248,42 +370,59 @@ fn get(url: &str, range: Option<(u64, u64, u64)>, limit: usize) -> Result<Vec<u8
 }
 
 impl<T: Config> Pallet<T> {
-    /// Records a valid attestation; fails the job when the unavailable quorum is reached.
+    /// Records a valid attestation and acts on a quorum: an unavailable bundle fails the job and
+    /// slashes the trainer; unavailable data ends the job without slashing it; available data
+    /// rejects the trainer's report.
     pub(crate) fn do_attest(attestation: Attestation) -> DispatchResult {
         let attesters = Attesters::<T>::get();
         let key = attesters
             .get(attestation.attester as usize)
             .cloned()
             .ok_or(crate::Error::<T>::NotAnAttester)?;
-        let mut job = Jobs::<T>::get(attestation.job).ok_or(crate::Error::<T>::JobNotFound)?;
-        let JobState::Verifying { trainer, .. } = job.state.clone() else {
-            return Err(crate::Error::<T>::NotVerifying.into());
-        };
-        let unavailable = Attestations::<T>::try_mutate(attestation.job, |list| {
+        let id = attestation.job;
+        let mut job = Jobs::<T>::get(id).ok_or(crate::Error::<T>::JobNotFound)?;
+        ensure!(
+            is_open::<T>(id, attestation.subject),
+            match attestation.subject {
+                Subject::Bundle => crate::Error::<T>::NotVerifying,
+                Subject::Data => crate::Error::<T>::NoDataReport,
+            }
+        );
+        let (unavailable, available) = Attestations::<T>::try_mutate(id, |list| {
             ensure!(!list.iter().any(|(k, _)| *k == key), crate::Error::<T>::AlreadyAttested);
             list.try_push((key.clone(), attestation.available))
                 .map_err(|_| crate::Error::<T>::AlreadyAttested)?;
-            Ok::<_, DispatchError>(quorum_unavailable(&attesters, list))
+            Ok::<_, DispatchError>((
+                quorum(&attesters, list, false),
+                quorum(&attesters, list, true),
+            ))
         })?;
         Self::deposit_event(crate::Event::AvailabilityAttested {
-            job: attestation.job,
+            job: id,
             attester: key,
             available: attestation.available,
         });
-        if unavailable {
-            crate::verification::slash_trainer::<T>(
-                attestation.job,
-                &trainer,
-                pallet_trainer_staking::SlashReason::FailedProofOfTraining,
-            );
-            Self::unschedule(attestation.job, job.timeout);
-            Self::finish(
-                attestation.job,
-                &mut job,
-                Some(trainer),
-                crate::FailureReason::Unavailable,
-            );
-            Jobs::<T>::insert(attestation.job, job);
+        match (attestation.subject, job.state.clone()) {
+            (Subject::Bundle, JobState::Verifying { trainer, .. }) if unavailable => {
+                crate::verification::slash_trainer::<T>(
+                    id,
+                    &trainer,
+                    pallet_trainer_staking::SlashReason::FailedProofOfTraining,
+                );
+                Self::unschedule(id, job.timeout);
+                Self::finish(id, &mut job, Some(trainer), crate::FailureReason::Unavailable);
+                Jobs::<T>::insert(id, job);
+            }
+            (Subject::Data, JobState::Assigned { trainer, .. }) if unavailable => {
+                Self::end_for_unavailable_data(id, &mut job, trainer);
+                Jobs::<T>::insert(id, job);
+            }
+            (Subject::Data, JobState::Assigned { trainer, .. }) if available => {
+                DataReports::<T>::remove(id);
+                Attestations::<T>::remove(id);
+                Self::deposit_event(crate::Event::DataReportRejected { job: id, trainer });
+            }
+            _ => {}
         }
         Ok(())
     }

@@ -152,7 +152,10 @@ fn a_served_bundle_is_attested_available() {
         let txs = submitted(pool);
         assert_eq!(txs.len(), 1);
         let (attestation, key, call) = txs[0].clone();
-        assert_eq!(attestation, Attestation { job, set_id: 0, attester: 0, available: true });
+        assert_eq!(
+            attestation,
+            Attestation { job, subject: Subject::Bundle, set_id: 0, attester: 0, available: true }
+        );
         assert_eq!(validate(&call), Ok(()));
         assert_ok!(dispatch(call.clone()));
         System::assert_has_event(
@@ -174,7 +177,10 @@ fn a_manifest_not_matching_the_root_is_attested_unavailable() {
         JobMarket::offchain_worker(System::block_number());
         let txs = submitted(pool);
         assert_eq!(txs.len(), 1);
-        assert_eq!(txs[0].0, Attestation { job, set_id: 0, attester: 0, available: false });
+        assert_eq!(
+            txs[0].0,
+            Attestation { job, subject: Subject::Bundle, set_id: 0, attester: 0, available: false }
+        );
     });
 }
 
@@ -232,8 +238,17 @@ fn the_worker_skips_file_uris_non_attesters_and_jobs_it_just_checked() {
 }
 
 fn attestation(job: JobId, attester: u32, available: bool) -> crate::Call<Test> {
+    attestation_of(job, Subject::Bundle, attester, available)
+}
+
+fn attestation_of(
+    job: JobId,
+    subject: Subject,
+    attester: u32,
+    available: bool,
+) -> crate::Call<Test> {
     let attestation =
-        Attestation { job, set_id: AttesterSetId::<Test>::get(), attester, available };
+        Attestation { job, subject, set_id: AttesterSetId::<Test>::get(), attester, available };
     let signature = UintAuthorityId(attester as u64 + 1).sign(&attestation.encode()).unwrap();
     crate::Call::attest_availability { attestation, signature }
 }
@@ -329,4 +344,181 @@ fn offchain_worker_hook_needs_no_keys_to_do_nothing() {
         JobMarket::offchain_worker(System::block_number());
         assert!(pool.read().transactions.is_empty());
     });
+}
+
+/// The data files of [`http_spec`]: train images and labels, validation images and labels.
+const DATA: [(&str, &[u8]); 4] = [
+    ("http://data.test/train-images", b"train images"),
+    ("http://data.test/train-labels", b"train labels"),
+    ("http://data.test/val-images", b"validation images"),
+    ("http://data.test/val-labels", b"validation labels"),
+];
+
+/// The example spec with its data served over HTTP: [`DATA`], content roots to match.
+fn http_spec() -> ergon_job_spec::JobSpec {
+    use ergon_job_spec::{Bounded, BoundedString, Hash32};
+    let mut spec = example_spec();
+    let dataset = |files: &[(&str, &[u8])]| {
+        let uris = files.iter().map(|(u, _)| BoundedString::from_str(u).unwrap()).collect();
+        let root =
+            ergon_job_spec::content_root(files.iter().map(|(_, b)| sp_io::hashing::sha2_256(b)));
+        (Bounded::new(uris).unwrap(), Hash32(root))
+    };
+    (spec.train.files, spec.train.content_root) = dataset(&DATA[..2]);
+    (spec.validation.files, spec.validation.content_root) = dataset(&DATA[2..]);
+    spec
+}
+
+/// A job with `spec` assigned to `TRAINER` (price 500, deadline block 21).
+fn assigned_job(spec: ergon_job_spec::JobSpec) -> JobId {
+    for who in 2..=6 {
+        assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 10_000));
+    }
+    let job = NextJobId::<Test>::get();
+    let now = System::block_number();
+    assert_ok!(JobMarket::post_job(
+        RuntimeOrigin::signed(OWNER),
+        Box::new(spec),
+        1_000,
+        5,
+        now + 20
+    ));
+    assert_ok!(JobMarket::bid(RuntimeOrigin::signed(TRAINER), job, 500));
+    assert_ok!(JobMarket::accept_bid(RuntimeOrigin::signed(OWNER), job, TRAINER));
+    job
+}
+
+/// Serves [`DATA`] to the offchain worker, the file at `tamper` changed: the check stops after the
+/// dataset (two files) that holds it.
+fn serve_data(offchain: &TestOffchainExt, tamper: Option<usize>) {
+    let served = tamper.map_or(DATA.len(), |i| (i / 2 + 1) * 2);
+    for (i, (uri, body)) in DATA.iter().enumerate().take(served) {
+        let mut body = body.to_vec();
+        if tamper == Some(i) {
+            body[0] ^= 1;
+        }
+        offchain.0.write().expect_request(PendingRequest {
+            method: "GET".into(),
+            uri: uri.to_string(),
+            response: Some(body),
+            sent: true,
+            ..Default::default()
+        });
+    }
+}
+
+/// The attack: the owner takes its data down (or swaps it) after assignment, so that the trainer
+/// misses its deadline and is slashed its price while the owner collects the trainer's deposit.
+/// Before, nothing could save the trainer. Now it reports, the validators' offchain workers find
+/// the data not matching its content root, and the job ends with the trainer's collateral and
+/// deposit released and the owner paying the deposit's worth out of its escrow.
+#[test]
+fn attack_owner_takes_the_data_down_and_the_trainer_is_not_slashed() {
+    with_offchain(|state, pool| {
+        BidDeposit::set(10);
+        set_attesters(3);
+        let job = assigned_job(http_spec());
+        let bond = TrainerStaking::active_bond(&TRAINER);
+        let trainer_free = Balances::free_balance(TRAINER);
+        let owner_free = Balances::free_balance(OWNER);
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        System::assert_has_event(Event::<Test>::DataReported { job, trainer: TRAINER }.into());
+
+        // This node's offchain worker downloads the training files: the images were swapped.
+        serve_data(state, Some(0));
+        JobMarket::offchain_worker(System::block_number());
+        let txs = submitted_data(pool);
+        assert_eq!(txs.len(), 1);
+        assert_eq!(
+            txs[0].0,
+            Attestation { job, subject: Subject::Data, set_id: 0, attester: 0, available: false }
+        );
+        assert_eq!(validate(&txs[0].1), Ok(()));
+        assert_ok!(dispatch(txs[0].1.clone()));
+        assert_ok!(dispatch(attestation_of(job, Subject::Data, 1, false)));
+
+        assert!(matches!(
+            Jobs::<Test>::get(job).unwrap().state,
+            JobState::Failed { reason: FailureReason::DataUnavailable, .. }
+        ));
+        // Nobody slashed the trainer; its collateral is free and it got the deposit's worth.
+        assert_eq!(TrainerStaking::active_bond(&TRAINER), bond);
+        assert_eq!(
+            <TrainerStaking as pallet_trainer_staking::Obligations<u64>>::free_collateral(&TRAINER),
+            bond
+        );
+        assert_eq!(Balances::free_balance(TRAINER), trainer_free + 10 + 10);
+        // The owner got its escrow back less the compensation.
+        assert_eq!(Balances::free_balance(OWNER), owner_free + 1_000 - 10);
+        assert!(DataReports::<Test>::get(job).is_none());
+    });
+}
+
+/// A trainer that reports data which is served and matches gains nothing: the attesters reject the
+/// report, and it still has to deliver by the deadline or lose its price.
+#[test]
+fn served_data_rejects_the_report_and_the_deadline_still_holds() {
+    with_offchain(|state, pool| {
+        set_attesters(3);
+        let job = assigned_job(http_spec());
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        serve_data(state, None);
+        JobMarket::offchain_worker(System::block_number());
+        let txs = submitted_data(pool);
+        assert!(txs[0].0.available);
+        assert_ok!(dispatch(txs[0].1.clone()));
+        assert_ok!(dispatch(attestation_of(job, Subject::Data, 2, true)));
+        System::assert_has_event(
+            Event::<Test>::DataReportRejected { job, trainer: TRAINER }.into(),
+        );
+        assert!(DataReports::<Test>::get(job).is_none());
+        assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Assigned { .. }));
+        let bond = TrainerStaking::active_bond(&TRAINER);
+        let deadline = Jobs::<Test>::get(job).unwrap().deadline;
+        run_to_block(deadline + 1);
+        assert!(matches!(
+            Jobs::<Test>::get(job).unwrap().state,
+            JobState::Failed { reason: FailureReason::MissedDeadline, .. }
+        ));
+        assert_eq!(TrainerStaking::active_bond(&TRAINER), bond - 500);
+    });
+}
+
+#[test]
+fn only_the_assigned_trainer_reports_checkable_data_once() {
+    with_offchain(|_, _| {
+        set_attesters(3);
+        let local = assigned_job(example_spec());
+        // The example's data are local paths: attesters could not check them.
+        assert_noop!(
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), local),
+            Error::<Test>::DataNotCheckable
+        );
+        let job = assigned_job(http_spec());
+        assert_noop!(
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(OWNER), job),
+            Error::<Test>::NotAssignedTrainer
+        );
+        // No report yet: data attestations are stale.
+        assert_eq!(
+            validate(&attestation_of(job, Subject::Data, 0, false)),
+            Err(InvalidTransaction::Stale.into())
+        );
+        assert_noop!(
+            dispatch(attestation_of(job, Subject::Data, 0, false)),
+            Error::<Test>::NoDataReport
+        );
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        assert_noop!(
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job),
+            Error::<Test>::DataAlreadyReported
+        );
+        // A bundle attestation for an assigned job is refused too.
+        assert_noop!(dispatch(attestation(job, 0, false)), Error::<Test>::NotVerifying);
+    });
+}
+
+/// Data attestations the offchain worker put in the pool, with their calls.
+fn submitted_data(pool: &Pool) -> Vec<(Attestation, crate::Call<Test>)> {
+    submitted(pool).into_iter().map(|(a, _, call)| (a, call)).collect()
 }

@@ -422,6 +422,50 @@ mod benchmarks {
         Attestations::<T>::insert(job, BoundedVec::truncate_from(before));
         let attestation = availability::Attestation {
             job,
+            subject: availability::Subject::Bundle,
+            set_id: AttesterSetId::<T>::get(),
+            attester: quorum - 1,
+            available: false,
+        };
+        let signature = keys[(quorum - 1) as usize]
+            .sign(&attestation.encode())
+            .ok_or(BenchmarkError::Stop("the attester key cannot sign"))?;
+        #[block]
+        {
+            availability::validate::<T>(&attestation, &signature)
+                .map_err(|_| BenchmarkError::Stop("the attestation is invalid"))?;
+            Pallet::<T>::attest_availability(RawOrigin::None.into(), attestation, signature)?;
+        }
+        assert!(Jobs::<T>::get(job).is_some_and(|j| j.state.is_terminal()));
+        Ok(())
+    }
+
+    /// The assigned trainer reports the data unavailable (every file of the largest spec checked
+    /// for an HTTP URI).
+    #[benchmark]
+    fn report_data_unavailable() {
+        let (job, _, trainer) = assigned::<T>();
+        #[extrinsic_call]
+        _(RawOrigin::Signed(trainer), job);
+        assert!(DataReports::<T>::contains_key(job));
+    }
+
+    /// The data attestation that completes the "unavailable" quorum of `MaxAttesters`: the job
+    /// ends, the trainer's collateral is released and it is compensated from the escrow.
+    #[benchmark]
+    fn attest_data() -> Result<(), BenchmarkError> {
+        let (job, _, trainer) = assigned::<T>();
+        Pallet::<T>::report_data_unavailable(RawOrigin::Signed(trainer).into(), job)
+            .map_err(|_| BenchmarkError::Stop("the trainer cannot report"))?;
+        let n = T::MaxAttesters::get();
+        let keys: Vec<T::AttesterId> = (0..n).map(|_| T::AttesterId::generate_pair(None)).collect();
+        Attesters::<T>::put(BoundedVec::truncate_from(keys.clone()));
+        let quorum = (2 * n).div_ceil(3).max(1);
+        let before = keys[..(quorum - 1) as usize].iter().map(|k| (k.clone(), false)).collect();
+        Attestations::<T>::insert(job, BoundedVec::truncate_from(before));
+        let attestation = availability::Attestation {
+            job,
+            subject: availability::Subject::Data,
             set_id: AttesterSetId::<T>::get(),
             attester: quorum - 1,
             available: false,

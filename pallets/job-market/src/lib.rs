@@ -382,6 +382,12 @@ pub mod pallet {
         ValueQuery,
     >;
 
+    /// Jobs whose assigned trainer reported that it cannot fetch the data, with the block of the
+    /// report: attesters check the data until a quorum decides.
+    #[pallet::storage]
+    pub type DataReports<T: Config> =
+        StorageMap<_, Twox64Concat, JobId, BlockNumberFor<T>, OptionQuery>;
+
     #[pallet::event]
     #[pallet::generate_deposit(pub(super) fn deposit_event)]
     pub enum Event<T: Config> {
@@ -440,6 +446,14 @@ pub mod pallet {
         JobRemoved { job: JobId },
         /// An attester checked the job's bundle over HTTP against its root.
         AvailabilityAttested { job: JobId, attester: T::AttesterId, available: bool },
+        /// The assigned trainer reported that it cannot fetch the job's data; attesters check it.
+        DataReported { job: JobId, trainer: T::AccountId },
+        /// Two thirds of the attesters fetched the data and found it matching: the report is
+        /// dropped and the trainer must still deliver by the deadline.
+        DataReportRejected { job: JobId, trainer: T::AccountId },
+        /// The data was found unavailable: the trainer was paid `amount` from the escrow for its
+        /// trouble (its collateral and deposit are released; nobody is slashed).
+        TrainerCompensated { job: JobId, trainer: T::AccountId, amount: BalanceOf<T> },
     }
 
     #[pallet::error]
@@ -529,6 +543,12 @@ pub mod pallet {
         NotVerifying,
         /// This attester already attested this job.
         AlreadyAttested,
+        /// The job has no open data report to attest.
+        NoDataReport,
+        /// The job's data is reported already.
+        DataAlreadyReported,
+        /// A data file is not served over HTTP(S), so attesters could not check a report.
+        DataNotCheckable,
     }
 
     #[pallet::hooks]
@@ -775,6 +795,9 @@ pub mod pallet {
                 submitted_at: now,
             };
             Self::unschedule(job, record.timeout);
+            // Delivered after all: a data report is moot.
+            DataReports::<T>::remove(job);
+            Attestations::<T>::remove(job);
             // Randomness of block now + 1 (read at now + 2) did not exist when the root was committed.
             Self::schedule(job, &mut record, now.saturating_add(2u32.into()))?;
             // Delivered: the bid deposit goes back (the collateral stays until the verdict).
@@ -814,11 +837,12 @@ pub mod pallet {
             Self::do_reveal(job, who, verdict, evidence_hash, salt)
         }
 
-        /// An attester's verdict on the availability of a job's bundle: an unsigned transaction from
-        /// a validator's offchain worker, signed with its `ergn` session key (checked before
-        /// dispatch). Two thirds of the attesters finding the bundle unavailable fail the job.
+        /// An attester's verdict on the availability of a job's bundle, or of its data after the
+        /// trainer's report: an unsigned transaction from a validator's offchain worker, signed with
+        /// its `ergn` session key (checked before dispatch). Two thirds of the attesters finding the
+        /// bundle unavailable fail the job; see [`Pallet::report_data_unavailable`] for data.
         #[pallet::call_index(7)]
-        #[pallet::weight(T::WeightInfo::attest_availability())]
+        #[pallet::weight(T::WeightInfo::attest_availability().max(T::WeightInfo::attest_data()))]
         pub fn attest_availability(
             origin: OriginFor<T>,
             attestation: availability::Attestation,
@@ -826,6 +850,31 @@ pub mod pallet {
         ) -> DispatchResult {
             ensure_none(origin)?;
             Self::do_attest(attestation)
+        }
+
+        /// The assigned trainer reports that it cannot fetch the job's data (before its deadline).
+        /// Validators' offchain workers download the datasets and attest whether they match the
+        /// spec's content roots: two thirds "unavailable" end the job without slashing the trainer,
+        /// which gets its collateral and deposit back plus the bid deposit's worth from the escrow
+        /// (an owner who takes its data down pays for it); two thirds "available" drop the report.
+        /// The deadline does not move: report early.
+        #[pallet::call_index(10)]
+        #[pallet::weight(T::WeightInfo::report_data_unavailable())]
+        pub fn report_data_unavailable(origin: OriginFor<T>, job: JobId) -> DispatchResult {
+            let who = ensure_signed(origin)?;
+            let record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
+            let JobState::Assigned { trainer, .. } = record.state else {
+                return Err(Error::<T>::NotAssignedTrainer.into());
+            };
+            ensure!(trainer == who, Error::<T>::NotAssignedTrainer);
+            let now = frame_system::Pallet::<T>::block_number();
+            ensure!(now <= record.deadline, Error::<T>::DeadlinePassed);
+            ensure!(!DataReports::<T>::contains_key(job), Error::<T>::DataAlreadyReported);
+            ensure!(availability::data_is_checkable(&record.spec), Error::<T>::DataNotCheckable);
+            DataReports::<T>::insert(job, now);
+            Attestations::<T>::remove(job);
+            Self::deposit_event(Event::DataReported { job, trainer });
+            Ok(())
         }
 
         /// Joins (`enabled`) or leaves the verifier pool. Joining needs an eligible bond; a drawn
@@ -1015,6 +1064,7 @@ pub mod pallet {
             PastVerifiers::<T>::remove(id);
             PendingVotes::<T>::remove(id);
             Attestations::<T>::remove(id);
+            DataReports::<T>::remove(id);
             ActiveJobs::<T>::mutate(|n| n.saturating_dec());
             OpenJobsOf::<T>::mutate_exists(&job.owner, |n| {
                 let left = n.unwrap_or_default().saturating_sub(1);
@@ -1067,6 +1117,36 @@ pub mod pallet {
             };
             Jobs::<T>::insert(id, job);
             weight
+        }
+
+        /// Attesters found the data of assigned `job` unavailable: the trainer is released from its
+        /// collateral, paid up to `BidDeposit` from the escrow (what it would have forfeited had it
+        /// missed the deadline), and the job ends with the rest refunded.
+        pub(crate) fn end_for_unavailable_data(
+            id: JobId,
+            job: &mut JobOf<T>,
+            trainer: T::AccountId,
+        ) {
+            T::Staking::release(&trainer, Obligation::Training(id));
+            let amount = T::BidDeposit::get().min(job.escrow);
+            let paid = T::Currency::transfer_on_hold(
+                &HoldReason::Escrow.into(),
+                &job.owner,
+                &trainer,
+                amount,
+                Precision::BestEffort,
+                Restriction::Free,
+                Fortitude::Force,
+            )
+            .unwrap_or_default();
+            job.escrow = job.escrow.saturating_sub(paid);
+            Self::deposit_event(Event::TrainerCompensated {
+                job: id,
+                trainer: trainer.clone(),
+                amount: paid,
+            });
+            Self::unschedule(id, job.timeout);
+            Self::finish(id, job, Some(trainer), FailureReason::DataUnavailable);
         }
 
         /// The assigned trainer missed the deadline: its bid deposit goes to the owner.
@@ -1150,6 +1230,13 @@ pub mod pallet {
                 open == OpenJobsOf::<T>::iter().collect::<BTreeMap<_, _>>(),
                 "OpenJobsOf differs from the owners' unfinished jobs"
             );
+            for (id, _) in DataReports::<T>::iter() {
+                ensure!(
+                    Jobs::<T>::get(id)
+                        .is_some_and(|j| matches!(j.state, JobState::Assigned { .. })),
+                    "a data report names a job that is not assigned"
+                );
+            }
             let queued: usize = Timeouts::<T>::iter_values().map(|q| q.len()).sum();
             ensure!(queued == Jobs::<T>::count() as usize, "timeout entries differ from jobs");
             Ok(())

@@ -149,6 +149,9 @@ pub enum FailureReason {
     Inconclusive,
     /// Two thirds of the attesters found the bundle unavailable or not matching its root.
     Unavailable,
+    /// The trainer reported that it could not fetch the job's data, and two thirds of the attesters
+    /// found the data unavailable or not matching its content roots: not the trainer's fault.
+    DataUnavailable,
 }
 
 /// Where a job stands. The last two are terminal: the escrow is settled and the record is kept

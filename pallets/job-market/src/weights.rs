@@ -71,6 +71,10 @@ pub trait WeightInfo {
 	fn timeout_remove() -> Weight;
 	/// Weight of the `attest_availability` benchmark.
 	fn attest_availability() -> Weight;
+	/// Weight of the `report_data_unavailable` benchmark.
+	fn report_data_unavailable() -> Weight;
+	/// Weight of the `attest_data` benchmark.
+	fn attest_data() -> Weight;
 }
 
 /// Measured weights for a runtime, priced with its `DbWeight`.
@@ -164,6 +168,15 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Rounds` (r:0 w:1)
 	/// Proof: `JobMarket::Rounds` (`max_values`: None, `max_size`: Some(236), added: 2711, mode: `MaxEncodedLen`)
 	fn submit_bundle() -> Weight {
+		// Proof size (bytes), measured: `1758`,
+		// estimated: `6559`.
+		// Minimum execution time: 22_644_000 picoseconds.
+		Weight::from_parts(25_398_000, 0)
+			.saturating_add(Weight::from_parts(0, 6559))
+			.saturating_add(T::DbWeight::get().reads(3))
+			.saturating_add(T::DbWeight::get().writes(4))
+	}
+	fn report_data_unavailable() -> Weight {
 		// Proof size (bytes), measured: `1758`,
 		// estimated: `6559`.
 		// Minimum execution time: 22_644_000 picoseconds.
@@ -378,6 +391,15 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 			.saturating_add(T::DbWeight::get().reads(12))
 			.saturating_add(T::DbWeight::get().writes(13))
 	}
+	fn attest_data() -> Weight {
+		// Proof size (bytes), measured: `8236`,
+		// estimated: `6783`.
+		// Minimum execution time: 258_578_000 picoseconds.
+		Weight::from_parts(288_934_000, 0)
+			.saturating_add(Weight::from_parts(0, 6783))
+			.saturating_add(T::DbWeight::get().reads(12))
+			.saturating_add(T::DbWeight::get().writes(13))
+	}
 }
 
 /// No weight at all: for mock runtimes in tests, where weight is not under test.
@@ -395,6 +417,9 @@ impl WeightInfo for () {
 		Weight::zero()
 	}
 	fn submit_bundle() -> Weight {
+		Weight::zero()
+	}
+	fn report_data_unavailable() -> Weight {
 		Weight::zero()
 	}
 	fn commit_verdict() -> Weight {
@@ -422,6 +447,9 @@ impl WeightInfo for () {
 		Weight::zero()
 	}
 	fn attest_availability() -> Weight {
+		Weight::zero()
+	}
+	fn attest_data() -> Weight {
 		Weight::zero()
 	}
 }

@@ -137,7 +137,11 @@ impl<T: Config> Obligations<T::AccountId> for Pallet<T> {
         }
         let (slashed, credit) = Pallet::<T>::take_slash(who, share.mul_floor(collateral));
         if !slashed.is_zero() {
-            Pallet::<T>::deposit_event(Event::Slashed { who: who.clone(), amount: slashed, reason });
+            Pallet::<T>::deposit_event(Event::Slashed {
+                who: who.clone(),
+                amount: slashed,
+                reason,
+            });
         }
         Pallet::<T>::pay_out(who, credit, beneficiaries);
         slashed

@@ -45,6 +45,20 @@ pub const MAX_BATCH_SIZE: u32 = 8192;
 pub const BYTE_VOCAB: u32 = 256;
 /// One unit of work (ut) is 432·10^9 floating-point operations (1 GFLOP/s for 1/200 of a day).
 pub const FLOPS_PER_UT: u128 = 432_000_000_000;
+/// Largest data file a dataset may name (4 GiB): what the worker loads and what validators' offchain
+/// workers hash when a trainer reports the data unavailable.
+pub const MAX_DATA_FILE_BYTES: u64 = 4 << 30;
+
+/// Content root of a dataset from the SHA-256 digests of its files' bytes, in spec order:
+/// `SHA-256(SHA-256(file₀) ‖ SHA-256(file₁) ‖ …)`. The one definition the worker and the runtime share.
+pub fn content_root(file_digests: impl IntoIterator<Item = [u8; 32]>) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut outer = Sha256::new();
+    for digest in file_digests {
+        outer.update(digest);
+    }
+    outer.finalize().into()
+}
 
 /// A 32-byte hash (content roots). JSON: `0x`-prefixed hex.
 #[derive(

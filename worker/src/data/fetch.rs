@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{io, Error, Result};
 
 /// Largest data file the worker accepts (4 GiB).
-pub const MAX_FILE_BYTES: u64 = 4 << 30;
+pub const MAX_FILE_BYTES: u64 = ergon_job_spec::MAX_DATA_FILE_BYTES;
 
 /// The bytes of the file at `uri`.
 pub fn fetch(uri: &str) -> Result<Vec<u8>> {
@@ -46,13 +46,10 @@ fn download(url: &str) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Content root of a dataset: `SHA-256(SHA-256(file₀) ‖ SHA-256(file₁) ‖ …)`, files in spec order.
+/// Content root of a dataset's files ([`ergon_job_spec::content_root`] of their digests), files in
+/// spec order.
 pub fn content_root<'a>(files: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
-    let mut outer = Sha256::new();
-    for bytes in files {
-        outer.update(Sha256::digest(bytes));
-    }
-    outer.finalize().into()
+    ergon_job_spec::content_root(files.into_iter().map(|bytes| Sha256::digest(bytes).into()))
 }
 
 #[cfg(test)]
