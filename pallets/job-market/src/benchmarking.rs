@@ -440,6 +440,27 @@ mod benchmarks {
         Ok(())
     }
 
+    /// An eligible trainer joins the verifier pool.
+    #[benchmark]
+    fn set_verifier() {
+        let who: T::AccountId = account("joiner", 0, 0);
+        T::BenchmarkHelper::make_trainer(&who);
+        #[extrinsic_call]
+        _(RawOrigin::Signed(who.clone()), true);
+        assert!(VerifierPool::<T>::contains_key(&who));
+    }
+
+    /// A pool member no longer eligible is removed by someone else.
+    #[benchmark]
+    fn prune_verifier() {
+        let stale: T::AccountId = account("stale", 0, 0);
+        VerifierPool::<T>::insert(&stale, ());
+        let caller = funded::<T>("caller", 0);
+        #[extrinsic_call]
+        _(RawOrigin::Signed(caller), stale.clone());
+        assert!(!VerifierPool::<T>::contains_key(&stale));
+    }
+
     /// The assigned trainer reports the data unavailable (every file of the largest spec checked
     /// for an HTTP URI).
     #[benchmark]

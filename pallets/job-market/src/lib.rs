@@ -881,7 +881,7 @@ pub mod pallet {
         /// verifier must commit and reveal in time or lose part of its collateral. Rounds already
         /// drawn must still be answered after leaving.
         #[pallet::call_index(8)]
-        #[pallet::weight(T::WeightInfo::bid())]
+        #[pallet::weight(T::WeightInfo::set_verifier())]
         pub fn set_verifier(origin: OriginFor<T>, enabled: bool) -> DispatchResult {
             let who = ensure_signed(origin)?;
             if enabled {
@@ -903,7 +903,7 @@ pub mod pallet {
         /// Removes a verifier that is no longer eligible (unbonded or slashed below the minimum):
         /// anyone may, so stale entries cannot fill the pool.
         #[pallet::call_index(9)]
-        #[pallet::weight(T::WeightInfo::bid())]
+        #[pallet::weight(T::WeightInfo::prune_verifier())]
         pub fn prune_verifier(origin: OriginFor<T>, who: T::AccountId) -> DispatchResult {
             ensure_signed(origin)?;
             ensure!(VerifierPool::<T>::contains_key(&who), Error::<T>::NotInVerifierPool);

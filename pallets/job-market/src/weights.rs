@@ -75,6 +75,10 @@ pub trait WeightInfo {
 	fn report_data_unavailable() -> Weight;
 	/// Weight of the `attest_data` benchmark.
 	fn attest_data() -> Weight;
+	/// Weight of the `set_verifier` benchmark.
+	fn set_verifier() -> Weight;
+	/// Weight of the `prune_verifier` benchmark.
+	fn prune_verifier() -> Weight;
 }
 
 /// Measured weights for a runtime, priced with its `DbWeight`.
@@ -136,6 +140,24 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Bids` (r:1 w:1)
 	/// Proof: `JobMarket::Bids` (`max_values`: None, `max_size`: Some(3090), added: 5565, mode: `MaxEncodedLen`)
 	fn bid() -> Weight {
+		// Proof size (bytes), measured: `5525`,
+		// estimated: `6559`.
+		// Minimum execution time: 32_208_000 picoseconds.
+		Weight::from_parts(40_731_000, 0)
+			.saturating_add(Weight::from_parts(0, 6559))
+			.saturating_add(T::DbWeight::get().reads(3))
+			.saturating_add(T::DbWeight::get().writes(1))
+	}
+	fn set_verifier() -> Weight {
+		// Proof size (bytes), measured: `5525`,
+		// estimated: `6559`.
+		// Minimum execution time: 32_208_000 picoseconds.
+		Weight::from_parts(40_731_000, 0)
+			.saturating_add(Weight::from_parts(0, 6559))
+			.saturating_add(T::DbWeight::get().reads(3))
+			.saturating_add(T::DbWeight::get().writes(1))
+	}
+	fn prune_verifier() -> Weight {
 		// Proof size (bytes), measured: `5525`,
 		// estimated: `6559`.
 		// Minimum execution time: 32_208_000 picoseconds.
@@ -411,6 +433,12 @@ impl WeightInfo for () {
 		Weight::zero()
 	}
 	fn bid() -> Weight {
+		Weight::zero()
+	}
+	fn set_verifier() -> Weight {
+		Weight::zero()
+	}
+	fn prune_verifier() -> Weight {
 		Weight::zero()
 	}
 	fn accept_bid() -> Weight {
