@@ -8,8 +8,10 @@
 //!    hardware (the reference is [`ergon_drill`]): chained int8 matrix products over seeded matrices,
 //!    and int8 inference of a committed model over a committed dataset. The difficulty in micro-ut is
 //!    computed on chain from the exact operation count.
-//! 2. **Drillers**: a bonded trainer opts in with [`Pallet::set_driller`] (the worker's driller role);
-//!    only drillers get tasks, so a trainer that runs no driller is never slashed for silence.
+//! 2. **Drillers**: a bonded trainer opts in with [`Pallet::set_driller`] (the worker's driller role),
+//!    declaring its capacity in micro-ut per hour; only drillers get tasks, so a trainer that runs no
+//!    driller is never slashed for silence. Tasks are sized to fill `CapacityUse` of the commit window
+//!    at the declared capacity, so accounts sharing one machine earn no more D than the machine does.
 //!    [`Pallet::prune_driller`] lets anyone remove one whose bond fell below the minimum.
 //! 3. **Synthetic tasks** ([`issuance`]): every `EpochLength` blocks the runtime shuffles the eligible
 //!    drillers with on-chain randomness and cuts them into groups of `SyntheticReplication` (the last
@@ -21,17 +23,22 @@
 //!    know, uniformly among eligible drillers.
 //! 5. **Commit-reveal**: executors [`Pallet::commit_result`] `hash(task, executor, result, salt)`
 //!    within `CommitWindow`, then [`Pallet::reveal_result`] within `RevealWindow`.
-//! 6. **Settlement** ([`settlement`]): all `r` reveal the same result → each is credited D = difficulty
+//! 6. **Collateral**: each executor's task freezes part of its bond (trainer staking's obligations)
+//!    until the task is judged, and every drilling slash is taken from it.
+//! 7. **Settlement** ([`settlement`]): all `r` reveal the same result → each is credited D = difficulty
 //!    through pallet-compute-power and its drilling record (hashrate) updated. Any disagreement or
-//!    silence → nobody is credited; the silent are slashed (`NoShow`), and when a strict majority of
-//!    `r` agrees, the minority too (`DrillingDisagreement`); the task is re-issued with `r + 2`
-//!    executors (at most `MaxReissues` times). When a re-issue agrees, the executors of the previous
-//!    attempt who revealed another result are slashed then.
+//!    silence → nobody is credited; the silent are slashed at once (`NoShow`); revealed results become
+//!    disputes, judged by the first re-issue that agrees (or a strict majority of the last attempt):
+//!    those proven wrong are slashed (`DrillingDisagreement`) and their collateral paid to those proven
+//!    right. A task is re-issued with `r + 2` executors at most `MaxReissues` times.
+//! 8. **Records** of accounts that stopped drilling are pruned by anyone after `RecordRetention`
+//!    epochs ([`Pallet::prune_record`]).
 //!
 //! Every task has one entry in [`Timeouts`]; finished tasks are removed `Retention` blocks later.
 //! Storage is bounded: `MaxOpenTasks` tasks, `MaxPublishedTasks` per publisher, `MaxTrainers`
-//! drillers (and in an epoch's issuance). Invariants (`try_state`): every task is in exactly the timeout entry it names, the
-//! count of each publisher's tasks matches, and each publisher's deposit is held.
+//! drillers (and in an epoch's issuance). Invariants (`try_state`): every task is in exactly the
+//! timeout entry it names, the count of each publisher's tasks matches, each publisher's deposit is
+//! held, and every executor of an open task and every pending dispute holds its collateral.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 

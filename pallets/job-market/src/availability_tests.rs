@@ -54,20 +54,7 @@ fn set_attesters(n: u64) {
 
 /// A job whose bundle at `uri` with `root` is under verification.
 fn verifying_job(uri: &str, root: H256) -> JobId {
-    for who in 2..=6 {
-        assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 10_000));
-    }
-    let job = NextJobId::<Test>::get();
-    let now = System::block_number();
-    assert_ok!(JobMarket::post_job(
-        RuntimeOrigin::signed(OWNER),
-        Box::new(example_spec()),
-        1_000,
-        5,
-        now + 20
-    ));
-    assert_ok!(JobMarket::bid(RuntimeOrigin::signed(TRAINER), job, 500));
-    assert_ok!(JobMarket::accept_bid(RuntimeOrigin::signed(OWNER), job, TRAINER));
+    let job = assigned_job(example_spec());
     assert_ok!(JobMarket::submit_bundle(
         RuntimeOrigin::signed(TRAINER),
         job,

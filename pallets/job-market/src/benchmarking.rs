@@ -214,6 +214,35 @@ fn all_committed<T: Config>(job: JobId) -> Vec<T::AccountId> {
 }
 
 /// Runs `on_initialize` at the job's timeout.
+/// `MaxAttesters` attesters of which all but one of a quorum found `job`'s `subject` unavailable;
+/// returns the last one's signed "unavailable" attestation, which completes the quorum.
+fn last_of_quorum<T: Config>(
+    job: JobId,
+    subject: availability::Subject,
+) -> Result<
+    (availability::Attestation, <T::AttesterId as RuntimeAppPublic>::Signature),
+    BenchmarkError,
+> {
+    let n = T::MaxAttesters::get();
+    let keys: Vec<T::AttesterId> = (0..n).map(|_| T::AttesterId::generate_pair(None)).collect();
+    Attesters::<T>::put(BoundedVec::truncate_from(keys.clone()));
+    // The smallest count u with 3u ≥ 2n; all but the last are recorded already.
+    let quorum = (2 * n).div_ceil(3).max(1);
+    let before = keys[..(quorum - 1) as usize].iter().map(|k| (k.clone(), false)).collect();
+    Attestations::<T>::insert(job, BoundedVec::truncate_from(before));
+    let attestation = availability::Attestation {
+        job,
+        subject,
+        set_id: AttesterSetId::<T>::get(),
+        attester: quorum - 1,
+        available: false,
+    };
+    let signature = keys[(quorum - 1) as usize]
+        .sign(&attestation.encode())
+        .ok_or(BenchmarkError::Stop("the attester key cannot sign"))?;
+    Ok((attestation, signature))
+}
+
 fn timeout_of<T: Config>(job: JobId) -> BlockNumberFor<T> {
     let at = Jobs::<T>::get(job).expect("job").timeout;
     frame_system::Pallet::<T>::set_block_number(at);
@@ -258,8 +287,11 @@ mod benchmarks {
         let (job, _) = post::<T>();
         bids::<T>(job, T::MaxBids::get() - 1);
         let last = trainer::<T>(T::MaxBids::get());
+        // The lowest price allowed: the cheapest bid, which the bid list keeps in order.
+        let work = Jobs::<T>::get(job).map(|j| j.work_micro_ut).unwrap_or_default();
+        let price = Pallet::<T>::min_price_for(work).max(1u32.into());
         #[extrinsic_call]
-        _(RawOrigin::Signed(last), job, 1u32.into());
+        _(RawOrigin::Signed(last), job, price);
         assert_eq!(Bids::<T>::get(job).len() as u32, T::MaxBids::get());
     }
 
@@ -413,23 +445,7 @@ mod benchmarks {
     #[benchmark]
     fn attest_availability() -> Result<(), BenchmarkError> {
         let (job, ..) = submitted::<T>(0);
-        let n = T::MaxAttesters::get();
-        let keys: Vec<T::AttesterId> = (0..n).map(|_| T::AttesterId::generate_pair(None)).collect();
-        Attesters::<T>::put(BoundedVec::truncate_from(keys.clone()));
-        // The smallest count u with 3u ≥ 2n; all but the last are recorded already.
-        let quorum = (2 * n).div_ceil(3).max(1);
-        let before = keys[..(quorum - 1) as usize].iter().map(|k| (k.clone(), false)).collect();
-        Attestations::<T>::insert(job, BoundedVec::truncate_from(before));
-        let attestation = availability::Attestation {
-            job,
-            subject: availability::Subject::Bundle,
-            set_id: AttesterSetId::<T>::get(),
-            attester: quorum - 1,
-            available: false,
-        };
-        let signature = keys[(quorum - 1) as usize]
-            .sign(&attestation.encode())
-            .ok_or(BenchmarkError::Stop("the attester key cannot sign"))?;
+        let (attestation, signature) = last_of_quorum::<T>(job, availability::Subject::Bundle)?;
         #[block]
         {
             availability::validate::<T>(&attestation, &signature)
@@ -478,22 +494,7 @@ mod benchmarks {
         let (job, _, trainer) = assigned::<T>();
         Pallet::<T>::report_data_unavailable(RawOrigin::Signed(trainer).into(), job)
             .map_err(|_| BenchmarkError::Stop("the trainer cannot report"))?;
-        let n = T::MaxAttesters::get();
-        let keys: Vec<T::AttesterId> = (0..n).map(|_| T::AttesterId::generate_pair(None)).collect();
-        Attesters::<T>::put(BoundedVec::truncate_from(keys.clone()));
-        let quorum = (2 * n).div_ceil(3).max(1);
-        let before = keys[..(quorum - 1) as usize].iter().map(|k| (k.clone(), false)).collect();
-        Attestations::<T>::insert(job, BoundedVec::truncate_from(before));
-        let attestation = availability::Attestation {
-            job,
-            subject: availability::Subject::Data,
-            set_id: AttesterSetId::<T>::get(),
-            attester: quorum - 1,
-            available: false,
-        };
-        let signature = keys[(quorum - 1) as usize]
-            .sign(&attestation.encode())
-            .ok_or(BenchmarkError::Stop("the attester key cannot sign"))?;
+        let (attestation, signature) = last_of_quorum::<T>(job, availability::Subject::Data)?;
         #[block]
         {
             availability::validate::<T>(&attestation, &signature)

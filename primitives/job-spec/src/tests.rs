@@ -296,3 +296,16 @@ fn json_round_trip_with_readable_numbers() {
     let bad = json.replace("\"lr\": 0.1", "\"lr\": -1.0");
     assert!(serde_json::from_str::<JobSpec>(&bad).is_err());
 }
+
+/// A test vector for clients: the content root of the files `images` and `labels`, in that order,
+/// is SHA-256 over their two SHA-256 digests.
+#[test]
+fn content_root_test_vector() {
+    use sha2::{Digest, Sha256};
+    let digests = [b"images".as_slice(), b"labels"].map(|f| <[u8; 32]>::from(Sha256::digest(f)));
+    let expected = "415eec58888c2286ad6745374b1c75190a0f84f4b1a4d305336f3e74f96a1114";
+    let root = crate::content_root(digests);
+    let hex: String = root.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, expected);
+    assert_ne!(crate::content_root([digests[1], digests[0]]), root, "order matters");
+}
