@@ -43,12 +43,23 @@ pub fn node_binary() -> PathBuf {
     bin
 }
 
-/// A TCP port that was free a moment ago.
+/// A TCP port that was free a moment ago, below the kernel's ephemeral range (32768–60999 on Linux)
+/// and never handed out twice by this process. A port the OS picks for `bind(0)` comes from the
+/// ephemeral range, where the nodes' own outgoing connections may take it before the node that was
+/// given it binds it; ports from a fixed window per process cannot collide that way.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("the OS hands out a free loopback port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let offset = (std::process::id() * 97) % SPAN;
+    for _ in 0..SPAN {
+        let port = (FIRST + (offset + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {FIRST}..{}", FIRST + SPAN)
 }
 
 /// The ports a node listens on.
