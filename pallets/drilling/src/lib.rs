@@ -1006,9 +1006,9 @@ pub mod pallet {
             ensure!(scheduled == Tasks::<T>::count(), "a task is not in exactly one timeout entry");
             ensure!(Tasks::<T>::count() <= T::MaxOpenTasks::get(), "too many tasks");
             let mut published = alloc::collections::BTreeMap::<T::AccountId, u32>::new();
-            for (_, task) in Tasks::<T>::iter() {
-                if let TaskOrigin::Publisher(who) = task.origin {
-                    *published.entry(who).or_default() += 1;
+            for (id, task) in Tasks::<T>::iter() {
+                if let TaskOrigin::Publisher(who) = &task.origin {
+                    *published.entry(who.clone()).or_default() += 1;
                 }
                 ensure!(
                     task.phase == TaskPhase::Drawing
@@ -1016,14 +1016,8 @@ pub mod pallet {
                         || !task.executors.is_empty(),
                     "an active task has no executors"
                 );
-            }
-            ensure!(
-                published == PublishedTasks::<T>::iter().collect(),
-                "a publisher's task count does not match its tasks"
-            );
-            // Every executor of an open task, and every dispute awaiting judgment, holds its
-            // collateral until the task settles.
-            for (id, task) in Tasks::<T>::iter() {
+                // Every executor of an open task, and every dispute awaiting judgment, holds its
+                // collateral until the task settles.
                 if matches!(task.phase, TaskPhase::Committing | TaskPhase::Revealing) {
                     for e in &task.executors {
                         ensure!(
@@ -1041,6 +1035,10 @@ pub mod pallet {
                     }
                 }
             }
+            ensure!(
+                published == PublishedTasks::<T>::iter().collect(),
+                "a publisher's task count does not match its tasks"
+            );
             let reason = HoldReason::PublisherDeposit.into();
             for (who, publisher) in Publishers::<T>::iter() {
                 ensure!(

@@ -57,32 +57,65 @@ pub(crate) fn settle<T: Config>(id: TaskId, task: &mut TaskOf<T>, now: BlockNumb
         slash::<T>(id, &executor.who, SlashReason::NoShow, &[]);
     }
     let disputed = core::mem::take(&mut task.disputed).into_inner();
-    let mine = task
+    let mine: Vec<Dispute<T::AccountId>> = task
         .executors
         .iter()
-        .filter_map(|e| e.result.map(|result| Dispute { who: e.who.clone(), result, task: id }));
+        .filter_map(|e| e.result.map(|result| Dispute { who: e.who.clone(), result, task: id }))
+        .collect();
+    let invalid = confirmed.is_some_and(|result| Some(result) == task.kind.invalid_result());
 
-    if let Some(result) = confirmed {
-        let invalid = Some(result) == task.kind.invalid_result();
-        // Earlier attempts are judged against the confirmed result and paid from those proven wrong.
-        let right: Vec<T::AccountId> =
-            disputed.iter().filter(|d| d.result == result).map(|d| d.who.clone()).collect();
-        let credit = if invalid { 0 } else { task.difficulty };
-        for dispute in disputed.iter().chain(mine.collect::<Vec<_>>().iter()) {
-            judge::<T>(dispute, result, credit, &right, dispute.task == id);
-        }
-        if unanimous {
-            for executor in &task.executors {
-                if !invalid {
+    let reissued = match confirmed {
+        Some(result) => {
+            // Every revealed result is judged against the confirmed one; those proven wrong pay
+            // the earlier executors proven right.
+            let right: Vec<T::AccountId> =
+                disputed.iter().filter(|d| d.result == result).map(|d| d.who.clone()).collect();
+            let credit = if invalid { 0 } else { task.difficulty };
+            for dispute in disputed.iter().chain(&mine) {
+                judge::<T>(dispute, result, credit, &right, dispute.task == id);
+            }
+            if unanimous && !invalid {
+                for executor in &task.executors {
                     T::ComputePower::credit(&executor.who, WorkKind::Drilling, task.difficulty);
                     record::<T>(&executor.who, task.difficulty, executor.elapsed_ms);
                 }
             }
+            None
         }
-        if invalid {
+        None => {
+            // Nobody is judged on this attempt alone: its results join the earlier disputes.
+            let mut all = mine;
+            all.extend(disputed);
+            let keep = all.len().min(MAX_REPLICATION as usize);
+            drop_disputes::<T>(all.split_off(keep));
+            let created = (!last)
+                .then(|| {
+                    Pallet::<T>::new_task(
+                        task.kind.clone(),
+                        task.difficulty,
+                        task.origin.clone(),
+                        task.replication.saturating_add(2).min(T::MaxReplication::get()),
+                        task.attempt.saturating_add(1),
+                        BoundedVec::<_, ReplicationBound>::truncate_from(all.clone()),
+                        None,
+                        now,
+                    )
+                    .ok()
+                })
+                .flatten();
+            if created.is_none() {
+                drop_disputes::<T>(all);
+            }
+            created
+        }
+    };
+
+    match confirmed {
+        Some(_) if invalid => {
             task.phase = TaskPhase::Invalid;
             Pallet::<T>::deposit_event(Event::TaskInvalid { task: id });
-        } else if unanimous {
+        }
+        Some(result) if unanimous => {
             task.phase = TaskPhase::Agreed { result };
             Pallet::<T>::deposit_event(Event::TaskAgreed {
                 task: id,
@@ -90,49 +123,16 @@ pub(crate) fn settle<T: Config>(id: TaskId, task: &mut TaskOf<T>, now: BlockNumb
                 executors: r as u32,
                 difficulty: task.difficulty,
             });
-        } else {
-            task.phase = TaskPhase::Disagreed { reissued: None };
+        }
+        _ => {
+            task.phase = TaskPhase::Disagreed { reissued };
             Pallet::<T>::deposit_event(Event::TaskDisagreed {
                 task: id,
                 revealed: revealed.len() as u32,
                 silent: (r - revealed.len()) as u32,
-                reissued: None,
+                reissued,
             });
         }
-    } else {
-        // Nobody is judged on this attempt alone: its results join the disputes of earlier ones.
-        let mut all: Vec<Dispute<T::AccountId>> = mine.collect();
-        all.extend(disputed);
-        let keep = all.len().min(MAX_REPLICATION as usize);
-        drop_disputes::<T>(all.split_off(keep));
-        let reissued = if last {
-            drop_disputes::<T>(all);
-            None
-        } else {
-            let disputed = BoundedVec::<_, ReplicationBound>::truncate_from(all.clone());
-            let created = Pallet::<T>::new_task(
-                task.kind.clone(),
-                task.difficulty,
-                task.origin.clone(),
-                task.replication.saturating_add(2).min(T::MaxReplication::get()),
-                task.attempt.saturating_add(1),
-                disputed,
-                None,
-                now,
-            )
-            .ok();
-            if created.is_none() {
-                drop_disputes::<T>(all);
-            }
-            created
-        };
-        task.phase = TaskPhase::Disagreed { reissued };
-        Pallet::<T>::deposit_event(Event::TaskDisagreed {
-            task: id,
-            revealed: revealed.len() as u32,
-            silent: (r - revealed.len()) as u32,
-            reissued,
-        });
     }
     Pallet::<T>::reschedule(id, task, now.saturating_add(T::Retention::get()));
 }

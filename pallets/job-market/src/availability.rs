@@ -137,9 +137,9 @@ pub(crate) fn validate<T: Config>(
     if !key.verify(&attestation.encode(), signature) {
         return InvalidTransaction::BadProof.into();
     }
-    if !is_open::<T>(attestation.job, attestation.subject)
-        || Attestations::<T>::get(attestation.job).iter().any(|(k, _)| *k == key)
-    {
+    let open = Jobs::<T>::get(attestation.job)
+        .is_some_and(|job| takes::<T>(attestation.job, &job, attestation.subject));
+    if !open || Attestations::<T>::get(attestation.job).iter().any(|(k, _)| *k == key) {
         return InvalidTransaction::Stale.into();
     }
     ValidTransaction::with_tag_prefix("ErgonAvailability")
@@ -150,14 +150,14 @@ pub(crate) fn validate<T: Config>(
         .build()
 }
 
-/// Whether `job` takes attestations about `subject`: its bundle while under verification, its data
-/// while assigned with an open report.
-fn is_open<T: Config>(job: JobId, subject: Subject) -> bool {
-    Jobs::<T>::get(job).is_some_and(|record| match (subject, record.state) {
+/// Whether job `id` takes attestations about `subject`: its bundle while under verification, its
+/// data while assigned with an open report.
+fn takes<T: Config>(id: JobId, job: &crate::JobOf<T>, subject: Subject) -> bool {
+    match (subject, &job.state) {
         (Subject::Bundle, JobState::Verifying { .. }) => true,
-        (Subject::Data, JobState::Assigned { .. }) => DataReports::<T>::contains_key(job),
+        (Subject::Data, JobState::Assigned { .. }) => DataReports::<T>::contains_key(id),
         _ => false,
-    })
+    }
 }
 
 /// Whether the attestations in `attestations` by current `attesters` that found `available` reach
@@ -183,23 +183,24 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
         if checked >= CHECKS_PER_BLOCK {
             break;
         }
-        let subject = match &record.state {
-            JobState::Verifying { bundle, .. } if http_base(&bundle.uri).is_some() => {
-                Subject::Bundle
+        // The bundle's base URL and root, or `None` for a data check.
+        let (subject, bundle) = match &record.state {
+            JobState::Verifying { bundle, .. } => match http_base(&bundle.uri) {
+                Some(base) => (Subject::Bundle, Some((base, bundle.root))),
+                None => continue,
+            },
+            JobState::Assigned { .. } if DataReports::<T>::contains_key(job) => {
+                (Subject::Data, None)
             }
-            JobState::Assigned { .. } if DataReports::<T>::contains_key(job) => Subject::Data,
             _ => continue,
         };
         if Attestations::<T>::get(job).iter().any(|(k, _)| k == key) || !claim::<T>(job, now) {
             continue;
         }
         checked += 1;
-        let outcome = match &record.state {
-            JobState::Verifying { bundle, .. } => match http_base(&bundle.uri) {
-                Some(base) => check_bundle(&base, bundle.root),
-                None => continue,
-            },
-            _ => check_data(&record.spec),
+        let outcome = match bundle {
+            Some((base, root)) => check_bundle(&base, root),
+            None => check_data(&record.spec),
         };
         let available = match outcome {
             Ok(()) => true,
@@ -382,7 +383,7 @@ impl<T: Config> Pallet<T> {
         let id = attestation.job;
         let mut job = Jobs::<T>::get(id).ok_or(crate::Error::<T>::JobNotFound)?;
         ensure!(
-            is_open::<T>(id, attestation.subject),
+            takes::<T>(id, &job, attestation.subject),
             match attestation.subject {
                 Subject::Bundle => crate::Error::<T>::NotVerifying,
                 Subject::Data => crate::Error::<T>::NoDataReport,
