@@ -15,11 +15,11 @@ scripts/setup.sh
 step() { printf '\n== %s\n' "$*"; }
 
 step "job spec, bundle commitment, drilling workloads, trainer engine, verifier and attack suite"
-cargo test --release --locked -p ergon-job-spec -p ergon-bundle -p ergon-drill -p ergon-worker \
-    --features ergon-worker/attacks
+cargo test --release --locked -p ergon-job-spec -p ergon-bundle -p ergon-drill -p ergon-protocol \
+    -p ergon-worker --features ergon-worker/attacks
 # These crates are shared with the runtime: they must build without std for the wasm target.
 cargo build --release --locked --target wasm32v1-none -p ergon-job-spec -p ergon-bundle \
-    -p ergon-drill --no-default-features
+    -p ergon-drill -p ergon-protocol --no-default-features
 
 step "pallets (mock runtimes)"
 cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking -p pallet-job-market \

@@ -26,6 +26,7 @@ pub use apis::RuntimeApi;
 pub mod configs;
 pub mod genesis_config_presets;
 pub mod proof_of_hashrate;
+pub mod randomness;
 #[cfg(test)]
 mod tests;
 
@@ -96,7 +97,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: Cow::Borrowed("ergon"),
     impl_name: Cow::Borrowed("ergon-node"),
     authoring_version: 1,
-    spec_version: 100,
+    spec_version: 101,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,

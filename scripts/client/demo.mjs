@@ -5,7 +5,8 @@
 //   3. Bob bids, Alice accepts; Bob's `ergon-worker train` produces the checkpoint bundle, which Bob
 //      serves over HTTP (`ergon-worker serve`), and Bob commits its Merkle root on chain;
 //   4. the validator's offchain worker fetches the manifest and random chunks of the bundle and attests
-//      its availability; the chain draws verifiers and segments from randomness of a later block; each
+//      its availability; the chain draws verifiers and segments from randomness that began after the
+//      commitment (BABE's VRF outputs of a later epoch); each
 //      drawn verifier downloads the bundle, runs `ergon-worker verify` on those segments, commits to its
 //      verdict, then reveals it;
 //   5. the quorum settles: Bob is paid from escrow and credited training work (his ECP grows).
@@ -86,6 +87,30 @@ function runWorker(args, allowFail = false) {
 let provider;
 
 /** Job `id` through the node's `ergon_job` RPC. */
+/// A verifier's commitment: the protocol's rule (`ergon_protocol::commitments::verdict`),
+/// blake2-256 of SCALE(("ergon/verdict/v1", job, round, verifier, verdict, evidence, salt)).
+function verdictCommitment(api, job, round, verifier, verdict, evidence, salt) {
+  const encoded = api
+    .createType('(Bytes, u64, u32, AccountId32, u8, H256, H256)', [
+      stringToHex('ergon/verdict/v1'), job, round, verifier, verdict === 'Pass' ? 0 : 1, evidence, salt,
+    ])
+    .toU8a();
+  return blake2AsU8a(encoded);
+}
+
+/// Checks this client's encoding against the protocol crate's published test vectors, so a
+/// commitment made here is one the runtime accepts.
+function checkTestVectors(api) {
+  const path = new URL('../../primitives/protocol/test-vectors.json', import.meta.url);
+  const vectors = JSON.parse(readFileSync(path, 'utf8'));
+  for (const v of vectors.verdict_commitment) {
+    const got = u8aToHex(verdictCommitment(api, v.job, v.round, v.verifier, v.verdict, v.evidence, v.salt));
+    if (got !== v.commitment) {
+      throw new Error(`verdict commitment ${got} differs from the protocol's test vector ${v.commitment}`);
+    }
+  }
+}
+
 async function job(_api, id) {
   return provider.send('ergon_job', [id]);
 }
@@ -103,6 +128,7 @@ async function waitFor(what, f, timeoutS = 300) {
 async function main() {
   provider = new WsProvider(url);
   const api = await ApiPromise.create({ provider, noInitWarn: true });
+  checkTestVectors(api);
   const keyring = new Keyring({ type: 'sr25519', ss58Format: 42 });
   const [alice, bob, charlie, dave] = ['Alice', 'Bob', 'Charlie', 'Dave'].map((n) =>
     keyring.addFromUri(`//${n}`, { name: n }),
@@ -139,7 +165,7 @@ async function main() {
   const bundle = join(workDir, `job-${id}`);
   log(`   Bob's worker trains into ${bundle}`);
   const trained = runWorker([
-    'train', '--spec', specPath, '--out', bundle, '--job-id', String(id), '--trainer', bob.address,
+    'train', '--spec', specPath, '--out', bundle, '--job-id', String(id), '--trainer', u8aToHex(bob.publicKey),
     '--quiet',
   ]).stdout;
   process.stdout.write(trained.split('\n').map((l) => (l ? `   ${l}` : l)).join('\n'));
@@ -167,11 +193,12 @@ async function main() {
     log(`   attestation on chain: ${available ? 'available' : 'UNAVAILABLE'}`);
   }
 
-  log('   Waiting for the chain to draw verifiers and segments (randomness of a later block)');
+  log('   Waiting for the chain to draw verifiers and segments (BABE randomness of an epoch that began after the commitment: 200-400 s)');
+  // Fresh randomness comes with the second epoch change after the commitment (200-400 s here).
   const drawn = await waitFor('the verifier draw', async () => {
     const j = await job(api, id);
     return j.round && j.round.phase === 'commit' ? j : null;
-  });
+  }, 600);
   const { number: round, segments, votes } = drawn.round;
   log(`   round ${round}: verifiers ${votes.map((v) => byAddress.get(v.verifier)?.meta.name).join(', ')}; segments ${segments.join(', ')}`);
   const reveals = [];
@@ -180,7 +207,7 @@ async function main() {
     const out = runWorker(
       [
         'verify', '--spec', specPath, '--bundle', `${bundleUrl}/job-${id}`, '--root', root, '--job-id', String(id),
-        '--trainer', bob.address, '--segments', segments.join(','),
+        '--trainer', u8aToHex(bob.publicKey), '--segments', segments.join(','),
       ],
       true,
     );
@@ -188,12 +215,8 @@ async function main() {
     const verdict = out.passed ? 'Pass' : 'Fail';
     log(`   ${verifier.meta.name} replayed the segments: ${verdict} (evidence ${evidence.slice(0, 18)}…)`);
     const salt = u8aToHex(blake2AsU8a(`${verifier.address}/${id}/${round}/${Date.now()}`));
-    const encoded = api
-      .createType('(u64, u32, AccountId32, u8, H256, H256)', [
-        id, round, verifier.address, verdict === 'Pass' ? 0 : 1, evidence, salt,
-      ])
-      .toU8a();
-    await send(api, api.tx.jobMarket.commitVerdict(id, blake2AsU8a(encoded)), verifier, 'commit');
+    const commitment = verdictCommitment(api, id, round, verifier.address, verdict, evidence, salt);
+    await send(api, api.tx.jobMarket.commitVerdict(id, commitment), verifier, 'commit');
     reveals.push([verifier, verdict, evidence, salt]);
   }
   await waitFor('the reveal phase', async () => (await job(api, id)).round?.phase === 'reveal');

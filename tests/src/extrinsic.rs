@@ -237,14 +237,14 @@ pub fn publish_matmul_task_call(
     call
 }
 
-/// The commitment a drilling executor makes (`pallet_drilling::settlement::result_commitment`).
+/// The commitment a drilling executor makes: the protocol's rule, [`ergon_protocol::commitments::drill_result`].
 pub fn drilling_commitment(
     task: u64,
     executor: &[u8; 32],
     result: [u8; 32],
     salt: [u8; 32],
 ) -> [u8; 32] {
-    sp_crypto_hashing::blake2_256(&(b"ergon/drilling", task, executor, result, salt).encode())
+    ergon_protocol::commitments::drill_result(task, executor, &result, &salt)
 }
 
 /// `Drilling::commit_result(task, commitment)` for pallet index `drilling_index`.

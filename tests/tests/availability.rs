@@ -87,21 +87,28 @@ impl BundleServer {
     }
 }
 
-/// A bundle with one 2.5 MiB checkpoint file (three chunks): the manifest bytes, the file, the root.
-fn bundle() -> (Vec<u8>, Vec<u8>, [u8; 32]) {
+/// A bundle of `checkpoints` checkpoints that all name one 2.5 MiB file (three chunks), as many as
+/// the job has (the offchain worker checks the manifest against the job): the manifest bytes, the
+/// file, the root.
+fn bundle(checkpoints: u64) -> (Vec<u8>, Vec<u8>, [u8; 32]) {
     let file: Vec<u8> =
         (0..(5u32 << 19)).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let c = FileCommitment::of(&file);
     let chunks: Vec<String> = c.chunks.iter().map(|h| format!("\"{}\"", to_hex(h))).collect();
-    let manifest = format!(
-        r#"{{"format_version": 2, "checkpoints": [{{"step": 0, "file": "ckpt-00000000.safetensors",
-        "file_sha256": "{}", "file_bytes": {}, "chunks": [{}], "digest": "{}"}}]}}"#,
-        to_hex(&c.sha256),
-        c.bytes,
-        chunks.join(","),
-        to_hex(&[5; 32])
-    )
-    .into_bytes();
+    let entries: Vec<String> = (0..checkpoints)
+        .map(|step| {
+            format!(
+                r#"{{"step": {step}, "file": "ckpt-00000000.safetensors", "file_sha256": "{}",
+                "file_bytes": {}, "chunks": [{}], "digest": "{}"}}"#,
+                to_hex(&c.sha256),
+                c.bytes,
+                chunks.join(","),
+                to_hex(&[5; 32])
+            )
+        })
+        .collect();
+    let manifest =
+        format!(r#"{{"format_version": 2, "checkpoints": [{}]}}"#, entries.join(",")).into_bytes();
     let root = ManifestIndex::parse(&manifest).expect("a valid manifest").root();
     (manifest, file, root)
 }
@@ -139,14 +146,15 @@ fn offchain_workers_attest_served_bundles_and_fail_unserved_ones() {
     let node = Node::start("dev", Ports::free(), &args, dir.path());
     node.wait_finalized(1, Duration::from_secs(180));
 
-    let (manifest, file, root) = bundle();
+    let spec: ergon_job_spec::JobSpec =
+        serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
+            .expect("example spec parses");
+    let checkpoints = spec.validate().expect("example spec is valid").checkpoints;
+    let (manifest, file, root) = bundle(checkpoints);
     let server = BundleServer::start(HashMap::from([
         (format!("/job/{MANIFEST_FILE}"), manifest),
         ("/job/ckpt-00000000.safetensors".to_string(), file),
     ]));
-    let spec: ergon_job_spec::JobSpec =
-        serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
-            .expect("example spec parses");
     let bob = dev_pair("//Bob");
     node.send(&bond_call(STAKING, 2_000 * ERG), &bob, Duration::from_secs(120));
 

@@ -48,13 +48,15 @@ fn a_published_task_is_drilled_agreed_credited_and_its_hashrate_shown() {
     let chain = MatmulChain { seed: [0x42; 32], dim: 128, length: 4 };
     node.send(&publish_matmul_task_call(DRILLING, &chain, 2), &alice, timeout);
 
-    // Executors are drawn in the next block: both bonded trainers.
+    // Executors are drawn once BABE randomness that began after the publication exists (the second
+    // epoch change after it: 200–400 s): both bonded trainers.
     let tasks_of = |who: &sp_core::sr25519::Pair| {
         node.call("ergon_drillingTasksOf", json!([who.public().to_ss58check()]))
             .expect("ergon_drillingTasksOf")
     };
-    let task =
-        wait_for("Alice to be drawn", timeout, || tasks_of(&alice).as_array()?.first()?.as_u64());
+    let task = wait_for("Alice to be drawn", Duration::from_secs(600), || {
+        tasks_of(&alice).as_array()?.first()?.as_u64()
+    });
     assert_eq!(tasks_of(&bob), json!([task]), "Bob is the other executor");
 
     // Both run the reference and commit, then reveal.

@@ -77,8 +77,7 @@ fn seed(i: u64) -> [u8; 32] {
 }
 
 fn options(bundle: &Path, seed: [u8; 32], challenge: u64, segments: u32) -> VerifyOptions {
-    let mut o = VerifyOptions::new(bundle.into());
-    o.expected_seed = Some(seed);
+    let mut o = VerifyOptions::new(bundle.into(), seed);
     o.challenge = challenge.to_le_bytes().to_vec();
     o.segment_count = segments;
     o
@@ -176,7 +175,7 @@ fn main() {
         std::fs::remove_dir_all(&out).ok();
     }
     let honest_train = train_s / samples as f64;
-    let replayed = (segments as u64 + 1) * spec.checkpoint_interval as u64;
+    let replayed = segments as u64 * spec.checkpoint_interval as u64;
     println!(
         "\nhonest: {samples} bundles (1 and 2 threads), rejected {fp} (rules alone {fp_rules}); \
          replay: largest relative error {:.2e}, smallest cosine {:.8}\n\

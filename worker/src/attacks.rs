@@ -50,6 +50,13 @@ pub enum Attack {
     ReducedPrecision,
     /// Trained with twice the prescribed learning rate.
     WrongLearningRate,
+    /// Every segment starts from a reset optimizer (momentum thrown away at each checkpoint, e.g.
+    /// to train segments apart), and each checkpoint claims that reset state: the weights of each
+    /// segment replay exactly, only the optimizer state at its end gives it away.
+    ResetOptimizerState,
+    /// Honest training, but one checkpoint's optimizer state holds a NaN (a poisoned checkpoint that
+    /// would break whoever resumes or replays from it).
+    PoisonedCheckpoint,
 }
 
 impl Attack {
@@ -66,6 +73,8 @@ impl Attack {
             Attack::ReplayedBundle,
             Attack::ReducedPrecision,
             Attack::WrongLearningRate,
+            Attack::ResetOptimizerState,
+            Attack::PoisonedCheckpoint,
         ]
     }
 
@@ -366,6 +375,46 @@ pub fn forge(
             let substituted = substitute_labels(spec, out, variant)?;
             let (entries, losses, opt) =
                 train_chain(spec, &substituted, seed, &model, out, summary.total_steps, none)?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::ResetOptimizerState => {
+            let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+            let reset = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+            let zeros = reset.named_state(&model.params);
+            let mut entries = vec![train::write_checkpoint(out, 0, &model, &opt)?];
+            let mut losses = Vec::new();
+            for w in steps.windows(2) {
+                // The segment starts from a zero state (at the right step, so the schedule holds).
+                opt.load_state(&model.params, &zeros, w[0])?;
+                let mut written = Vec::new();
+                continue_chain(
+                    spec,
+                    spec,
+                    seed,
+                    &model,
+                    &mut opt,
+                    out,
+                    w[0]..w[1],
+                    &mut written,
+                    &mut losses,
+                    none,
+                )?;
+                // The end is claimed with the state the next segment starts from: zero.
+                entries.push(train::write_checkpoint(out, w[1], &model, &reset)?);
+            }
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::PoisonedCheckpoint => {
+            let (mut entries, losses, opt) =
+                train_chain(spec, spec, seed, &model, out, summary.total_steps, none)?;
+            let k = (1 + variant as usize % (entries.len() - 1)).min(entries.len() - 1);
+            let mut host = train::read_checkpoint(out, &entries[k])?;
+            if let Some((_, (_, values))) = host.0.iter_mut().find(|(n, _)| n.starts_with("opt.")) {
+                if let Some(v) = values.last_mut() {
+                    *v = f32::NAN;
+                }
+            }
+            entries[k] = train::write_host_checkpoint(out, entries[k].step, &host)?;
             relabel(spec, seed, &model, &opt, out, entries, losses)?;
         }
         Attack::ReplayedBundle => {

@@ -32,9 +32,9 @@ enum Command {
         /// On-chain job id (seed derivation).
         #[arg(long, default_value_t = 0)]
         job_id: u64,
-        /// Trainer account (seed derivation), as text.
-        #[arg(long, default_value = "offline")]
-        trainer: String,
+        /// Trainer account (seed derivation): its raw 32 bytes as 0x-hex (all zeros offline).
+        #[arg(long)]
+        trainer: Option<String>,
         /// CPU threads for the tensor kernels (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
@@ -70,14 +70,14 @@ enum Command {
         /// The committed Merkle root (64 hex digits).
         #[arg(long)]
         root: Option<String>,
-        /// The prescribed seed (64 hex digits); default: derived from --job-id and --trainer when
-        /// --trainer is given, else not checked.
-        #[arg(long, conflicts_with = "trainer")]
+        /// The prescribed seed (64 hex digits); else derived from --job-id and --trainer. One of the
+        /// two is required: a bundle is only valid under its job's seed.
+        #[arg(long, conflicts_with = "trainer", required_unless_present = "trainer")]
         seed: Option<String>,
         /// On-chain job id (seed derivation).
         #[arg(long, default_value_t = 0)]
         job_id: u64,
-        /// Trainer account (seed derivation), as text.
+        /// Trainer account (seed derivation): its raw 32 bytes as 0x-hex.
         #[arg(long)]
         trainer: Option<String>,
         /// ε: largest accepted relative error of a replayed update.
@@ -134,6 +134,17 @@ enum Command {
     },
 }
 
+/// A trainer account: its raw 32 bytes as 0x-hex (the seed binds the bytes, never an address text);
+/// none is the all-zero account of offline runs.
+fn parse_account(s: Option<&str>) -> Result<[u8; 32], String> {
+    match s {
+        None => Ok([0; 32]),
+        Some(s) => bundle::parse_hash(s).ok_or_else(|| {
+            format!("trainer {s:?} is not an account's 32 bytes as hex (0x followed by 64 digits)")
+        }),
+    }
+}
+
 fn parse_seed(s: &str) -> Result<rng::Seed, String> {
     bundle::parse_hash(s).ok_or_else(|| format!("seed {s:?} is not 32 bytes of hex"))
 }
@@ -159,7 +170,7 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let spec = load_spec(&spec)?;
             let seed = match seed {
                 Some(s) => parse_seed(&s)?,
-                None => rng::job_seed(job_id, trainer.as_bytes()),
+                None => rng::job_seed(job_id, &parse_account(trainer.as_deref())?),
             };
             let device =
                 if cuda { candle_core::Device::new_cuda(0)? } else { candle_core::Device::Cpu };
@@ -301,6 +312,14 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 std::env::set_var("RAYON_NUM_THREADS", t.to_string());
             }
             let spec = load_spec(&spec)?;
+            let expected_seed = match (seed, trainer) {
+                (Some(s), _) => parse_seed(&s)?,
+                (None, Some(t)) => rng::job_seed(job_id, &parse_account(Some(&t))?),
+                // clap requires one of the two.
+                (None, None) => {
+                    return Err("the seed is mandatory: give --seed or --trainer".into())
+                }
+            };
             // A served bundle is downloaded first (and removed afterwards).
             let download = (dir.starts_with("http://") || dir.starts_with("https://")).then(|| {
                 std::env::temp_dir().join(format!(
@@ -319,18 +338,13 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 }
                 None => PathBuf::from(&dir),
             };
-            let mut opts = ergon_worker::verify::VerifyOptions::new(local);
+            let mut opts = ergon_worker::verify::VerifyOptions::new(local, expected_seed);
             opts.challenge = parse_hex(&challenge)?;
             opts.segments = segments;
             opts.segment_count = count;
             opts.epsilon = epsilon;
             opts.tau = tau;
             opts.expected_root = root.as_deref().map(parse_seed).transpose()?;
-            opts.expected_seed = match (seed, trainer) {
-                (Some(s), _) => Some(parse_seed(&s)?),
-                (None, Some(t)) => Some(rng::job_seed(job_id, t.as_bytes())),
-                (None, None) => None,
-            };
             let verdict = ergon_worker::verify::verify(&spec, &opts);
             if let Some(tmp) = &download {
                 let _ = std::fs::remove_dir_all(tmp);

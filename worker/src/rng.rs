@@ -11,15 +11,10 @@ use sha2::{Digest, Sha256};
 /// A 32-byte training seed.
 pub type Seed = [u8; 32];
 
-/// The seed of a job run: `SHA-256("ergon/seed/v1" ‖ job id (u64 LE) ‖ trainer account)`. Neither the
-/// trainer nor the user can pick it once the job id and the trainer are fixed.
-pub fn job_seed(job_id: u64, trainer: &[u8]) -> Seed {
-    let mut h = Sha256::new();
-    h.update(b"ergon/seed/v1");
-    h.update(job_id.to_le_bytes());
-    h.update(trainer);
-    h.finalize().into()
-}
+/// The seed of a job run, from the job id and the trainer's raw 32-byte account (the protocol's one
+/// rule, [`ergon_protocol::job_seed`]). Neither the trainer nor the user can pick it once the job id
+/// and the trainer are fixed.
+pub use ergon_protocol::job_seed;
 
 /// A deterministic random stream for `domain`/`label` under `seed`.
 pub struct Stream(ChaCha20Rng);
@@ -97,7 +92,7 @@ mod tests {
 
     #[test]
     fn streams_are_reproducible_and_independent() {
-        let seed = job_seed(7, b"alice");
+        let seed = job_seed(7, &[1; 32]);
         let a: Vec<u32> = (0..4)
             .map({
                 let mut s = Stream::new(&seed, "init", b"w");
@@ -118,13 +113,13 @@ mod tests {
             .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
-        assert_ne!(job_seed(7, b"alice"), job_seed(7, b"bob"));
-        assert_ne!(job_seed(7, b"alice"), job_seed(8, b"alice"));
+        assert_ne!(job_seed(7, &[1; 32]), job_seed(7, &[2; 32]));
+        assert_ne!(job_seed(7, &[1; 32]), job_seed(8, &[1; 32]));
     }
 
     #[test]
     fn epoch_order_is_a_permutation_that_changes_per_epoch() {
-        let seed = job_seed(1, b"t");
+        let seed = job_seed(1, &[3; 32]);
         let o0 = epoch_order(&seed, 0, 1000);
         let mut sorted = o0.clone();
         sorted.sort();

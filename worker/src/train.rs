@@ -179,7 +179,11 @@ pub fn write_checkpoint(
     model: &Model,
     opt: &Optimizer,
 ) -> Result<CheckpointEntry> {
-    let host = HostTensors::from_tensors(&state_tensors(model, opt))?;
+    write_host_checkpoint(dir, step, &HostTensors::from_tensors(&state_tensors(model, opt))?)
+}
+
+/// Writes `host` as the checkpoint of step `step` of the bundle in `dir`; returns its manifest entry.
+pub fn write_host_checkpoint(dir: &Path, step: u64, host: &HostTensors) -> Result<CheckpointEntry> {
     let file = bundle::checkpoint_file(step);
     let written = host.write(&dir.join(&file))?;
     let hashes = host.hashes();

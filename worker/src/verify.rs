@@ -5,18 +5,23 @@
 //! 1. **files**: every checkpoint file and tensor matches the manifest (and the Merkle root matches
 //!    the committed one, when given);
 //! 2. **manifest**: the manifest describes this spec (spec hash, batch size, step and checkpoint
-//!    schedule) and the expected seed;
-//! 3. **init**: C0 is Init(seed) bit for bit, weights and optimizer state;
-//! 4. **replay**: for each challenged segment `Cᵢ → Cᵢ₊₁`, the verifier loads `Cᵢ` (weights and
-//!    optimizer state), runs the same steps on the same batches (the seed's PRF), and compares its
-//!    update with the claimed one: relative error ‖ΔW_claim − ΔW_replay‖ / ‖ΔW_replay‖ ≤ ε and
-//!    cosine ≥ τ;
-//! 5. **final_model**: the final-model hash is the hash of the last checkpoint's weights (and the
+//!    schedule) and the prescribed seed (mandatory: from the job id and the trainer's account bytes);
+//! 3. **states**: every checkpoint read holds only finite values and is not degenerate (not every
+//!    weight zero);
+//! 4. **init**: C0 is Init(seed) bit for bit, weights and optimizer state;
+//! 5. **replay**: for each challenged segment `Cᵢ → Cᵢ₊₁`, the verifier loads `Cᵢ` (weights and
+//!    optimizer state), runs the same steps on the same batches (the seed's PRF), and compares
+//!    everything the replay produces with what `Cᵢ₊₁` and the manifest claim: the weight update
+//!    (relative error ‖ΔW_claim − ΔW_replay‖ / ‖ΔW_replay‖ ≤ ε and cosine ≥ τ), the optimizer state
+//!    (the same bounds on the state vectors) and every per-step loss (within [`LOSS_TOLERANCE`]);
+//! 6. **final_model**: the final-model hash is the hash of the last checkpoint's weights (and the
 //!    committed one, when given);
-//! 6. **metrics**: the claimed validation loss and accuracy are what the final weights give.
+//! 7. **metrics**: the claimed validation loss and accuracy are what the final weights give.
 //!
-//! A broken bundle (missing, truncated or altered files) yields a failing report, never an error:
-//! errors are for what is not the trainer's fault (the spec or the data cannot be read).
+//! Whatever a bundle holds (missing, truncated, altered, malformed or non-finite files) yields a
+//! failing check with its reason, never an error: errors are for what is not the trainer's fault
+//! (the spec or the data cannot be read). An error on chain would make the job inconclusive and
+//! spare a forger its slash.
 
 use std::{collections::BTreeMap, path::PathBuf};
 
@@ -44,6 +49,8 @@ pub const DEFAULT_TAU: f64 = 0.999;
 pub const DEFAULT_SEGMENTS: u32 = 3;
 /// Tolerance on claimed validation loss and accuracy (absolute, after evaluating the final weights).
 pub const METRIC_TOLERANCE: f64 = 1e-4;
+/// Tolerance on each replayed step's loss against the manifest's: `|Δ| ≤ LOSS_TOLERANCE · max(1, |loss|)`.
+pub const LOSS_TOLERANCE: f64 = 1e-3;
 
 /// What to verify and how strictly.
 pub struct VerifyOptions {
@@ -54,7 +61,7 @@ pub struct VerifyOptions {
     pub segments: Vec<u32>,
     /// Challenge bytes (on-chain randomness) that choose the segments when none are given.
     pub challenge: Vec<u8>,
-    /// How many segments to draw from the challenge (the last segment is always replayed too).
+    /// How many segments to draw from the challenge.
     pub segment_count: u32,
     /// ε: largest accepted relative error of a segment's update.
     pub epsilon: f64,
@@ -62,8 +69,9 @@ pub struct VerifyOptions {
     pub tau: f64,
     /// The committed Merkle root, if known.
     pub expected_root: Option<[u8; 32]>,
-    /// The seed the job prescribes (from job id and trainer), if known.
-    pub expected_seed: Option<Seed>,
+    /// The seed the job prescribes ([`crate::rng::job_seed`] of the job id and the trainer's account
+    /// bytes): mandatory, a bundle trained under any other seed fails.
+    pub expected_seed: Seed,
     /// The committed final-model hash, if known.
     pub expected_final_model: Option<[u8; 32]>,
     /// Device to replay on.
@@ -75,8 +83,9 @@ pub struct VerifyOptions {
 }
 
 impl VerifyOptions {
-    /// Defaults for `bundle`: 3 segments from an empty challenge, default ε and τ, nothing expected.
-    pub fn new(bundle: PathBuf) -> Self {
+    /// Defaults for `bundle` trained under `expected_seed`: 3 segments from an empty challenge,
+    /// default ε and τ, no committed root or final model.
+    pub fn new(bundle: PathBuf, expected_seed: Seed) -> Self {
         Self {
             bundle,
             segments: Vec::new(),
@@ -85,7 +94,7 @@ impl VerifyOptions {
             epsilon: DEFAULT_EPSILON,
             tau: DEFAULT_TAU,
             expected_root: None,
-            expected_seed: None,
+            expected_seed,
             expected_final_model: None,
             device: Device::Cpu,
             full_pass: true,
@@ -147,27 +156,13 @@ impl Report {
     }
 }
 
-/// The segments to replay: the last one (where a truncated or skipped tail shows, and where
-/// skipping saves a forger the most) and `count` distinct others in `0..segments` drawn from the
-/// challenge bytes (`SHA-256(challenge ‖ i)` modulo the number of segments, probing to the next
-/// free index), sorted.
+/// The segments a challenge draws: the protocol's draw ([`ergon_protocol::segments::draw`], the one
+/// the chain uses) seeded with the challenge, which is the round's 32-byte draw seed (other lengths
+/// are hashed into one with blake2-256), sorted.
 pub fn segments_from_challenge(challenge: &[u8], segments: u64, count: u32) -> Vec<u32> {
-    let total = u32::try_from(segments).unwrap_or(u32::MAX);
-    if total == 0 {
-        return Vec::new();
-    }
-    let mut chosen: Vec<u32> = vec![total - 1];
-    for i in 0..count.min(total - 1) {
-        let h = Sha256::new().chain_update(challenge).chain_update(i.to_le_bytes()).finalize();
-        let mut idx =
-            (u64::from_le_bytes(h[..8].try_into().unwrap_or_default()) % total as u64) as u32;
-        while chosen.contains(&idx) {
-            idx = (idx + 1) % total;
-        }
-        chosen.push(idx);
-    }
-    chosen.sort_unstable();
-    chosen
+    let seed: [u8; 32] =
+        challenge.try_into().unwrap_or_else(|_| ergon_protocol::hash::blake2_256(challenge));
+    ergon_protocol::segments::draw(&seed, u32::try_from(segments).unwrap_or(u32::MAX), count)
 }
 
 /// All weights of `model`, flattened in parameter order.
@@ -326,6 +321,110 @@ fn full_pass_rules(
     ])
 }
 
+/// What is wrong with a checkpoint's state: non-finite values anywhere (weights or optimizer
+/// state), or every weight zero. Empty when the state is sane.
+pub fn state_defects(step: u64, host: &HostTensors) -> Vec<String> {
+    let mut defects = Vec::new();
+    for (name, (_, values)) in &host.0 {
+        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+            defects.push(format!("step {step}: {name} holds {bad}"));
+        }
+    }
+    let mut weights = host.0.iter().filter(|(n, _)| n.starts_with("param.")).peekable();
+    if weights.peek().is_none() {
+        defects.push(format!("step {step}: no weights"));
+    } else if weights.all(|(_, (_, values))| values.iter().all(|v| *v == 0.0)) {
+        defects.push(format!("step {step}: every weight is zero"));
+    }
+    defects
+}
+
+/// A segment to replay: its two checkpoints, the end's tensors, and the manifest's per-step losses.
+struct Segment<'a> {
+    from: &'a CheckpointEntry,
+    to: &'a CheckpointEntry,
+    target: &'a HostTensors,
+    claimed_losses: &'a [f32],
+}
+
+/// How a replay compares with what the bundle claims.
+struct ReplayOutcome {
+    /// Relative error and cosine of the weight update.
+    weights: (f64, f64),
+    /// Relative error and cosine of the optimizer state after the segment.
+    state: (f64, f64),
+    /// Largest gap between a replayed step's loss and the claimed one, relative to max(1, |loss|).
+    loss_gap: f64,
+    /// Tensors the replay produces that the end checkpoint lacks.
+    missing: Vec<String>,
+}
+
+/// Replays `segment` from its start (already loaded into `model` and `opt`) and compares every
+/// state it produces with the claimed end.
+#[allow(clippy::too_many_arguments)]
+fn replay_segment(
+    spec: &JobSpec,
+    summary: &ergon_job_spec::SpecSummary,
+    train_set: &data::Samples,
+    seed: &Seed,
+    model: &Model,
+    opt: &mut Optimizer,
+    segment: &Segment,
+    device: &Device,
+) -> Result<ReplayOutcome> {
+    let (from, to) = (segment.from, segment.to);
+    let before = flat_weights(model)?;
+    let mut losses = Vec::new();
+    train::run_steps(
+        spec,
+        summary,
+        train_set,
+        seed,
+        model,
+        opt,
+        from.step..to.step,
+        device,
+        |_, _, _, loss| {
+            losses.push(loss);
+            Ok(true)
+        },
+    )?;
+    let mut missing = Vec::new();
+    let mut claimed_of = |name: String, out: &mut Vec<f32>| match segment.target.0.get(&name) {
+        Some((_, values)) => out.extend_from_slice(values),
+        None => missing.push(name),
+    };
+    // Weights: the update from the start, claimed against replayed.
+    let replayed = flat_weights(model)?;
+    let mut claimed = Vec::with_capacity(replayed.len());
+    for p in &model.params {
+        claimed_of(format!("param.{}", p.name), &mut claimed);
+    }
+    let delta =
+        |after: &[f32]| -> Vec<f32> { after.iter().zip(&before).map(|(a, b)| a - b).collect() };
+    let weights = compare_updates(&delta(&claimed), &delta(&replayed));
+    // Optimizer state: what the next segment would start from.
+    let (mut state_claimed, mut state_replayed) = (Vec::new(), Vec::new());
+    for (name, tensor) in opt.named_state(&model.params) {
+        state_replayed.extend(tensor.flatten_all()?.to_vec1::<f32>()?);
+        claimed_of(name, &mut state_claimed);
+    }
+    let state = compare_updates(&state_claimed, &state_replayed);
+    // Per-step losses.
+    let claimed_losses =
+        segment.claimed_losses.get(from.step as usize..to.step as usize).unwrap_or_default();
+    let loss_gap = if claimed_losses.len() != losses.len() {
+        f64::INFINITY
+    } else {
+        losses
+            .iter()
+            .zip(claimed_losses)
+            .map(|(a, b)| (*a as f64 - *b as f64).abs() / (*b as f64).abs().max(1.0))
+            .fold(0.0, |worst, gap| if gap.is_nan() { f64::INFINITY } else { worst.max(gap) })
+    };
+    Ok(ReplayOutcome { weights, state, loss_gap, missing })
+}
+
 /// Verifies the bundle at `opts.bundle` against `spec`.
 pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let summary = spec.validate()?;
@@ -407,10 +506,12 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     if steps != schedule {
         mismatches.push(format!("checkpoint steps {steps:?}"));
     }
-    match (seed, opts.expected_seed) {
-        (None, _) => mismatches.push("seed is not 32 bytes of hex".into()),
-        (Some(s), Some(e)) if s != e => mismatches.push(format!("seed {} ≠ {}", hex(&s), hex(&e))),
-        _ => {}
+    match seed {
+        None => mismatches.push("seed is not 32 bytes of hex".into()),
+        Some(s) if s != opts.expected_seed => {
+            mismatches.push(format!("seed {} ≠ {}", hex(&s), hex(&opts.expected_seed)))
+        }
+        Some(_) => {}
     }
     report.push(
         "manifest",
@@ -422,8 +523,32 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         // Nothing below is meaningful on a bundle that is not what it claims to be.
         return Ok(report);
     };
+    let checkpoints = Checkpoints { dir, cached: &inspection.checkpoints };
 
-    // 3. C0 == Init(seed).
+    // 3. Every checkpoint read holds a sane state.
+    let mut bad = Vec::new();
+    for &i in &read {
+        let entry = &m.checkpoints[i];
+        match checkpoints.tensors(entry) {
+            Ok(host) => bad.extend(state_defects(entry.step, &host)),
+            Err(e) => bad.push(format!("step {}: {e}", entry.step)),
+        }
+    }
+    report.push(
+        "states",
+        bad.is_empty(),
+        if bad.is_empty() {
+            format!("{} checkpoints finite and not degenerate", read.len())
+        } else {
+            bad.join("; ")
+        },
+        "every value finite; not every weight zero",
+    );
+    if !report.passed {
+        return Ok(report);
+    }
+
+    // 4. C0 == Init(seed).
     let device = &opts.device;
     let model = Model::new(spec, &seed, device, DType::F32)?;
     let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
@@ -442,17 +567,19 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     // The six full-pass rules: cheap screens before the replay.
     let data = data::JobData::load(spec)?;
     let (train_set, val_set) = (data.train(), data.validation());
-    let checkpoints = Checkpoints { dir, cached: &inspection.checkpoints };
     if opts.full_pass {
-        for check in
-            full_pass_rules(spec, &checkpoints, m, &seed, &model, &mut opt, val_set, device)?
-        {
-            report.passed &= check.passed;
-            report.checks.push(check);
+        match full_pass_rules(spec, &checkpoints, m, &seed, &model, &mut opt, val_set, device) {
+            Ok(checks) => {
+                for check in checks {
+                    report.passed &= check.passed;
+                    report.checks.push(check);
+                }
+            }
+            Err(e) => report.push("rules", false, e.to_string(), "checkpoints the rules can read"),
         }
     }
 
-    // 4. Replay the challenged segments.
+    // 5. Replay the challenged segments.
     let segments = if opts.segments.is_empty() {
         segments_from_challenge(
             &opts.challenge,
@@ -485,53 +612,44 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
             report.push(name, false, e.to_string(), "a readable checkpoint");
             continue;
         }
-        let before = flat_weights(&model)?;
-        let mut losses = Vec::new();
-        train::run_steps(
-            spec,
-            &summary,
-            train_set,
-            &seed,
-            &model,
-            &mut opt,
-            from.step..to.step,
-            device,
-            |_, _, _, loss| {
-                losses.push(loss);
-                Ok(true)
-            },
-        )?;
-        let replayed = flat_weights(&model)?;
-        let mut claimed = Vec::with_capacity(replayed.len());
-        for p in &model.params {
-            match target.0.get(&format!("param.{}", p.name)) {
-                Some((_, values)) => claimed.extend_from_slice(values),
-                None => claimed.clear(),
-            }
-        }
-        let delta =
-            |after: &[f32]| -> Vec<f32> { after.iter().zip(&before).map(|(a, b)| a - b).collect() };
-        let (rel, cos) = compare_updates(&delta(&claimed), &delta(&replayed));
-        let claimed_losses = &m.losses[from.step as usize..to.step as usize];
-        let loss_gap = losses
-            .iter()
-            .zip(claimed_losses)
-            .map(|(a, b)| (a - b).abs() as f64)
-            .fold(0.0, f64::max);
-        report.push(
-            name,
-            rel <= opts.epsilon && cos >= opts.tau,
-            format!(
-                "steps {}..{}: relative error {rel:.3e}, cosine {cos:.6}, max loss gap {loss_gap:.2e}",
-                from.step, to.step
-            ),
-            &format!("relative error ≤ {:e} and cosine ≥ {}", opts.epsilon, opts.tau),
+        let threshold = format!(
+            "weights and optimizer state: relative error ≤ {:e} and cosine ≥ {}; every step's loss \
+             within {LOSS_TOLERANCE:e}",
+            opts.epsilon, opts.tau
         );
+        let segment = Segment { from, to, target: &target, claimed_losses: &m.losses };
+        match replay_segment(spec, &summary, train_set, &seed, &model, &mut opt, &segment, device) {
+            Ok(r) => {
+                let passed = r.weights.0 <= opts.epsilon
+                    && r.weights.1 >= opts.tau
+                    && r.state.0 <= opts.epsilon
+                    && r.state.1 >= opts.tau
+                    && r.loss_gap <= LOSS_TOLERANCE
+                    && r.missing.is_empty();
+                let mut measured = format!(
+                    "steps {}..{}: relative error {:.3e}, cosine {:.6}; optimizer state relative \
+                     error {:.3e}, cosine {:.6}; max loss gap {:.2e}",
+                    from.step, to.step, r.weights.0, r.weights.1, r.state.0, r.state.1, r.loss_gap
+                );
+                if !r.missing.is_empty() {
+                    measured.push_str(&format!(
+                        "; missing from the checkpoint: {}",
+                        r.missing.join(", ")
+                    ));
+                }
+                report.push(name, passed, measured, &threshold);
+            }
+            Err(e) => report.push(name, false, e.to_string(), &threshold),
+        }
     }
     report.replay_seconds = started.elapsed().as_secs_f64();
 
-    // 5. Final-model hash.
-    let last = m.checkpoints.last().expect("the schedule has at least C0 and the final one");
+    // 6. Final-model hash.
+    let Some(last) = m.checkpoints.last() else {
+        // The manifest check requires the schedule's checkpoints; kept as a check all the same.
+        report.push("final_model", false, "no checkpoint".into(), "a final checkpoint");
+        return Ok(report);
+    };
     let weight_hashes: Vec<[u8; 32]> = last
         .tensors
         .iter()
@@ -547,10 +665,12 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         "the manifest's (and the committed) final-model hash",
     );
 
-    // 6. Claimed metrics of the final weights.
-    match checkpoints.load(last, &model, &mut opt) {
-        Ok(()) => {
-            let (loss, accuracy) = train::evaluate(&model, val_set, device)?;
+    // 7. Claimed metrics of the final weights.
+    match checkpoints
+        .load(last, &model, &mut opt)
+        .and_then(|()| train::evaluate(&model, val_set, device))
+    {
+        Ok((loss, accuracy)) => {
             let gap_loss = (loss - m.metrics.validation_loss).abs() as f64;
             let gap_acc = (accuracy - m.metrics.validation_accuracy).abs() as f64;
             report.push(

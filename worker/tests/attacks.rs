@@ -16,9 +16,8 @@ fn verify_forgery(attack: Attack) -> Report {
     let spec = common::csv_spec(dir.path());
     let out = dir.path().join("forged");
     forge(attack, &spec, &SEED, &out, 1).expect("the forger writes a bundle");
-    let mut opts = VerifyOptions::new(out);
+    let mut opts = VerifyOptions::new(out, SEED);
     opts.segments = (0..8).collect();
-    opts.expected_seed = Some(SEED);
     verify::verify(&spec, &opts).expect("verification runs")
 }
 
@@ -104,4 +103,18 @@ fn reduced_precision() {
 #[test]
 fn wrong_learning_rate() {
     assert_caught_by(Attack::WrongLearningRate, "replay");
+}
+
+#[test]
+fn reset_optimizer_state_is_caught_by_the_state_comparison() {
+    assert_caught_by(Attack::ResetOptimizerState, "replay");
+    let report = verify_forgery(Attack::ResetOptimizerState);
+    let replay = report.checks.iter().find(|c| c.name.starts_with("replay")).unwrap();
+    // The weights replay exactly: only the optimizer state differs.
+    assert!(replay.measured.contains("relative error 0.000e0"), "{replay:?}");
+}
+
+#[test]
+fn a_poisoned_checkpoint_fails_the_states_check_not_an_error() {
+    assert_caught_by(Attack::PoisonedCheckpoint, "states");
 }

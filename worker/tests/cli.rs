@@ -63,21 +63,22 @@ fn sigkill_mid_training_then_restart_gives_the_same_root() {
     assert!(inspect.status.success());
     assert!(String::from_utf8_lossy(&inspect.stdout).contains(&expected[2..]));
 
-    // The resumed bundle verifies: root, seed (job 0, trainer "offline"), 3 drawn segments + the last.
+    // The resumed bundle verifies: root, seed (job 0, the all-zero offline account), 3 drawn segments.
     let verify = Command::new(BIN)
         .args(["verify", "--spec", &spec, "--bundle"])
         .arg(&out)
-        .args(["--root", &expected, "--trainer", "offline", "--challenge", "0x00c0ffee"])
+        .args(["--root", &expected, "--trainer", &format!("0x{}", "00".repeat(32))])
+        .args(["--challenge", "0x00c0ffee"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&verify.stdout);
     assert!(verify.status.success(), "{stdout}{}", String::from_utf8_lossy(&verify.stderr));
-    assert!(stdout.contains("verdict PASS") && stdout.matches("replay[").count() == 4, "{stdout}");
+    assert!(stdout.contains("verdict PASS") && stdout.matches("replay[").count() == 3, "{stdout}");
     // A bundle of another seed is refused (exit status 1, a report, no error).
     let verify = Command::new(BIN)
         .args(["verify", "--spec", &spec, "--bundle"])
         .arg(&out)
-        .args(["--trainer", "someone-else"])
+        .args(["--trainer", &format!("0x{}", "11".repeat(32))])
         .output()
         .unwrap();
     assert_eq!(verify.status.code(), Some(1));

@@ -34,9 +34,8 @@ fn honest(dir: &Path, out: &Path) -> (JobSpec, [u8; 32]) {
 }
 
 fn all_segments(out: &Path) -> VerifyOptions {
-    let mut opts = VerifyOptions::new(out.into());
+    let mut opts = VerifyOptions::new(out.into(), SEED);
     opts.segments = (0..8).collect();
-    opts.expected_seed = Some(SEED);
     opts
 }
 
@@ -82,7 +81,7 @@ fn an_honest_bundle_passes_every_check() {
     let report = verify::verify(&spec, &opts).unwrap();
     assert!(report.passed, "{:#?}", report.checks);
     let names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(&names[..4], ["files", "root", "manifest", "init"]);
+    assert_eq!(&names[..5], ["files", "root", "manifest", "states", "init"]);
     assert_eq!(names.iter().filter(|n| n.starts_with("replay")).count(), 8);
     assert_eq!(names.iter().filter(|n| n.starts_with("rule:")).count(), 6);
     // Same machine, same threads: the replay is bit-exact.
@@ -96,9 +95,14 @@ fn an_honest_bundle_passes_every_check() {
 fn challenged_segments_are_distinct_deterministic_and_in_range() {
     let a = verify::segments_from_challenge(b"block 42", 8, 3);
     assert_eq!(a, verify::segments_from_challenge(b"block 42", 8, 3));
-    // Three drawn, plus the last segment always.
-    assert_eq!(a.len(), 4);
-    assert_eq!(a.last(), Some(&7));
+    // Three drawn uniformly (the last segment has no special place: a forger cannot rely on which).
+    assert_eq!(a.len(), 3);
+    // A 32-byte challenge is the chain's draw seed itself: the same segments as the protocol's draw.
+    let seed = [5u8; 32];
+    assert_eq!(
+        verify::segments_from_challenge(&seed, 8, 3),
+        ergon_protocol::segments::draw(&seed, 8, 3)
+    );
     assert!(a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|s| *s < 8));
     assert_eq!(verify::segments_from_challenge(b"x", 2, 5), vec![0, 1]);
     assert_ne!(a, verify::segments_from_challenge(b"block 43", 8, 3));
@@ -161,7 +165,7 @@ fn another_seed_fails_the_manifest_check() {
     let out = dir.path().join("bundle");
     let (spec, _) = honest(dir.path(), &out);
     let mut opts = all_segments(&out);
-    opts.expected_seed = Some([8; 32]);
+    opts.expected_seed = [8; 32];
     let report = verify::verify(&spec, &opts).unwrap();
     assert_eq!(report.first_failure().unwrap().name, "manifest");
     // A bundle of another spec fails the same way.

@@ -27,35 +27,14 @@ mod tests;
 
 pub use pallet::*;
 
-use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
+use codec::{Decode, Encode, MaxEncodedLen};
 use scale_info::TypeInfo;
 use sp_runtime::{
     traits::{SaturatedConversion, Saturating},
     Permill,
 };
 
-/// Amount of work in micro-ut (10⁻⁶ unit of work; 1 ut = 432·10⁹ FLOPs).
-pub type MicroUt = u128;
-
-/// Which kind of verified work a credit is for.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Encode,
-    Decode,
-    DecodeWithMemTracking,
-    Debug,
-    TypeInfo,
-    MaxEncodedLen,
-)]
-pub enum WorkKind {
-    /// Proof of Drilling: benchmark work confirmed by redundant agreement (D).
-    Drilling,
-    /// Proof of Training: a training job that passed verification (T).
-    Training,
-}
+pub use ergon_protocol::traits::{ComputePowerLedger, MicroUt, WorkKind};
 
 /// A trainer's credit as last written. Values are decayed up to `updated_at`.
 #[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen, Default)]
@@ -82,16 +61,6 @@ pub struct ComputePower {
     pub ecp: MicroUt,
     /// Undecayed lifetime total of D and T.
     pub lifetime: MicroUt,
-}
-
-/// How other pallets (job market, drilling, trainer staking) read and credit computing power.
-pub trait ComputePowerLedger<AccountId> {
-    /// Adds verified work of `kind` to `who`'s credit.
-    fn credit(who: &AccountId, kind: WorkKind, amount: MicroUt);
-    /// `who`'s effective computing power now (decayed).
-    fn ecp(who: &AccountId) -> MicroUt;
-    /// The whole network's effective computing power now (decayed): what caps a single credit.
-    fn total_ecp() -> MicroUt;
 }
 
 #[frame_support::pallet]

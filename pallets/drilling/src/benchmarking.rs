@@ -10,13 +10,13 @@
 use super::*;
 use crate::settlement::result_commitment;
 use alloc::{vec, vec::Vec};
+use ergon_protocol::traits::BenchmarkTrainers;
 use frame_benchmarking::v2::*;
 use frame_support::{
     traits::{fungible::Mutate, EnsureOrigin, Get, Hooks},
     BoundedVec,
 };
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
-use pallet_trainer_staking::BenchmarkTrainers;
 use sp_core::H256;
 use sp_runtime::traits::{One, Saturating};
 
@@ -34,7 +34,11 @@ fn trainers<T: Config>(tag: &'static str, n: u32) -> Vec<T::AccountId> {
 
 /// A driller of the most capacity, not busy.
 fn driller<T: Config>() -> Driller<BlockNumberFor<T>> {
-    Driller { capacity: T::MaxCapacity::get(), busy_until: Default::default() }
+    Driller {
+        capacity: T::MaxCapacity::get(),
+        busy_until: Default::default(),
+        since: Default::default(),
+    }
 }
 
 /// A funded account.
@@ -123,7 +127,7 @@ fn all_but_one_committed<T: Config>(id: TaskId, executors: &[T::AccountId], resu
 /// A task of `r` executors in `Revealing`, all but the last revealed `result`, with `r` bonded
 /// dissenters of a previous attempt on record, their collateral frozen (slashed when it agrees).
 fn revealing_with_dissenters<T: Config>(r: u32, result: H256) -> (TaskId, Vec<T::AccountId>) {
-    use pallet_trainer_staking::{Obligation, Obligations};
+    use ergon_protocol::traits::{Obligation, Obligations};
     let executors = trainers::<T>("executor", r);
     let id = assigned::<T>(executors.clone());
     let dissenters = trainers::<T>("dissenter", r);
@@ -310,7 +314,13 @@ mod benchmarks {
         IssuanceGroups::<T>::put(BoundedVec::truncate_from(
             (0..k).map(|g| g * r).collect::<Vec<_>>(),
         ));
-        Issuance::<T>::put(issuance::IssuanceState { epoch: 1, seed: [3; 32], groups: k, next: 0 });
+        Issuance::<T>::put(issuance::IssuanceState {
+            epoch: 1,
+            snapshot_at: Default::default(),
+            seed: Some([3; 32]),
+            groups: k,
+            next: 0,
+        });
         #[block]
         {
             issuance::issue_due::<T>(now::<T>());
@@ -338,7 +348,7 @@ mod benchmarks {
         // Every candidate bonded, so every drawn one takes on the collateral.
         let pool: Vec<issuance::Candidate<T>> = trainers::<T>("trainer", T::MaxTrainers::get())
             .into_iter()
-            .map(|who| (who, T::MaxCapacity::get(), Default::default()))
+            .map(|who| (who, T::MaxCapacity::get(), Default::default(), Default::default()))
             .collect();
         let id = Pallet::<T>::new_task(
             chain_kind(),
@@ -349,7 +359,11 @@ mod benchmarks {
             BoundedVec::truncate_from(
                 pool.iter()
                     .take(MAX_REPLICATION as usize)
-                    .map(|(who, _, _)| Dispute { who: who.clone(), result: H256::zero(), task: 0 })
+                    .map(|(who, _, _, _)| Dispute {
+                        who: who.clone(),
+                        result: H256::zero(),
+                        task: 0,
+                    })
                     .collect(),
             ),
             None,
@@ -357,7 +371,12 @@ mod benchmarks {
         )
         .expect("room for a task");
         let mut task = Tasks::<T>::get(id).expect("just stored");
-        let at = task.timeout;
+        // Randomness that began after the task was issued exists.
+        let at = task.timeout.saturating_add(One::one());
+        frame_system::Pallet::<T>::set_block_number(at);
+        <T::Randomness as ergon_protocol::traits::FreshRandomness<_>>::benchmark_make_fresh(
+            task.opened_at,
+        );
         #[block]
         {
             issuance::draw::<T>(id, &mut task, &pool, at);

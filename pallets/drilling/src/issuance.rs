@@ -1,9 +1,13 @@
 //! Who drills what: the per-epoch synthetic issuance and the draw of a published (or re-issued)
 //! task's executors, both from on-chain randomness.
 //!
-//! At an epoch boundary the eligible drillers (at most `MaxTrainers`) are shuffled with the block's
-//! randomness, ordered by capacity band (powers of two of their declared capacity, highest first;
-//! a band of fewer than `MinBandSize` drillers is merged with the next lower one) and stored once.
+//! At an epoch boundary the eligible drillers (at most `MaxTrainers`) are ordered by capacity band
+//! (powers of two of their declared capacity, highest first; a band of fewer than `MinBandSize`
+//! drillers is merged with the next lower one) and stored once: the snapshot is fixed before the
+//! randomness that orders it exists. Once randomness that began after the boundary is available
+//! ([`FreshRandomness`]), each band is ordered by an exponential race of equal weights (a uniform
+//! order in which each driller's place depends on its own key only), so nobody who learns the
+//! randomness first can regroup the drillers by joining, leaving or changing capacity.
 //! Each band is cut into groups of `SyntheticReplication` consecutive drillers (its last group takes
 //! the remainder), so every eligible driller has exactly one task per epoch. A group's matrix chain
 //! is as long as its slowest member's declared capacity computes in `CapacityUse` of the commit
@@ -12,16 +16,19 @@
 //! `MaxIssuePerBlock` a block (and only while `MaxOpenTasks` leaves room), so an epoch of 1 000
 //! trainers spreads over several blocks.
 //!
-//! Drawn tasks (published ones and re-issues) take executors uniformly among eligible drillers
-//! whose declared capacity covers the task in `CapacityUse` of the window, who are not busy with
-//! another drawn task, and whose free bond covers the collateral.
+//! Drawn tasks (published ones and re-issues) wait for randomness that began after they were issued
+//! and take executors uniformly (the same race) among eligible drillers that declared their
+//! capacity before that randomness began, whose declared capacity covers the task in `CapacityUse`
+//! of the window, who are not busy with another drawn task, and whose free bond covers the
+//! collateral.
 
 use alloc::vec::Vec;
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use ergon_drill::MatmulChain;
-use frame_support::{pallet_prelude::*, traits::Randomness};
+use ergon_protocol::traits::BondInspect;
+use ergon_protocol::traits::FreshRandomness;
+use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
-use pallet_trainer_staking::BondInspect;
 use scale_info::TypeInfo;
 use sp_runtime::traits::Saturating;
 
@@ -29,43 +36,24 @@ use crate::{
     weights::WeightInfo, Config, CurrentEpoch, Drillers, Event, Issuance, IssuanceGroups,
     IssuanceQueue, Pallet, TaskId, TaskKind, TaskOf, TaskOrigin, LOG_TARGET,
 };
-use pallet_compute_power::MicroUt;
+use ergon_protocol::traits::MicroUt;
 
 /// Progress of an epoch's synthetic issuance.
 #[derive(
     Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, Debug, TypeInfo, MaxEncodedLen,
 )]
-pub struct IssuanceState {
+pub struct IssuanceState<BlockNumber> {
     /// The epoch.
     pub epoch: u32,
-    /// Randomness the epoch's shuffle and task seeds come from.
-    pub seed: [u8; 32],
+    /// Block of the snapshot of the drillers: the order and the task seeds come from randomness
+    /// that began after it.
+    pub snapshot_at: BlockNumber,
+    /// That randomness, once available (tasks are issued from then on).
+    pub seed: Option<[u8; 32]>,
     /// Number of groups (tasks) of the epoch (the length of `IssuanceGroups`).
     pub groups: u32,
     /// Next group to issue.
     pub next: u32,
-}
-
-/// 32 bytes of randomness for `subject`: the previous block's VRF output, or the parent hash before
-/// BABE has produced any (genesis).
-pub fn seed<T: Config>(subject: &[u8]) -> [u8; 32] {
-    let (random, _) = T::Randomness::random(subject);
-    let base = random.unwrap_or_else(frame_system::Pallet::<T>::parent_hash);
-    sp_io::hashing::blake2_256(&(subject, base).encode())
-}
-
-/// A uniform-ish `u64` from `seed`, a domain tag and a counter.
-pub fn random_u64(seed: &[u8; 32], tag: &[u8], i: u32) -> u64 {
-    let hash = sp_io::hashing::blake2_256(&(seed, tag, i).encode());
-    u64::from_le_bytes(hash[..8].try_into().expect("32-byte hash has 8 bytes; qed"))
-}
-
-/// Shuffles `items` in place (Fisher–Yates) with randomness from `seed`.
-pub fn shuffle<A>(items: &mut [A], seed: &[u8; 32]) {
-    for i in (1..items.len()).rev() {
-        let j = (random_u64(seed, b"shuffle", i as u32) % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
 }
 
 /// Number of groups `n` trainers make with replication `r`: `⌊n / r⌋`, or 1 when
@@ -78,17 +66,25 @@ pub fn group_count(n: u32, r: u32, min: u32) -> u32 {
     }
 }
 
-/// A driller that may be given a task: who, its declared capacity, and until when it is busy with a
-/// drawn task.
-pub type Candidate<T> = (<T as frame_system::Config>::AccountId, MicroUt, BlockNumberFor<T>);
+/// A driller that may be given a task: who, its declared capacity, until when it is busy with a
+/// drawn task, and since when its declaration stands.
+pub type Candidate<T> =
+    (<T as frame_system::Config>::AccountId, MicroUt, BlockNumberFor<T>, BlockNumberFor<T>);
 
 /// Every registered driller that is eligible (bonded at least `MinBond`), in storage order (the same
 /// on every node).
 pub fn candidates<T: Config>() -> Vec<Candidate<T>> {
     Drillers::<T>::iter()
         .filter(|(who, _)| T::Staking::is_eligible(who))
-        .map(|(who, d)| (who, d.capacity, d.busy_until))
+        .map(|(who, d)| (who, d.capacity, d.busy_until, d.since))
         .collect()
+}
+
+/// `items` in the order of an equal-weight race under `seed` (uniformly random, each item's place
+/// depending on its own key only), stable for equal keys.
+pub fn race<A: Encode + Clone>(seed: &[u8; 32], purpose: &[u8], items: &[A]) -> Vec<A> {
+    let weighted: Vec<(A, u64)> = items.iter().map(|a| (a.clone(), 1)).collect();
+    ergon_protocol::draw::weighted_order(seed, purpose, &weighted)
 }
 
 /// The capacity band of a declared capacity: its power of two.
@@ -142,7 +138,8 @@ pub fn synthetic_chain(seed: [u8; 32], dim: u32, work: MicroUt) -> MatmulChain {
     MatmulChain { seed, dim, length }
 }
 
-/// Starts a drilling epoch at `now`: shuffles the eligible drillers into the issuance queue.
+/// Starts a drilling epoch at `now`: snapshots the eligible drillers, by capacity band, into the
+/// issuance queue; they are ordered and issued once fresh randomness exists ([`issue_due`]).
 /// Returns the weight used.
 pub fn start_epoch<T: Config>(now: BlockNumberFor<T>) -> Weight {
     let drillers = Drillers::<T>::count();
@@ -156,12 +153,10 @@ pub fn start_epoch<T: Config>(now: BlockNumberFor<T>) -> Weight {
             "epoch {epoch} starts at {now:?} before the last epoch's tasks were all issued"
         );
     }
-    let seed = seed::<T>(&(b"ergon/drilling/epoch", epoch).encode());
     let mut trainers: Vec<(T::AccountId, MicroUt)> =
-        candidates::<T>().into_iter().map(|(who, capacity, _)| (who, capacity)).collect();
-    shuffle(&mut trainers, &seed);
+        candidates::<T>().into_iter().map(|(who, capacity, _, _)| (who, capacity)).collect();
     trainers.truncate(T::MaxTrainers::get() as usize);
-    // Stable: the order within a band stays the shuffle's.
+    // The order within a band is set by the race once the randomness exists.
     trainers.sort_by_key(|(_, capacity)| core::cmp::Reverse(band(*capacity)));
     let n = trainers.len() as u32;
     let capacities: Vec<MicroUt> = trainers.iter().map(|(_, c)| *c).collect();
@@ -179,7 +174,7 @@ pub fn start_epoch<T: Config>(now: BlockNumberFor<T>) -> Weight {
     } else {
         IssuanceQueue::<T>::put(BoundedVec::<_, T::MaxTrainers>::truncate_from(trainers));
         IssuanceGroups::<T>::put(BoundedVec::<_, T::MaxTrainers>::truncate_from(starts));
-        Issuance::<T>::put(IssuanceState { epoch, seed, groups, next: 0 });
+        Issuance::<T>::put(IssuanceState { epoch, snapshot_at: now, seed: None, groups, next: 0 });
     }
     Pallet::<T>::deposit_event(Event::EpochStarted { epoch, trainers: n, tasks: groups });
     T::WeightInfo::start_epoch(drillers)
@@ -190,7 +185,32 @@ pub fn issue_due<T: Config>(now: BlockNumberFor<T>) -> Weight {
     let Some(mut state) = Issuance::<T>::get() else {
         return Weight::zero();
     };
-    let queue = IssuanceQueue::<T>::get();
+    let mut queue = IssuanceQueue::<T>::get();
+    let mut weight = Weight::zero();
+    let seed = match state.seed {
+        Some(seed) => seed,
+        None => match T::Randomness::fresh(state.snapshot_at) {
+            Some((random, _)) => {
+                let seed = ergon_protocol::hash::draw_seed(
+                    &random,
+                    &(b"ergon/drilling/epoch", state.epoch),
+                );
+                // Each band in the order of the race; bands keep their places, so the group
+                // boundaries computed at the snapshot still hold.
+                let mut ordered = Vec::with_capacity(queue.len());
+                for chunk in queue.chunk_by(|a, b| band(a.1) == band(b.1)) {
+                    ordered.extend(race(&seed, b"synthetic", chunk));
+                }
+                queue = BoundedVec::truncate_from(ordered);
+                IssuanceQueue::<T>::put(&queue);
+                // Ordering costs about what the snapshot did (one key per driller, one sort).
+                weight = T::WeightInfo::start_epoch(queue.len() as u32);
+                state.seed = Some(seed);
+                seed
+            }
+            None => return T::DbWeight::get().reads(2),
+        },
+    };
     let starts = IssuanceGroups::<T>::get();
     let mut issued = 0u32;
     while issued < T::MaxIssuePerBlock::get() && state.next < state.groups {
@@ -200,7 +220,7 @@ pub fn issue_due<T: Config>(now: BlockNumberFor<T>) -> Weight {
         let group = &queue[from..to];
         let slowest = group.iter().map(|(_, c)| *c).min().unwrap_or_default();
         let chain = synthetic_chain(
-            sp_io::hashing::blake2_256(&(&state.seed, b"task", state.next).encode()),
+            sp_io::hashing::blake2_256(&(&seed, b"task", state.next).encode()),
             T::SyntheticDim::get(),
             Pallet::<T>::window_work(slowest),
         );
@@ -228,44 +248,49 @@ pub fn issue_due<T: Config>(now: BlockNumberFor<T>) -> Weight {
     } else {
         Issuance::<T>::put(state);
     }
-    T::WeightInfo::issue_tasks(issued)
+    weight.saturating_add(T::WeightInfo::issue_tasks(issued))
 }
 
-/// Draws a task's executors from `pool` (the eligible drillers) with randomness of this block:
-/// uniformly among those whose declared capacity covers the task, who are not busy with another
-/// drawn task and whose free bond covers the collateral, leaving out the previous attempts'
-/// revealers when enough others qualify. Too few abandons the task.
+/// Draws a task's executors from `pool` (the eligible drillers) once randomness that began after
+/// the task was issued exists: uniformly (the race) among those that declared before it began,
+/// whose declared capacity covers the task, who are not busy with another drawn task and whose free
+/// bond covers the collateral, leaving out the previous attempts' revealers when enough others
+/// qualify. Too few abandons the task; so does no fresh randomness within an epoch.
 pub fn draw<T: Config>(
     id: TaskId,
     task: &mut TaskOf<T>,
     pool: &[Candidate<T>],
     now: BlockNumberFor<T>,
 ) {
+    let Some((random, since)) = T::Randomness::fresh(task.opened_at) else {
+        if now <= task.opened_at.saturating_add(T::EpochLength::get()) {
+            let retry = now.saturating_add(T::Randomness::retry_in());
+            if Pallet::<T>::schedule(id, task, retry).is_err() {
+                frame_support::defensive!("timeout queue full although MaxOpenTasks holds");
+            }
+        } else {
+            Pallet::<T>::abandon(id, task, &[], now);
+        }
+        return;
+    };
     let min = T::MinReplication::get() as usize;
-    let able: Vec<&T::AccountId> = pool
+    let able: Vec<T::AccountId> = pool
         .iter()
-        .filter(|(_, capacity, busy_until)| {
-            *busy_until < now && Pallet::<T>::window_work(*capacity) >= task.difficulty
+        .filter(|(_, capacity, busy_until, declared)| {
+            *declared < since
+                && *busy_until < now
+                && Pallet::<T>::window_work(*capacity) >= task.difficulty
         })
-        .map(|(who, _, _)| who)
+        .map(|(who, _, _, _)| who.clone())
         .collect();
-    let fresh: Vec<&T::AccountId> =
-        able.iter().copied().filter(|who| !task.disputed.iter().any(|d| &d.who == *who)).collect();
-    let mut chosen = if fresh.len() >= min { fresh } else { able };
-    let seed = seed::<T>(&(b"ergon/drilling/draw", id).encode());
+    let fresh: Vec<T::AccountId> =
+        able.iter().filter(|who| !task.disputed.iter().any(|d| &d.who == *who)).cloned().collect();
+    let chosen = if fresh.len() >= min { fresh } else { able };
+    let seed = ergon_protocol::hash::draw_seed(&random, &(b"ergon/drilling/draw", id));
     let r = task.replication as usize;
-    // Fisher–Yates, stopped once `r` drawn candidates took on the collateral.
-    let n = chosen.len();
-    let mut i = 0;
-    let shuffled = core::iter::from_fn(|| {
-        (i < n).then(|| {
-            let j = i + (random_u64(&seed, b"draw", i as u32) % (n - i) as u64) as usize;
-            chosen.swap(i, j);
-            i += 1;
-            chosen[i - 1].clone()
-        })
-    });
-    let executors = Pallet::<T>::obligate_executors(id, task.difficulty, shuffled, r);
+    // The race's first `r` that take on the collateral.
+    let order = race(&seed, b"executors", &chosen);
+    let executors = Pallet::<T>::obligate_executors(id, task.difficulty, order.into_iter(), r);
     let commit_deadline = now.saturating_add(T::CommitWindow::get());
     if executors.len() >= min {
         for who in &executors {

@@ -13,14 +13,16 @@
 //!    driller is never slashed for silence. Tasks are sized to fill `CapacityUse` of the commit window
 //!    at the declared capacity, so accounts sharing one machine earn no more D than the machine does.
 //!    [`Pallet::prune_driller`] lets anyone remove one whose bond fell below the minimum.
-//! 3. **Synthetic tasks** ([`issuance`]): every `EpochLength` blocks the runtime shuffles the eligible
-//!    drillers with on-chain randomness and cuts them into groups of `SyntheticReplication` (the last
+//! 3. **Synthetic tasks** ([`issuance`]): every `EpochLength` blocks the runtime snapshots the
+//!    eligible drillers; once randomness that began after the snapshot exists (BABE's, one to two
+//!    BABE epochs later) it orders them and cuts them into groups of `SyntheticReplication` (the last
 //!    group takes the remainder), one matrix-chain task per group, seeded by that randomness. Every
 //!    eligible driller gets exactly one task per epoch; at most `MaxIssuePerBlock` are issued a block.
 //! 4. **Published tasks**: a task publisher registers with a deposit ([`Pallet::register_publisher`]),
 //!    is approved by `PublisherOrigin` (root or governance), then [`Pallet::publish_task`]s with a
-//!    replication `r`. Executors are drawn in the next block, from randomness the publisher could not
-//!    know, uniformly among eligible drillers.
+//!    replication `r`. Executors are drawn once randomness that began after the publication exists
+//!    (nobody, the publisher included, knew it then), uniformly among eligible drillers that declared
+//!    before it began.
 //! 5. **Commit-reveal**: executors [`Pallet::commit_result`] `hash(task, executor, result, salt)`
 //!    within `CommitWindow`, then [`Pallet::reveal_result`] within `RevealWindow`.
 //! 6. **Collateral**: each executor's task freezes part of its bond (trainer staking's obligations)
@@ -75,17 +77,17 @@ const LOG_TARGET: &str = "runtime::drilling";
 #[frame_support::pallet]
 pub mod pallet {
     use super::*;
+    use ergon_protocol::traits::{BondInspect, Obligation, Obligations, SlashReason, Slashing};
+    use ergon_protocol::traits::{ComputePowerLedger, MicroUt};
     use frame_support::{
         pallet_prelude::*,
         traits::{
             fungible::{InspectHold, MutateHold},
             tokens::{Fortitude, Precision},
-            Randomness, UnixTime,
+            UnixTime,
         },
     };
     use frame_system::pallet_prelude::*;
-    use pallet_compute_power::{ComputePowerLedger, MicroUt};
-    use pallet_trainer_staking::{BondInspect, Obligation, Obligations, SlashReason, Slashing};
     use sp_core::H256;
     use sp_runtime::{
         traits::{One, SaturatedConversion, Saturating, Zero},
@@ -121,8 +123,9 @@ pub mod pallet {
         /// Effective computing power, credited with D on agreement.
         type ComputePower: ComputePowerLedger<Self::AccountId>;
 
-        /// Randomness of the previous block (BABE's VRF output).
-        type Randomness: Randomness<Option<Self::Hash>, BlockNumberFor<Self>>;
+        /// Randomness nobody knew when a task was issued or the drillers were snapshotted (BABE's
+        /// epoch randomness from an epoch that began after it).
+        type Randomness: ergon_protocol::traits::FreshRandomness<BlockNumberFor<Self>>;
 
         /// Wall-clock time of the block (pallet-timestamp), to time executors.
         type Time: UnixTime;
@@ -235,7 +238,7 @@ pub mod pallet {
 
         /// Makes eligible trainers for the benchmarks.
         #[cfg(feature = "runtime-benchmarks")]
-        type BenchmarkHelper: pallet_trainer_staking::BenchmarkTrainers<Self::AccountId>;
+        type BenchmarkHelper: ergon_protocol::traits::BenchmarkTrainers<Self::AccountId>;
     }
 
     /// The next task's id.
@@ -271,8 +274,9 @@ pub mod pallet {
     #[pallet::storage]
     pub type CurrentEpoch<T: Config> = StorageValue<_, u32, ValueQuery>;
 
-    /// This epoch's synthetic issuance: the shuffled eligible drillers with their declared
-    /// capacities, ordered by capacity band and cut into groups at [`IssuanceGroups`].
+    /// This epoch's synthetic issuance: the eligible drillers with their declared capacities,
+    /// ordered by capacity band (within a band by the race, once the randomness exists) and cut into
+    /// groups at [`IssuanceGroups`].
     #[pallet::storage]
     pub type IssuanceQueue<T: Config> =
         StorageValue<_, BoundedVec<(T::AccountId, MicroUt), T::MaxTrainers>, ValueQuery>;
@@ -285,7 +289,8 @@ pub mod pallet {
 
     /// Progress of this epoch's synthetic issuance (absent when done).
     #[pallet::storage]
-    pub type Issuance<T: Config> = StorageValue<_, issuance::IssuanceState, OptionQuery>;
+    pub type Issuance<T: Config> =
+        StorageValue<_, issuance::IssuanceState<BlockNumberFor<T>>, OptionQuery>;
 
     /// Trainers who run the driller role, with the capacity each declared: only they are given
     /// synthetic tasks or drawn for published ones (a trainer without a driller would only be
@@ -318,7 +323,7 @@ pub mod pallet {
         PublisherRemoved { who: T::AccountId, slashed: BalanceOf<T> },
         /// A drilling epoch started: `trainers` eligible drillers get `tasks` synthetic tasks.
         EpochStarted { epoch: u32, trainers: u32, tasks: u32 },
-        /// A task was issued (its executors are drawn now or in the next block).
+        /// A task was issued (its executors are drawn now, or once fresh randomness exists).
         TaskIssued {
             task: TaskId,
             origin: TaskOrigin<T::AccountId>,
@@ -525,8 +530,8 @@ pub mod pallet {
         }
 
         /// Publishes a drilling task for `replication` executors (approved publishers). The
-        /// difficulty is computed from the task's exact operation count; executors are drawn in the
-        /// next block.
+        /// difficulty is computed from the task's exact operation count; executors are drawn once
+        /// randomness that began after this block exists.
         #[pallet::call_index(4)]
         #[pallet::weight(T::WeightInfo::publish_task())]
         pub fn publish_task(
@@ -649,14 +654,15 @@ pub mod pallet {
                             >= Self::collateral(Self::window_work(capacity)),
                         Error::<T>::CapacityNotBacked
                     );
+                    let since = frame_system::Pallet::<T>::block_number();
                     let driller = match Drillers::<T>::get(&who) {
-                        Some(driller) => Driller { capacity, ..driller },
+                        Some(driller) => Driller { capacity, since, ..driller },
                         None => {
                             ensure!(
                                 Drillers::<T>::count() < T::MaxTrainers::get(),
                                 Error::<T>::TooManyDrillers
                             );
-                            Driller { capacity, busy_until: Zero::zero() }
+                            Driller { capacity, busy_until: Zero::zero(), since }
                         }
                     };
                     Drillers::<T>::insert(&who, driller);
@@ -705,7 +711,7 @@ pub mod pallet {
         }
 
         /// Stores a new task and emits `TaskIssued`: assigned to `executors` at once when given,
-        /// otherwise in `Drawing` (executors drawn next block).
+        /// otherwise in `Drawing` (executors drawn once randomness that began after `now` exists).
         #[allow(clippy::too_many_arguments)]
         pub(crate) fn new_task(
             kind: TaskKind,
@@ -729,6 +735,7 @@ pub mod pallet {
                 executors: Default::default(),
                 disputed,
                 issued_ms: 0,
+                opened_at: now,
                 timeout: now,
             };
             Self::deposit_event(Event::TaskIssued {

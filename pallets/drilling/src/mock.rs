@@ -11,10 +11,9 @@
 use crate as pallet_drilling;
 use frame_support::{
     derive_impl, parameter_types,
-    traits::{ConstU128, ConstU32, ConstU64, Hooks, Randomness, UnixTime},
+    traits::{ConstU128, ConstU32, ConstU64, Hooks, UnixTime},
 };
 use frame_system::EnsureRoot;
-use sp_core::H256;
 use sp_runtime::{BuildStorage, Perbill, Permill};
 
 type Block = frame_system::mocking::MockBlock<Test>;
@@ -88,16 +87,16 @@ impl pallet_trainer_staking::Config for Test {
     type WeightInfo = ();
 }
 
-/// The previous block's "VRF output": a hash of the subject and the block number.
-pub struct TestRandomness;
-impl Randomness<Option<H256>, u64> for TestRandomness {
-    fn random(subject: &[u8]) -> (Option<H256>, u64) {
-        let parent = System::block_number().saturating_sub(1);
-        let value = RandomnessAvailable::get()
-            .then(|| H256(sp_io::hashing::blake2_256(&codec::Encode::encode(&(subject, parent)))));
-        (value, parent)
+/// The block number, for the mock's randomness.
+pub struct Now;
+impl frame_support::traits::Get<u64> for Now {
+    fn get() -> u64 {
+        System::block_number()
     }
 }
+
+/// Epochs of one block: fresh randomness two blocks after a commitment.
+pub type TestRandomness = ergon_protocol::traits::OneBlockEpochs<Now, RandomnessAvailable>;
 
 /// Block `n` starts at `6 000 · n` ms.
 pub struct BlockTime;

@@ -2,10 +2,10 @@
 
 use alloc::vec::Vec;
 use codec::Encode;
+use ergon_protocol::traits::{ComputePowerLedger, MicroUt, WorkKind};
+use ergon_protocol::traits::{Obligation, Obligations, SlashReason};
 use frame_support::{pallet_prelude::*, traits::Get};
 use frame_system::pallet_prelude::BlockNumberFor;
-use pallet_compute_power::{ComputePowerLedger, MicroUt, WorkKind};
-use pallet_trainer_staking::{Obligation, Obligations, SlashReason};
 use sp_core::H256;
 use sp_runtime::traits::Saturating;
 
@@ -22,7 +22,7 @@ pub fn result_commitment<AccountId: Encode>(
     result: H256,
     salt: H256,
 ) -> H256 {
-    H256(sp_io::hashing::blake2_256(&(b"ergon/drilling", task, executor, result, salt).encode()))
+    H256(ergon_protocol::commitments::drill_result(task, executor, &result.0, &salt.0))
 }
 
 /// The result more than half of the task's `r` executors revealed, if any.

@@ -43,11 +43,13 @@ fn approved_publisher() {
     assert_ok!(Drilling::approve_publisher(RuntimeOrigin::root(), PUBLISHER));
 }
 
-/// Publishes `kind` for `r` executors and runs to the block that draws them; returns the task id.
+/// Publishes `kind` for `r` executors and runs to the block that draws them (the mock's fresh
+/// randomness began the block after publication and is read the block after that); returns the
+/// task id.
 fn publish(kind: TaskKind, r: u32) -> TaskId {
     let id = NextTaskId::<Test>::get();
     assert_ok!(Drilling::publish_task(RuntimeOrigin::signed(PUBLISHER), kind, r));
-    run_to_block(System::block_number() + 1);
+    run_to_block(System::block_number() + 2);
     id
 }
 
@@ -126,15 +128,16 @@ fn only_eligible_drillers_get_tasks_and_stale_ones_can_be_pruned() {
             Drilling::set_driller(RuntimeOrigin::signed(7), Some(CAPACITY)),
             Error::<Test>::NotEligible
         );
-        run_to_block(21);
+        run_to_block(23);
         let count = synthetic_tasks_by_trainer(1);
         assert_eq!(count.keys().copied().collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+        // They answer their synthetic tasks (before the window closes), then a published one.
+        answer_open_tasks();
         approved_publisher();
         let id = publish(chain(1), 4);
         let mut who = executors(id);
         who.sort();
         assert_eq!(who, vec![1, 2, 3, 4]);
-        // They answer this and their synthetic tasks, which releases their collateral.
         answer_open_tasks();
 
         // Stopping is always allowed; a driller whose bond fell below the minimum can be pruned by
@@ -328,7 +331,7 @@ fn one_liar_of_three_is_judged_by_the_reissue_and_the_honest_pair_made_whole() {
         let mut first = who.clone();
         first.sort();
         assert_eq!(disputed, first);
-        run_to_block(System::block_number() + 1);
+        run_to_block(System::block_number() + 2);
         let fresh = executors(reissued);
         assert_eq!(fresh.len(), 5);
         assert!(fresh.iter().all(|w| !who.contains(w)));
@@ -371,7 +374,7 @@ fn a_split_pair_is_resolved_by_the_reissue_and_the_liar_slashed_then() {
         assert!(slashes().is_empty());
         let reissued = id + 1;
         assert_eq!(task(reissued).replication, 4);
-        run_to_block(System::block_number() + 1);
+        run_to_block(System::block_number() + 2);
         let fresh = executors(reissued);
         assert!(fresh.iter().all(|w| !who.contains(w)));
         for w in &fresh {
@@ -408,7 +411,7 @@ fn silent_executors_are_slashed_and_reissues_stop_at_the_limit() {
                 TaskPhase::Disagreed { reissued: Some(next) } => {
                     assert!(attempt < 2);
                     id = next;
-                    run_to_block(System::block_number() + 1);
+                    run_to_block(System::block_number() + 2);
                 }
                 TaskPhase::Disagreed { reissued: None } => assert_eq!(attempt, 2),
                 other => panic!("unexpected phase {other:?}"),
@@ -535,13 +538,18 @@ fn too_few_eligible_trainers_abandon_a_task() {
 }
 
 #[test]
-fn executors_are_drawn_from_randomness_even_before_babe_has_any() {
+fn executors_wait_for_fresh_randomness_and_a_task_without_any_is_abandoned() {
     new_test_ext().execute_with(|| {
         RandomnessAvailable::set(false);
         bond(1..=4);
         approved_publisher();
         let id = publish(chain(1), 2);
-        assert_eq!(executors(id).len(), 2);
+        // No fresh randomness: the task waits (no predictable fallback)...
+        assert_eq!(task(id).phase, TaskPhase::Drawing);
+        // ...and after an epoch without any it is abandoned with nothing held.
+        run_to_block(System::block_number() + 20);
+        assert_eq!(task(id).phase, TaskPhase::Abandoned);
+        assert!((1..=4).all(|who| obligated(who) == 0));
     });
 }
 
@@ -568,9 +576,13 @@ fn every_epoch_each_eligible_trainer_gets_exactly_one_synthetic_task_a_few_per_b
         System::assert_has_event(
             Event::<Test>::EpochStarted { epoch: 1, trainers: 10, tasks: 3 }.into(),
         );
-        // At most `MaxIssuePerBlock` = 2 a block.
-        assert_eq!(Tasks::<Test>::count(), 2);
+        // The snapshot waits for randomness that began after it (mock: read at 22).
         run_to_block(21);
+        assert_eq!(Tasks::<Test>::count(), 0);
+        // At most `MaxIssuePerBlock` = 2 a block.
+        run_to_block(22);
+        assert_eq!(Tasks::<Test>::count(), 2);
+        run_to_block(23);
         assert_eq!(Tasks::<Test>::count(), 3);
         assert!(Issuance::<Test>::get().is_none());
         let count = synthetic_tasks_by_trainer(1);
@@ -758,6 +770,60 @@ mod attacks {
     use super::*;
     use pallet_trainer_staking::Error as StakingError;
 
+    /// The attacker learns the randomness of a draw first (it authors the last blocks of the epoch
+    /// it comes from) and registers sybil drillers, or raises a sybil's capacity, to be drawn for a
+    /// published task it wants to answer alone. Declarations made once the randomness began are not
+    /// candidates.
+    #[test]
+    fn attack_drillers_declared_after_the_publication_are_never_drawn() {
+        new_test_ext().execute_with(|| {
+            bond(1..=4);
+            approved_publisher();
+            let id = NextTaskId::<Test>::get();
+            assert_ok!(Drilling::publish_task(RuntimeOrigin::signed(PUBLISHER), chain(1), 2));
+            // The randomness began: ten sybils declare, honest driller 4 re-declares.
+            run_to_block(System::block_number() + 1);
+            bond(10..=19);
+            assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(4), Some(CAPACITY)));
+            run_to_block(System::block_number() + 1);
+            let drawn = executors(id);
+            assert_eq!(drawn.len(), 2);
+            assert!(drawn.iter().all(|who| (1..=3).contains(who)), "drawn {drawn:?}");
+        });
+    }
+
+    /// Knowing the randomness that orders an epoch's drillers, the attacker drops some of its
+    /// sybils to shift the others into one group (which could then agree on a made-up result).
+    /// The drillers were snapshotted before the randomness began and ordered by a race where each
+    /// place depends on the driller's own key: leaving changes no group.
+    #[test]
+    fn attack_leaving_after_the_snapshot_does_not_regroup_the_epoch() {
+        let groups = |leavers: &[u64]| {
+            let mut ext = new_test_ext();
+            ext.execute_with(|| {
+                bond(1..=12);
+                run_to_block(21);
+                for who in leavers {
+                    assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(*who), None));
+                }
+                run_to_block(23);
+                let mut groups: Vec<Vec<u64>> = Tasks::<Test>::iter()
+                    .filter(|(_, t)| t.origin == TaskOrigin::Synthetic { epoch: 1 })
+                    .map(|(_, t)| {
+                        let mut g: Vec<u64> = t.executors.iter().map(|e| e.who).collect();
+                        g.sort();
+                        g
+                    })
+                    .collect();
+                groups.sort();
+                groups
+            })
+        };
+        let honest = groups(&[]);
+        assert_eq!(honest.len(), 4);
+        assert_eq!(groups(&[2, 5, 7]), honest);
+    }
+
     /// Drawn, the attacker unbonds everything it can and stays silent. Before obligations the slash
     /// was 1 % of an active bond it had just emptied: nothing. Now the task's collateral cannot be
     /// unbonded and is slashed whole.
@@ -799,7 +865,7 @@ mod attacks {
                 assert_ok!(Drilling::set_driller(RuntimeOrigin::signed(who), Some(sybil)));
             }
             bond(7..=12);
-            run_to_block(21);
+            run_to_block(23);
             let tasks: Vec<_> = Tasks::<Test>::iter().map(|(_, t)| t).collect();
             assert_eq!(tasks.len(), 4);
             for t in &tasks {
@@ -893,7 +959,7 @@ mod attacks {
             }
             assert!(slashes().is_empty());
             let reissued = id + 1;
-            run_to_block(System::block_number() + 1);
+            run_to_block(System::block_number() + 2);
             let before = Balances::free_balance(who[0]);
             for w in executors(reissued) {
                 commit(reissued, w, result);
@@ -937,7 +1003,7 @@ mod attacks {
                     panic!("re-issued")
                 };
                 id = next;
-                run_to_block(System::block_number() + 1);
+                run_to_block(System::block_number() + 2);
             }
             assert_eq!(task(id).attempt, 2);
             let who = executors(id);

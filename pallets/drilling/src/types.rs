@@ -3,8 +3,8 @@
 
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use ergon_drill::{MatmulChain, QuantizedInference};
+use ergon_protocol::traits::MicroUt;
 use frame_support::{traits::ConstU32, BoundedVec};
-use pallet_compute_power::MicroUt;
 use scale_info::TypeInfo;
 use sp_core::H256;
 
@@ -117,7 +117,7 @@ pub enum TaskOrigin<AccountId> {
     Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, Debug, TypeInfo, MaxEncodedLen,
 )]
 pub enum TaskPhase {
-    /// Waiting for executors to be drawn (from randomness of a later block).
+    /// Waiting for executors to be drawn (from randomness that began after the task was issued).
     Drawing,
     /// Executors compute and commit `hash(task, executor, result, salt)`.
     Committing,
@@ -186,6 +186,8 @@ pub struct Task<AccountId, BlockNumber> {
     pub disputed: BoundedVec<Dispute<AccountId>, ReplicationBound>,
     /// Timestamp (ms) at which executors were assigned.
     pub issued_ms: u64,
+    /// Block the task was issued: its executors are drawn from randomness that began after it.
+    pub opened_at: BlockNumber,
     /// Block at which the current phase times out (or the finished task is removed).
     pub timeout: BlockNumber,
 }
@@ -214,6 +216,9 @@ pub struct Driller<BlockNumber> {
     pub capacity: MicroUt,
     /// Commit deadline of its last drawn task: it is not drawn again before that block.
     pub busy_until: BlockNumber,
+    /// Block of its declaration: it is drawn only from randomness that began after it (declaring
+    /// again, e.g. a larger capacity, restarts the wait).
+    pub since: BlockNumber,
 }
 
 /// The state of a registered task publisher.

@@ -17,9 +17,14 @@
 //! "unavailable" end the job without slashing the trainer (the owner pays it the bid deposit's worth
 //! from escrow); two thirds "available" reject the report.
 //!
-//! Every request has a deadline ([`HTTP_DEADLINE_MS`]). A bundle at a `file://` URI (local test setups)
-//! cannot be checked from the runtime and gets no attestation. A per-job lock in the node's offchain
-//! storage stops the same node from submitting twice while its attestation is in the pool.
+//! Every request has a deadline for its headers *and* its body ([`HTTP_DEADLINE_MS`]), and a whole
+//! bundle check one more ([`CHECK_DEADLINE_MS`]): sc-offchain waits forever on a body read without
+//! one, so a slow server could otherwise hold every validator's offchain worker. Bundle URIs are
+//! http(s) only (the runtime refuses others at submission). The manifest must describe the job:
+//! as many checkpoints as the job has, none of them empty. Attestations of keys rotated out of the
+//! attester set are dropped when the next one lands, so a new set always finds room. A per-job
+//! lock in the node's offchain storage stops the same node from submitting twice while its
+//! attestation is in the pool.
 
 use alloc::{format, string::String, vec::Vec};
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
@@ -54,8 +59,10 @@ pub const MAX_MANIFEST_BYTES: usize = 8 << 20;
 pub const MAX_WHOLE_FILE_BYTES: usize = 16 << 20;
 /// Chunks sampled per check.
 pub const SAMPLES: u32 = 2;
-/// Deadline of each HTTP request.
+/// Deadline of each HTTP request, headers and body.
 pub const HTTP_DEADLINE_MS: u64 = 10_000;
+/// Deadline of one whole bundle check (manifest and every sampled chunk).
+pub const CHECK_DEADLINE_MS: u64 = 30_000;
 /// Deadline of the download of one data file (they may be gigabytes).
 pub const DATA_DEADLINE_MS: u64 = 600_000;
 /// Most bundles one node checks per block (HTTP is slow; the rest wait for later blocks).
@@ -115,6 +122,8 @@ pub enum Unavailable {
     Manifest(ergon_bundle::IndexError),
     /// The manifest does not hash to the committed root.
     RootMismatch,
+    /// The manifest lists a number of checkpoints other than the job's, or an empty checkpoint.
+    WrongShape,
     /// A sampled chunk differs from its listed hash.
     ChunkMismatch { checkpoint: usize, chunk: u64 },
     /// A data file is not served over HTTP(S).
@@ -199,7 +208,7 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
         }
         checked += 1;
         let outcome = match bundle {
-            Some((base, root)) => check_bundle(&base, root),
+            Some((base, root)) => check_bundle(&base, root, record.checkpoints),
             None => check_data(&record.spec),
         };
         let available = match outcome {
@@ -241,13 +250,24 @@ pub fn http_base(uri: &[u8]) -> Option<String> {
         .then(|| String::from(uri.trim_end_matches('/')))
 }
 
-/// Fetches the manifest and [`SAMPLES`] random chunks from `base` and checks them against `root`.
-pub fn check_bundle(base: &str, root: H256) -> Result<(), Unavailable> {
-    let manifest =
-        get(&format!("{base}/{}", ergon_bundle::MANIFEST_FILE), None, MAX_MANIFEST_BYTES)?;
+/// Fetches the manifest and [`SAMPLES`] random chunks from `base` and checks them against `root`
+/// and the job's number of `checkpoints`, all within [`CHECK_DEADLINE_MS`].
+pub fn check_bundle(base: &str, root: H256, checkpoints: u64) -> Result<(), Unavailable> {
+    let check_deadline = sp_io::offchain::timestamp().add(Duration::from_millis(CHECK_DEADLINE_MS));
+    let manifest = get(
+        &format!("{base}/{}", ergon_bundle::MANIFEST_FILE),
+        None,
+        MAX_MANIFEST_BYTES,
+        check_deadline,
+    )?;
     let index = ergon_bundle::ManifestIndex::parse(&manifest).map_err(Unavailable::Manifest)?;
     if index.root() != root.0 {
         return Err(Unavailable::RootMismatch);
+    }
+    if index.checkpoints.len() as u64 != checkpoints
+        || index.checkpoints.iter().any(|c| c.chunks.is_empty() || c.file_bytes == 0)
+    {
+        return Err(Unavailable::WrongShape);
     }
     let total = index.total_chunks();
     let seed = sp_io::offchain::random_seed();
@@ -260,8 +280,12 @@ pub fn check_bundle(base: &str, root: H256) -> Result<(), Unavailable> {
             continue;
         };
         let url = format!("{base}/{}", entry.file);
-        let data =
-            get(&url, Some((start, end, entry.file_bytes)), ergon_bundle::CHUNK_SIZE as usize)?;
+        let data = get(
+            &url,
+            Some((start, end, entry.file_bytes)),
+            ergon_bundle::CHUNK_SIZE as usize,
+            check_deadline,
+        )?;
         if sp_io::hashing::sha2_256(&data) != entry.chunks[chunk as usize] {
             return Err(Unavailable::ChunkMismatch { checkpoint, chunk });
         }
@@ -314,7 +338,9 @@ fn digest_of(url: &str) -> Result<[u8; 32], Unavailable> {
     let mut hasher = Sha256::new();
     let mut buffer = Vec::with_capacity(64 << 10);
     let mut total: u64 = 0;
-    for byte in response.body() {
+    let mut body = response.body();
+    body.deadline(deadline);
+    for byte in body.by_ref() {
         buffer.push(byte);
         if buffer.len() == buffer.capacity() {
             total += buffer.len() as u64;
@@ -325,15 +351,26 @@ fn digest_of(url: &str) -> Result<[u8; 32], Unavailable> {
             buffer.clear();
         }
     }
+    if body.error().is_some() {
+        return Err(Unavailable::Http("body deadline"));
+    }
     hasher.update(&buffer);
     Ok(hasher.finalize().into())
 }
 
-/// `GET url` with a deadline: the whole body (at most `limit` bytes), or the byte range
-/// `[start, end)` of a file of `len` bytes. A server that ignores the range and sends the whole file
-/// (status 200) is accepted when the file is at most [`MAX_WHOLE_FILE_BYTES`].
-fn get(url: &str, range: Option<(u64, u64, u64)>, limit: usize) -> Result<Vec<u8>, Unavailable> {
-    let deadline = sp_io::offchain::timestamp().add(Duration::from_millis(HTTP_DEADLINE_MS));
+/// `GET url` with a deadline on headers and body ([`HTTP_DEADLINE_MS`], or `check_deadline` if
+/// sooner): the whole body (at most `limit` bytes), or the byte range `[start, end)` of a file of
+/// `len` bytes. A server that ignores the range and sends the whole file (status 200) is accepted
+/// when the file is at most [`MAX_WHOLE_FILE_BYTES`].
+fn get(
+    url: &str,
+    range: Option<(u64, u64, u64)>,
+    limit: usize,
+    check_deadline: sp_core::offchain::Timestamp,
+) -> Result<Vec<u8>, Unavailable> {
+    let own = sp_io::offchain::timestamp().add(Duration::from_millis(HTTP_DEADLINE_MS));
+    let deadline =
+        if own.unix_millis() < check_deadline.unix_millis() { own } else { check_deadline };
     let header = range.map(|(start, end, _)| format!("bytes={start}-{}", end.saturating_sub(1)));
     let mut request = http::Request::get(url);
     if let Some(h) = header.as_deref() {
@@ -355,11 +392,16 @@ fn get(url: &str, range: Option<(u64, u64, u64)>, limit: usize) -> Result<Vec<u8
     };
     let cap = expected.unwrap_or(limit);
     let mut body = Vec::new();
-    for byte in response.body() {
+    let mut stream = response.body();
+    stream.deadline(deadline);
+    for byte in stream.by_ref() {
         if body.len() >= cap {
             return Err(Unavailable::TooLarge);
         }
         body.push(byte);
+    }
+    if stream.error().is_some() {
+        return Err(Unavailable::Http("body deadline"));
     }
     if expected.is_some_and(|n| body.len() != n) {
         return Err(Unavailable::Http("short body"));
@@ -390,6 +432,8 @@ impl<T: Config> Pallet<T> {
             }
         );
         let (unavailable, available) = Attestations::<T>::try_mutate(id, |list| {
+            // Keys rotated out of the set count for nothing: drop them, so they never fill the list.
+            list.retain(|(k, _)| attesters.contains(k));
             ensure!(!list.iter().any(|(k, _)| *k == key), crate::Error::<T>::AlreadyAttested);
             list.try_push((key.clone(), attestation.available))
                 .map_err(|_| crate::Error::<T>::AlreadyAttested)?;
@@ -408,7 +452,7 @@ impl<T: Config> Pallet<T> {
                 crate::verification::slash_trainer::<T>(
                     id,
                     &trainer,
-                    pallet_trainer_staking::SlashReason::FailedProofOfTraining,
+                    ergon_protocol::traits::SlashReason::FailedProofOfTraining,
                 );
                 Self::unschedule(id, job.timeout);
                 Self::finish(id, &mut job, Some(trainer), crate::FailureReason::Unavailable);

@@ -52,7 +52,8 @@ fn set_attesters(n: u64) {
     UintAuthorityId::set_all_keys(vec![UintAuthorityId(1)]);
 }
 
-/// A job whose bundle at `uri` with `root` is under verification.
+/// A one-checkpoint job (as [`manifest`] describes) whose bundle at `uri` with `root` is under
+/// verification.
 fn verifying_job(uri: &str, root: H256) -> JobId {
     let job = assigned_job(example_spec());
     assert_ok!(JobMarket::submit_bundle(
@@ -63,6 +64,7 @@ fn verifying_job(uri: &str, root: H256) -> JobId {
         H256::repeat_byte(8),
         ClaimedMetrics::default(),
     ));
+    Jobs::<Test>::mutate(job, |j| j.as_mut().expect("job exists").checkpoints = 1);
     job
 }
 
@@ -194,12 +196,21 @@ fn garbage_or_a_wrong_chunk_is_attested_unavailable() {
 }
 
 #[test]
-fn the_worker_skips_file_uris_non_attesters_and_jobs_it_just_checked() {
-    with_offchain(|_, pool| {
-        set_attesters(1);
-        verifying_job("file:///tmp/bundle", root());
-        JobMarket::offchain_worker(System::block_number());
-        assert!(pool.read().transactions.is_empty(), "file:// cannot be checked from the runtime");
+fn file_uris_are_refused_and_the_worker_skips_non_attesters_and_jobs_it_just_checked() {
+    with_offchain(|_, _| {
+        // A path on one machine can be checked by nobody else: refused at submission.
+        let job = assigned_job(example_spec());
+        assert_noop!(
+            JobMarket::submit_bundle(
+                RuntimeOrigin::signed(TRAINER),
+                job,
+                root(),
+                BundleUri::truncate_from(b"file:///tmp/bundle".to_vec()),
+                H256::repeat_byte(8),
+                ClaimedMetrics::default(),
+            ),
+            Error::<Test>::InvalidUri
+        );
     });
     with_offchain(|_state, pool| {
         set_attesters(1);
@@ -508,4 +519,52 @@ fn only_the_assigned_trainer_reports_checkable_data_once() {
 /// Data attestations the offchain worker put in the pool, with their calls.
 fn submitted_data(pool: &Pool) -> Vec<(Attestation, crate::Call<Test>)> {
     submitted(pool).into_iter().map(|(a, _, call)| (a, call)).collect()
+}
+
+#[test]
+fn a_manifest_that_does_not_describe_the_job_is_unavailable() {
+    // The manifest holds one checkpoint; the job needs two: the bundle cannot be verified.
+    with_offchain(|state, pool| {
+        set_attesters(1);
+        let job = verifying_job(BASE, root());
+        Jobs::<Test>::mutate(job, |j| j.as_mut().expect("job exists").checkpoints = 2);
+        expect_get(state, "manifest.json", None, &manifest());
+        JobMarket::offchain_worker(System::block_number());
+        assert!(!submitted(pool)[0].0.available);
+    });
+}
+
+#[test]
+fn attestations_of_rotated_out_keys_never_fill_the_list() {
+    with_offchain(|_, _| {
+        set_attesters(16);
+        let job = verifying_job(BASE, root());
+        // 10 of the 16 (less than two thirds) attest "unavailable"...
+        let old: Vec<(UintAuthorityId, bool)> =
+            (1..=10).map(|i| (UintAuthorityId(i), false)).collect();
+        Attestations::<Test>::insert(job, frame_support::BoundedVec::truncate_from(old));
+        // ...then the set rotates to 16 new keys: the old attestations are dropped, not counted,
+        // and the new set can fill the list.
+        let accounts: Vec<u64> = (101..=116).collect();
+        let keys = || accounts.iter().map(|a| (a, UintAuthorityId(*a)));
+        JobMarket::on_new_session(true, keys(), keys());
+        for (index, key) in (101..=116u64).enumerate().take(11) {
+            let attestation = Attestation {
+                job,
+                subject: Subject::Bundle,
+                set_id: AttesterSetId::<Test>::get(),
+                attester: index as u32,
+                available: true,
+            };
+            let signature = UintAuthorityId(key).sign(&attestation.encode()).unwrap();
+            assert_ok!(JobMarket::attest_availability(
+                RuntimeOrigin::none(),
+                attestation,
+                signature
+            ));
+        }
+        let list = Attestations::<Test>::get(job);
+        assert_eq!(list.len(), 11);
+        assert!(list.iter().all(|(k, _)| k.0 > 100));
+    });
 }

@@ -14,11 +14,11 @@ use ergon_job_spec::{
     Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
     MAX_LAYERS, MAX_URI_LEN,
 };
+use ergon_protocol::traits::BenchmarkTrainers;
 use frame_benchmarking::v2::*;
 use frame_support::traits::{fungible::Mutate, Get, Hooks};
 use frame_support::BoundedVec;
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
-use pallet_trainer_staking::BenchmarkTrainers;
 use sp_core::H256;
 use sp_runtime::{
     traits::{Bounded as _, One, Saturating},
@@ -83,7 +83,7 @@ fn funded<T: Config>(name: &'static str, index: u32) -> T::AccountId {
 fn trainer<T: Config>(index: u32) -> T::AccountId {
     let who: T::AccountId = account("trainer", index, 0);
     T::BenchmarkHelper::make_trainer(&who);
-    VerifierPool::<T>::insert(&who, ());
+    VerifierPool::<T>::insert(&who, VerifierEntry { since: Default::default(), weight: u64::MAX });
     who
 }
 
@@ -174,6 +174,11 @@ fn draw_block<T: Config>(job: JobId) -> BlockNumberFor<T> {
         }
     });
     frame_system::Pallet::<T>::set_block_number(at);
+    if let Some(round) = Rounds::<T>::get(job) {
+        <T::Randomness as ergon_protocol::traits::FreshRandomness<_>>::benchmark_make_fresh(
+            round.opened_at,
+        );
+    }
     at
 }
 
@@ -470,7 +475,7 @@ mod benchmarks {
     #[benchmark]
     fn prune_verifier() {
         let stale: T::AccountId = account("stale", 0, 0);
-        VerifierPool::<T>::insert(&stale, ());
+        VerifierPool::<T>::insert(&stale, VerifierEntry { since: Default::default(), weight: 1 });
         let caller = funded::<T>("caller", 0);
         #[extrinsic_call]
         _(RawOrigin::Signed(caller), stale.clone());

@@ -13,7 +13,7 @@
 //!    closes the cheapest bid whose trainer can put up the collateral wins (ties: higher ECP, then
 //!    account); [`Pallet::accept_bid`] lets the owner pick one earlier. A price may use the budget minus
 //!    the verification reserve (`VerificationShare`). Assignment freezes the price as the trainer's
-//!    obligation collateral (trainer staking's [`pallet_trainer_staking::Obligations`]).
+//!    obligation collateral (trainer staking's [`ergon_protocol::traits::Obligations`]).
 //! 3. [`Pallet::submit_bundle`] by the assigned trainer before the deadline commits the bundle's Merkle
 //!    root, URI, final-model hash and claimed metrics, and gets the bid deposit back. Missing the
 //!    deadline slashes `TrainerSlash` of the collateral, forfeits the deposit to the owner and
@@ -88,17 +88,16 @@ const LOG_TARGET: &str = "runtime::job-market";
 pub mod pallet {
     use super::*;
     use ergon_job_spec::JobSpec;
+    use ergon_protocol::traits::ComputePowerLedger;
+    use ergon_protocol::traits::{BondInspect, Obligation, Obligations, Slashing};
     use frame_support::{
         pallet_prelude::*,
         traits::{
             fungible::{InspectHold, MutateHold},
             tokens::{Fortitude, Precision, Preservation, Restriction},
-            Randomness,
         },
     };
     use frame_system::pallet_prelude::*;
-    use pallet_compute_power::ComputePowerLedger;
-    use pallet_trainer_staking::{BondInspect, Obligation, Obligations, Slashing};
     use sp_core::H256;
     use sp_runtime::{traits::MaybeSerializeDeserialize, RuntimeAppPublic};
     use sp_runtime::{
@@ -140,8 +139,9 @@ pub mod pallet {
         /// Effective computing power: breaks ties between bids; credited with T.
         type ComputePower: ComputePowerLedger<Self::AccountId>;
 
-        /// Randomness of the previous block (BABE's VRF output), with the block it comes from.
-        type Randomness: Randomness<Option<Self::Hash>, BlockNumberFor<Self>>;
+        /// Randomness nobody knew when a bundle was committed (BABE's epoch randomness from an epoch
+        /// that began after the commitment): what draws verifiers and segments.
+        type Randomness: ergon_protocol::traits::FreshRandomness<BlockNumberFor<Self>>;
 
         /// Smallest budget of a job.
         #[pallet::constant]
@@ -292,7 +292,7 @@ pub mod pallet {
 
         /// Makes eligible trainers for the benchmarks.
         #[cfg(feature = "runtime-benchmarks")]
-        type BenchmarkHelper: pallet_trainer_staking::BenchmarkTrainers<Self::AccountId>;
+        type BenchmarkHelper: ergon_protocol::traits::BenchmarkTrainers<Self::AccountId>;
     }
 
     /// The next job's id.
@@ -312,10 +312,16 @@ pub mod pallet {
     pub type OpenJobsOf<T: Config> = StorageMap<_, Blake2_128Concat, T::AccountId, u32, ValueQuery>;
 
     /// Trainers who opted in to verify: the only ones drawn (a trainer running no verifier would
-    /// only be slashed for silence). At most `MaxVerifierPool`.
+    /// only be slashed for silence), with the block they joined and their weight then. At most
+    /// `MaxVerifierPool`.
     #[pallet::storage]
-    pub type VerifierPool<T: Config> =
-        CountedStorageMap<_, Blake2_128Concat, T::AccountId, (), OptionQuery>;
+    pub type VerifierPool<T: Config> = CountedStorageMap<
+        _,
+        Blake2_128Concat,
+        T::AccountId,
+        VerifierEntry<BlockNumberFor<T>>,
+        OptionQuery,
+    >;
 
     /// Votes of a job's earlier rounds awaiting the final verdict: (verifier, round, verdict). Their
     /// collateral stays frozen until then.
@@ -521,7 +527,7 @@ pub mod pallet {
         NotAssignedTrainer,
         /// The deadline has passed.
         DeadlinePassed,
-        /// The bundle URI is empty or not `http://`, `https://` or `file://`.
+        /// The bundle URI is empty or not `http://` or `https://`.
         InvalidUri,
         /// The job is not in the commit phase of a verification round.
         NotInCommitPhase,
@@ -798,19 +804,19 @@ pub mod pallet {
             // Delivered after all: a data report is moot.
             DataReports::<T>::remove(job);
             Attestations::<T>::remove(job);
-            // Randomness of block now + 1 (read at now + 2) did not exist when the root was committed.
-            Self::schedule(job, &mut record, now.saturating_add(2u32.into()))?;
+            // The draw waits for randomness that began after this block (see `verification::draw`).
+            Self::schedule(job, &mut record, now.saturating_add(One::one()))?;
             // Delivered: the bid deposit goes back (the collateral stays until the verdict).
             Self::release_deposit(&trainer, &mut record.trainer_deposit);
             record.state = JobState::Verifying { trainer: trainer.clone(), price, bundle };
-            Rounds::<T>::insert(job, verification::new_round::<T>(0));
+            Rounds::<T>::insert(job, verification::new_round::<T>(0, now));
             Jobs::<T>::insert(job, record);
             Self::deposit_event(Event::BundleSubmitted { job, trainer, root: bundle_root });
             Ok(())
         }
 
         /// A drawn verifier commits to its verdict:
-        /// `blake2_256(SCALE(job, round, verifier, verdict, evidence_hash, salt))`.
+        /// [`ergon_protocol::commitments::verdict`] of (job, round, verifier, verdict, evidence, salt).
         #[pallet::call_index(5)]
         #[pallet::weight(T::WeightInfo::commit_verdict())]
         pub fn commit_verdict(
@@ -879,20 +885,25 @@ pub mod pallet {
 
         /// Joins (`enabled`) or leaves the verifier pool. Joining needs an eligible bond; a drawn
         /// verifier must commit and reveal in time or lose part of its collateral. Rounds already
-        /// drawn must still be answered after leaving.
+        /// drawn must still be answered after leaving. Joining again refreshes the draw weight to
+        /// the active bond now; either way the entry takes part only in draws from randomness that
+        /// began after this block (so nobody can join, or weigh more, once it knows a draw).
         #[pallet::call_index(8)]
         #[pallet::weight(T::WeightInfo::set_verifier())]
         pub fn set_verifier(origin: OriginFor<T>, enabled: bool) -> DispatchResult {
             let who = ensure_signed(origin)?;
             if enabled {
                 ensure!(T::Staking::is_eligible(&who), Error::<T>::NotEligible);
-                if !VerifierPool::<T>::contains_key(&who) {
-                    ensure!(
-                        VerifierPool::<T>::count() < T::MaxVerifierPool::get(),
-                        Error::<T>::TooManyVerifiers
-                    );
-                    VerifierPool::<T>::insert(&who, ());
-                }
+                ensure!(
+                    VerifierPool::<T>::contains_key(&who)
+                        || VerifierPool::<T>::count() < T::MaxVerifierPool::get(),
+                    Error::<T>::TooManyVerifiers
+                );
+                let entry = VerifierEntry {
+                    since: frame_system::Pallet::<T>::block_number(),
+                    weight: verification::stake_weight::<T>(&who),
+                };
+                VerifierPool::<T>::insert(&who, entry);
             } else {
                 VerifierPool::<T>::remove(&who);
             }
@@ -1102,7 +1113,7 @@ pub mod pallet {
                         &trainer,
                         Obligation::Training(id),
                         T::TrainerSlash::get(),
-                        pallet_trainer_staking::SlashReason::NoShow,
+                        ergon_protocol::traits::SlashReason::NoShow,
                     );
                     Self::forfeit_deposit(id, &mut job, &trainer);
                     Self::finish(id, &mut job, Some(trainer), FailureReason::MissedDeadline);

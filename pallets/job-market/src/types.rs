@@ -3,6 +3,7 @@
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use ergon_job_spec::JobSpec;
 use frame_support::{BoundedVec, CloneNoBound, DebugNoBound, EqNoBound, PartialEqNoBound};
+use frame_system::pallet_prelude::BlockNumberFor;
 use scale_info::TypeInfo;
 use sp_core::H256;
 
@@ -12,7 +13,7 @@ pub type JobId = u64;
 /// Longest bundle URI, in bytes.
 pub const MAX_URI_LEN: u32 = 256;
 
-/// Where a bundle can be fetched: `http://`, `https://` or `file://` URI bytes.
+/// Where a bundle can be fetched: `http://` or `https://` URI bytes.
 pub type BundleUri = BoundedVec<u8, frame_support::traits::ConstU32<MAX_URI_LEN>>;
 
 /// A trainer's offer to train a job.
@@ -65,24 +66,17 @@ pub struct BundleCommitment<BlockNumber> {
     pub submitted_at: BlockNumber,
 }
 
-/// A verifier's verdict on a bundle.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Encode,
-    Decode,
-    DecodeWithMemTracking,
-    Debug,
-    TypeInfo,
-    MaxEncodedLen,
-)]
-pub enum Verdict {
-    /// Every check passed.
-    Pass,
-    /// A check failed (evidence in the verifier's report, whose hash is revealed).
-    Fail,
+pub use ergon_protocol::Verdict;
+
+/// A trainer in the verifier pool.
+#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
+pub struct VerifierEntry<BlockNumber> {
+    /// Block it joined (or last refreshed its weight): it is drawn only from randomness that began
+    /// after it.
+    pub since: BlockNumber,
+    /// Its active bond when it joined (planck, saturated to `u64`): the draw weighs it by the lower
+    /// of this and its active bond at the draw, so bonding more after learning a draw cannot help.
+    pub weight: u64,
 }
 
 /// One drawn verifier's progress in a round.
@@ -99,7 +93,7 @@ pub struct VerifierVote<AccountId> {
 /// Phase of a verification round.
 #[derive(Clone, Copy, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
 pub enum Phase {
-    /// Waiting for randomness from a block after the commitment to draw verifiers and segments.
+    /// Waiting for randomness that began after the round opened, to draw verifiers and segments.
     Drawing,
     /// Drawn verifiers replay the segments and commit to a verdict.
     Commit,
@@ -117,6 +111,9 @@ pub struct Round<T: crate::Config> {
     pub number: u32,
     /// Current phase.
     pub phase: Phase,
+    /// Block the round opened (the bundle commitment for round 0): its draw uses only randomness
+    /// that began after it.
+    pub opened_at: BlockNumberFor<T>,
     /// The drawn verifiers and their votes.
     pub votes: BoundedVec<VerifierVote<T::AccountId>, T::Verifiers>,
     /// Checkpoint segments `Cᵢ → Cᵢ₊₁` to replay, by `i`.

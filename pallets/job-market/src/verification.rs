@@ -1,21 +1,30 @@
 //! Assignment and verification: choosing the winning bid, drawing verifiers (opted in, by stake at
-//! risk) and segments from randomness of a block after the bundle commitment, the commit-reveal vote,
-//! escalation of split rounds, and settlement from obligation collateral.
+//! risk) and segments, the commit-reveal vote, escalation of split rounds, and settlement from
+//! obligation collateral.
+//!
+//! **Draws nobody can predict or steer.** A round's draw waits for randomness that began after the
+//! round opened ([`FreshRandomness`]: BABE's VRF outputs of a whole epoch that started after the
+//! commitment), so when the trainer commits its root nobody — not even a trainer that authors
+//! blocks — knows which segments or verifiers will be drawn. Its candidates are the pool entries
+//! that joined before that randomness began, each weighted by the lower of its bond at joining and
+//! its bond now, ordered by an exponential race ([`ergon_protocol::draw::weighted_order`]) where
+//! each entry's place depends on its own key only: whoever learns the randomness first (the last
+//! authors of the epoch) can neither add a candidate nor move one by changing the list around it;
+//! all it can do is take its own entries out, which never draws more of them.
 
 use alloc::vec::Vec;
 use codec::Encode;
 use core::marker::PhantomData;
+use ergon_protocol::traits::{BondInspect, FreshRandomness, Obligation, Obligations, SlashReason};
+use ergon_protocol::traits::{ComputePowerLedger, WorkKind};
 use frame_support::{
     pallet_prelude::*,
     traits::{
         fungible::MutateHold,
         tokens::{Fortitude, Precision, Restriction},
-        Randomness,
     },
 };
 use frame_system::pallet_prelude::BlockNumberFor;
-use pallet_compute_power::{ComputePowerLedger, WorkKind};
-use pallet_trainer_staking::{BondInspect, Obligation, Obligations, SlashReason};
 use sp_core::H256;
 use sp_runtime::traits::{One, SaturatedConversion, Saturating, Zero};
 
@@ -34,15 +43,15 @@ impl<T: Config> Get<u32> for MaxPastVerifiers<T> {
     }
 }
 
-/// A bundle URI must be non-empty `http://`, `https://` or `file://` (local test networks).
+/// A bundle URI must be non-empty `http://` or `https://`: the validators' availability check and
+/// every verifier must be able to fetch it (a `file://` path exists on one machine only).
 pub fn is_valid_uri(uri: &[u8]) -> bool {
-    [&b"http://"[..], b"https://", b"file://"]
+    [&b"http://"[..], b"https://"]
         .iter()
         .any(|scheme| uri.len() > scheme.len() && uri.starts_with(scheme))
 }
 
-/// The commitment a verifier makes to its verdict. Binding the job, round and verifier stops anyone
-/// from replaying another verifier's commitment.
+/// The commitment a verifier makes to its verdict ([`ergon_protocol::commitments::verdict`]).
 pub fn verdict_commitment<AccountId: Encode>(
     job: JobId,
     round: u32,
@@ -51,12 +60,31 @@ pub fn verdict_commitment<AccountId: Encode>(
     evidence_hash: H256,
     salt: H256,
 ) -> H256 {
-    H256(sp_io::hashing::blake2_256(&(job, round, verifier, verdict, evidence_hash, salt).encode()))
+    H256(ergon_protocol::commitments::verdict(
+        job,
+        round,
+        verifier,
+        verdict,
+        &evidence_hash.0,
+        &salt.0,
+    ))
 }
 
-/// A fresh round waiting for its draw.
-pub fn new_round<T: Config>(number: u32) -> RoundOf<T> {
-    Round { number, phase: Phase::Drawing, votes: Default::default(), segments: Default::default() }
+/// A new round opened at `opened_at`, waiting for its draw.
+pub fn new_round<T: Config>(number: u32, opened_at: BlockNumberFor<T>) -> RoundOf<T> {
+    Round {
+        number,
+        phase: Phase::Drawing,
+        opened_at,
+        votes: Default::default(),
+        segments: Default::default(),
+    }
+}
+
+/// `who`'s draw weight from its active bond: planck, saturated to `u64`.
+pub fn stake_weight<T: Config>(who: &T::AccountId) -> u64 {
+    let stake: u128 = T::Staking::active_bond(who).saturated_into();
+    stake.min(u64::MAX as u128) as u64
 }
 
 /// Training work (micro-ut) a verifier replays in one round: `count` of the job's `segments`
@@ -93,62 +121,6 @@ pub fn cheapest_bid<T: Config>(
         })
 }
 
-/// A uniform-ish `u128` from `seed`, a domain tag and a counter.
-fn random_u128(seed: &[u8], tag: &[u8], i: u32) -> u128 {
-    let hash = sp_io::hashing::blake2_256(&(seed, tag, i).encode());
-    u128::from_le_bytes(hash[..16].try_into().expect("32-byte hash has 16 bytes; qed"))
-}
-
-/// Draws up to `count` distinct accounts from `candidates`, each with probability proportional to
-/// its weight (without replacement).
-pub fn weighted_sample<A: Clone>(
-    mut candidates: Vec<(A, u128)>,
-    count: u32,
-    seed: &[u8],
-) -> Vec<A> {
-    let mut chosen = Vec::new();
-    for i in 0..count {
-        let total = candidates.iter().fold(0u128, |sum, (_, w)| sum.saturating_add(*w));
-        if total == 0 {
-            break;
-        }
-        let mut ticket = random_u128(seed, b"verifier", i) % total;
-        let index = candidates
-            .iter()
-            .position(|(_, w)| {
-                if ticket < *w {
-                    true
-                } else {
-                    ticket -= *w;
-                    false
-                }
-            })
-            .unwrap_or(candidates.len() - 1);
-        chosen.push(candidates.swap_remove(index).0);
-    }
-    chosen
-}
-
-/// `count` distinct segment indices in `0..segments` (all of them if there are fewer), sorted: always
-/// the last segment (where a truncated or skipped tail shows) and `count − 1` drawn from `seed`.
-pub fn draw_segments(segments: u64, count: u32, seed: &[u8]) -> Vec<u32> {
-    let segments = u32::try_from(segments).unwrap_or(u32::MAX);
-    if segments == 0 || count == 0 {
-        return Vec::new();
-    }
-    let mut chosen: Vec<u32> = alloc::vec![segments - 1];
-    for i in 0..(count - 1).min(segments - 1) {
-        let mut index = (random_u128(seed, b"segment", i) % segments as u128) as u32;
-        // Linear probing to the next unused index keeps the draw distinct and bounded.
-        while chosen.contains(&index) {
-            index = (index + 1) % segments;
-        }
-        chosen.push(index);
-    }
-    chosen.sort_unstable();
-    chosen
-}
-
 /// A verifying job's phase timed out at `now`; returns the weight of what it did.
 pub(crate) fn advance<T: Config>(id: JobId, job: &mut JobOf<T>, now: BlockNumberFor<T>) -> Weight {
     let Some(mut round) = Rounds::<T>::get(id) else {
@@ -182,57 +154,75 @@ pub(crate) fn advance<T: Config>(id: JobId, job: &mut JobOf<T>, now: BlockNumber
     }
 }
 
-/// Draws the round's verifiers and segments from the previous block's randomness. Returns whether
-/// the round was settled already (nobody could be drawn), in which case `round` is stale.
+/// Draws the round's verifiers and segments once randomness that began after the round opened
+/// exists (see the module docs). Returns whether the round was settled already (nobody could be
+/// drawn), in which case `round` is stale.
 fn draw<T: Config>(
     id: JobId,
     job: &mut JobOf<T>,
     round: &mut RoundOf<T>,
     now: BlockNumberFor<T>,
 ) -> bool {
-    let JobState::Verifying { trainer, bundle, .. } = &job.state else { return false };
-    let (trainer, submitted_at) = (trainer.clone(), bundle.submitted_at);
-    let subject = (b"ergon/job-market/draw", id, round.number).encode();
-    let (random, known_since) = T::Randomness::random(&subject);
-    let seed = match random {
-        Some(seed) if known_since > submitted_at => seed.encode(),
-        // No VRF output yet (or an old one): wait a block, but never beyond the commit window, then
-        // fall back to the parent hash (still from a block after the commitment).
-        _ if now <= submitted_at.saturating_add(T::CommitWindow::get()) => {
-            Pallet::<T>::reschedule(id, job, now.saturating_add(One::one()));
+    let JobState::Verifying { trainer, .. } = &job.state else { return false };
+    let trainer = trainer.clone();
+    let fresh = T::Randomness::fresh(round.opened_at);
+    let (seed, since) = match fresh {
+        Some((random, since)) => (
+            ergon_protocol::hash::draw_seed(&random, &(b"ergon/job-market/draw", id, round.number)),
+            since,
+        ),
+        // Not yet: ask again about when the next epoch's randomness appears. The epochs never stop
+        // while blocks are made, so this ends; the bound only keeps a broken source from holding
+        // the job forever (the round then draws nobody and is settled as indecisive).
+        None if now <= round.opened_at.saturating_add(T::CommitWindow::get()) => {
+            Pallet::<T>::reschedule(id, job, now.saturating_add(T::Randomness::retry_in()));
             return false;
         }
-        _ => (subject, frame_system::Pallet::<T>::parent_hash()).encode(),
+        None => ([0; 32], now),
     };
     let past = PastVerifiers::<T>::get(id);
     let collateral = T::VerifierCollateral::get();
-    // Opted-in verifiers who can put up the collateral, weighted by their bond (the stake they put
-    // at risk), not by ECP: ECP can be earned with sham jobs, stake cannot be had for free.
-    let mut candidates: Vec<(T::AccountId, u128)> = VerifierPool::<T>::iter_keys()
-        .filter(|who| *who != trainer && *who != job.owner && !past.contains(who))
-        .filter(|who| {
-            T::Staking::is_eligible(who) && T::Staking::free_collateral(who) >= collateral
-        })
-        .map(|who| {
-            let stake: u128 = T::Staking::active_bond(&who).saturated_into();
-            (who, stake.max(1))
-        })
-        .collect();
-    // Sorted, so that the draw does not depend on the map's storage layout.
-    candidates.sort_by(|a, b| a.0.cmp(&b.0));
-    let verifiers: Vec<T::AccountId> = weighted_sample(candidates, T::Verifiers::get(), &seed)
+    // Opted-in verifiers that joined before the randomness began, weighted by their bond (the stake
+    // they put at risk, never more than at joining), not by ECP: ECP can be earned with sham jobs,
+    // stake cannot be had for free.
+    let candidates: Vec<(T::AccountId, u64)> = if fresh.is_some() {
+        VerifierPool::<T>::iter()
+            .filter(|(who, entry)| {
+                entry.since < since && *who != trainer && *who != job.owner && !past.contains(who)
+            })
+            .map(|(who, entry)| {
+                let weight = entry.weight.min(stake_weight::<T>(&who));
+                (who, weight)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let order = ergon_protocol::draw::weighted_order(&seed, b"verifiers", &candidates);
+    // The first `Verifiers` of the race that can still put up the collateral (skipping one never
+    // moves the others).
+    let verifiers: Vec<T::AccountId> = order
         .into_iter()
         .filter(|v| {
-            T::Staking::obligate(
-                v,
-                Obligation::Verification { job: id, round: round.number },
-                collateral,
-            )
-            .is_ok()
+            T::Staking::is_eligible(v)
+                && T::Staking::obligate(
+                    v,
+                    Obligation::Verification { job: id, round: round.number },
+                    collateral,
+                )
+                .is_ok()
         })
+        .take(T::Verifiers::get() as usize)
         .collect();
-    let segments =
-        draw_segments(job.checkpoints.saturating_sub(1), T::SegmentsPerRound::get(), &seed);
+    let segments = if verifiers.is_empty() {
+        Vec::new()
+    } else {
+        ergon_protocol::segments::draw(
+            &seed,
+            u32::try_from(job.checkpoints.saturating_sub(1)).unwrap_or(u32::MAX),
+            T::SegmentsPerRound::get(),
+        )
+    };
     round.votes = BoundedVec::truncate_from(
         verifiers
             .iter()
@@ -461,8 +451,9 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
             if outcome.is_some() {
                 Pallet::<T>::deposit_event(Event::RoundEscalated { job: id, round: round.number });
             }
-            Rounds::<T>::insert(id, new_round::<T>(round.number + 1));
-            let next = frame_system::Pallet::<T>::block_number().saturating_add(One::one());
+            let now = frame_system::Pallet::<T>::block_number();
+            Rounds::<T>::insert(id, new_round::<T>(round.number + 1, now));
+            let next = now.saturating_add(One::one());
             Pallet::<T>::reschedule(id, job, next);
             return;
         }

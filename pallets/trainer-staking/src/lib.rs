@@ -68,12 +68,7 @@ pub type LedgerOf<T> = Ledger<BalanceOf<T>, BlockNumberFor<T>, <T as Config>::Ma
 
 const LOG_TARGET: &str = "runtime::trainer-staking";
 
-/// Makes eligible trainers for other pallets' benchmarks (their `BenchmarkHelper`).
-#[cfg(feature = "runtime-benchmarks")]
-pub trait BenchmarkTrainers<AccountId> {
-    /// Funds `who` and bonds enough to make it an eligible trainer that can put up collateral.
-    fn make_trainer(who: &AccountId);
-}
+pub use ergon_protocol::traits::BenchmarkTrainers;
 
 /// Trainer staking makes trainers by funding them and bonding `MinBond`.
 #[cfg(feature = "runtime-benchmarks")]

@@ -10,74 +10,12 @@
 //! *active* bond, so `unbond(all)` right after taking a duty made every such slash zero, and
 //! `rebond` restored the stake afterwards.
 
-use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use frame_support::{pallet_prelude::*, traits::Get};
-use scale_info::TypeInfo;
 use sp_runtime::{traits::Zero, Perbill, Saturating};
 
 use crate::{BalanceOf, Config, Error, Event, Ledgers, ObligationsOf, Pallet, SlashReason};
 
-/// A duty that holds part of a trainer's bond as collateral until it settles.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Encode,
-    Decode,
-    DecodeWithMemTracking,
-    Debug,
-    TypeInfo,
-    MaxEncodedLen,
-)]
-pub enum Obligation {
-    /// Training job `0`, assigned to the trainer: it must commit a bundle by the deadline.
-    Training(u64),
-    /// Verifying job `job` (any round): the verifier must commit and reveal in time.
-    Verification {
-        /// The job.
-        job: u64,
-        /// The verification round.
-        round: u32,
-    },
-    /// Drilling task `0`: the executor must commit and reveal a result.
-    Drilling(u64),
-}
-
-/// Collateral for duties, for the pallets that hand out work.
-pub trait Obligations<AccountId> {
-    /// The balance type of bonds.
-    type Balance;
-    /// Active bond of `who` not yet obligated: the most a new obligation can freeze.
-    fn free_collateral(who: &AccountId) -> Self::Balance;
-    /// Freezes `amount` of `who`'s active bond for `what`. Fails when the free collateral is less,
-    /// when `who` has `MaxObligations` already, or when `what` is obligated already.
-    fn obligate(who: &AccountId, what: Obligation, amount: Self::Balance) -> DispatchResult;
-    /// The duty is done: the collateral is free again. Returns what was obligated (zero if none).
-    fn release(who: &AccountId, what: Obligation) -> Self::Balance;
-    /// The duty failed: slashes `share` of the obligation's collateral for `reason` and ends the
-    /// obligation. Returns what was slashed (zero if there was no obligation).
-    fn slash_obligation(
-        who: &AccountId,
-        what: Obligation,
-        share: Perbill,
-        reason: SlashReason,
-    ) -> Self::Balance;
-    /// Like [`Self::slash_obligation`], but what is slashed is paid to `beneficiaries` in equal
-    /// parts: those the failed duty wronged (a minority proven right is made whole from the slashed
-    /// majority). With no beneficiary it goes where every slash goes.
-    fn slash_obligation_to(
-        who: &AccountId,
-        what: Obligation,
-        share: Perbill,
-        reason: SlashReason,
-        beneficiaries: &[AccountId],
-    ) -> Self::Balance;
-    /// Collateral `who` holds for `what` (zero if none).
-    fn collateral(who: &AccountId, what: Obligation) -> Self::Balance;
-}
+pub use ergon_protocol::traits::{Obligation, Obligations};
 
 impl<T: Config> Obligations<T::AccountId> for Pallet<T> {
     type Balance = BalanceOf<T>;

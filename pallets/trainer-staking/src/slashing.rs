@@ -6,9 +6,7 @@
 //! historical session, pallet-babe/pallet-grandpa check it and hand an offence to pallet-offences,
 //! which calls [`OnOffenceHandler::on_offence`] here with the slash fraction it computed.
 
-use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use frame_support::weights::Weight;
-use scale_info::TypeInfo;
 use sp_runtime::{Perbill, Saturating};
 use sp_staking::{
     offence::{OffenceDetails, OnOffenceHandler},
@@ -21,54 +19,7 @@ use crate::{
 };
 use frame_support::traits::Get;
 
-/// Why stake was slashed; carried by [`crate::Event::Slashed`].
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Encode,
-    Decode,
-    DecodeWithMemTracking,
-    Debug,
-    TypeInfo,
-    MaxEncodedLen,
-)]
-pub enum SlashReason {
-    /// The trainer's checkpoint bundle failed Proof of Training.
-    FailedProofOfTraining,
-    /// A verifier voted against the quorum.
-    LostVerificationVote,
-    /// An accepted job, verification or drilling task was not delivered in time.
-    NoShow,
-    /// A drilling result disagreed with the other executors.
-    DrillingDisagreement,
-    /// The validator signed two blocks (BABE) or two votes (GRANDPA) for the same slot or round.
-    Equivocation,
-}
-
-/// What other pallets need to know about a trainer's bond.
-pub trait BondInspect<AccountId> {
-    /// The balance type of bonds.
-    type Balance;
-    /// Active (not unbonding) bond of `who`.
-    fn active_bond(who: &AccountId) -> Self::Balance;
-    /// Whether `who`'s active bond reaches the minimum needed to author, bid, verify or drill.
-    fn is_eligible(who: &AccountId) -> bool;
-    /// Every eligible trainer with its active bond (at most `MaxBonders` of them).
-    fn eligible_trainers() -> alloc::vec::Vec<(AccountId, Self::Balance)>;
-    /// Number of bonded accounts, eligible or not: what [`Self::eligible_trainers`] reads.
-    fn bonder_count() -> u32;
-}
-
-/// Slashing of bonded stake, for the pallets that judge work.
-pub trait Slashing<AccountId> {
-    /// The balance type of bonds.
-    type Balance;
-    /// Slashes up to `amount` of `who`'s bond (active first, then unbonding stake) for `reason`;
-    /// returns what was actually taken, which is at most the bond. Emits `Slashed`.
-    fn slash(who: &AccountId, amount: Self::Balance, reason: SlashReason) -> Self::Balance;
-}
+pub use ergon_protocol::traits::{BondInspect, SlashReason, Slashing};
 
 impl<T: Config> BondInspect<T::AccountId> for Pallet<T> {
     type Balance = BalanceOf<T>;

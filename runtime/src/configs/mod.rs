@@ -304,8 +304,8 @@ impl pallet_job_market::Config for Runtime {
     type RuntimeHoldReason = RuntimeHoldReason;
     type Staking = TrainerStaking;
     type ComputePower = ComputePower;
-    // BABE's VRF output of the previous block: unknown when a bundle is committed two blocks earlier.
-    type Randomness = pallet_babe::ParentBlockRandomness<Runtime>;
+    // BABE's epoch randomness from an epoch that began after the bundle commitment.
+    type Randomness = crate::randomness::EpochRandomness;
     type MinBudget = ConstU128<ERG>;
     type MinBidWindow = ConstU32<2>;
     type MaxBidWindow = ConstU32<DAYS>;
@@ -368,8 +368,8 @@ impl pallet_drilling::Config for Runtime {
     type RuntimeHoldReason = RuntimeHoldReason;
     type Staking = TrainerStaking;
     type ComputePower = ComputePower;
-    // BABE's VRF output of the previous block: unknown to a publisher when it publishes.
-    type Randomness = pallet_babe::ParentBlockRandomness<Runtime>;
+    // BABE's epoch randomness from an epoch that began after the publication (or the snapshot).
+    type Randomness = crate::randomness::EpochRandomness;
     type Time = Timestamp;
     type PublisherOrigin = frame_system::EnsureRoot<AccountId>;
     type PublisherDeposit = ConstU128<{ 100 * ERG }>;

@@ -1,0 +1,36 @@
+//! # Ergon protocol rules
+//!
+//! One home for every rule that more than one party computes: the runtime, the worker, the
+//! integration tests and the JavaScript client all call (or check against the test vectors of) this
+//! crate, never a copy of their own.
+//!
+//! - [`hash`]: the one domain-tag scheme behind every protocol hash,
+//!   `blake2_256(SCALE((tag, payload)))` with `tag = b"ergon/<rule>/v<n>"`.
+//! - [`seed`]: a job's training seed, from the job id and the trainer's raw 32-byte account.
+//! - [`draw`]: random streams, uniform samples and shuffles, and the weighted order by an
+//!   exponential race in which each candidate's place depends only on its own key and weight.
+//! - [`segments`]: which checkpoint segments a verification round replays.
+//! - [`commitments`]: what verifiers and drilling executors commit to before they reveal.
+//! - [`traits`] (feature `frame`): what the pallets ask of each other (bonds, obligations,
+//!   slashing, computing power, fresh randomness), so that no pallet depends on another's crate.
+//!
+//! `test-vectors.json` next to this crate holds the outputs of every rule for fixed inputs; a test
+//! keeps it in sync and clients in other languages check their encoding against it.
+
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
+
+pub mod commitments;
+pub mod draw;
+pub mod hash;
+pub mod seed;
+pub mod segments;
+#[cfg(feature = "frame")]
+pub mod traits;
+
+#[cfg(test)]
+mod vectors;
+
+pub use commitments::Verdict;
+pub use seed::job_seed;

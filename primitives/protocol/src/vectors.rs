@@ -1,0 +1,77 @@
+//! The published test vectors (`test-vectors.json`): every rule of this crate on fixed inputs.
+//! `cargo test -p ergon-protocol` fails when the file and the code disagree; `ERGON_BLESS=1`
+//! rewrites it (a change of a rule is a protocol change: bump the rule's tag version).
+
+use crate::{commitments, draw, seed, segments, Verdict};
+use serde_json::{json, Value};
+
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::from("0x");
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+fn vectors() -> Value {
+    let alice = [
+        0xd4, 0x35, 0x93, 0xc7, 0x15, 0xfd, 0xd3, 0x1c, 0x61, 0x14, 0x1a, 0xbd, 0x04, 0xa9, 0x9f,
+        0xd6, 0x82, 0x2c, 0x85, 0x58, 0x85, 0x4c, 0xcd, 0xe3, 0x9a, 0x56, 0x84, 0xe7, 0xa5, 0x6d,
+        0xa2, 0x7d,
+    ];
+    let evidence = [0x11u8; 32];
+    let salt = [0x22u8; 32];
+    let result = [0x33u8; 32];
+    let random = [0x44u8; 32];
+    let draw_seed = crate::hash::draw_seed(&random, &(b"ergon/job-market/draw", 7u64, 0u32));
+    json!({
+        "note": "Inputs are raw bytes as 0x-hex; accounts are raw 32-byte AccountId32 (alice = //Alice).",
+        "alice": hex(&alice),
+        "job_seed": [
+            { "job": 0, "trainer": hex(&alice), "seed": hex(&seed::job_seed(0, &alice)) },
+            { "job": 7, "trainer": hex(&alice), "seed": hex(&seed::job_seed(7, &alice)) },
+        ],
+        "verdict_commitment": [
+            { "job": 7, "round": 0, "verifier": hex(&alice), "verdict": "Pass",
+              "evidence": hex(&evidence), "salt": hex(&salt),
+              "commitment": hex(&commitments::verdict(7, 0, &alice, Verdict::Pass, &evidence, &salt)) },
+            { "job": 7, "round": 1, "verifier": hex(&alice), "verdict": "Fail",
+              "evidence": hex(&evidence), "salt": hex(&salt),
+              "commitment": hex(&commitments::verdict(7, 1, &alice, Verdict::Fail, &evidence, &salt)) },
+        ],
+        "drill_result_commitment": [
+            { "task": 3, "executor": hex(&alice), "result": hex(&result), "salt": hex(&salt),
+              "commitment": hex(&commitments::drill_result(3, &alice, &result, &salt)) },
+        ],
+        "draw_seed": {
+            "randomness": hex(&random), "subject": "(\"ergon/job-market/draw\", 7u64, 0u32)",
+            "seed": hex(&draw_seed),
+        },
+        "segments": [
+            { "seed": hex(&draw_seed), "segments": 30, "count": 3,
+              "drawn": segments::draw(&draw_seed, 30, 3) },
+            { "seed": hex(&draw_seed), "segments": 5, "count": 9,
+              "drawn": segments::draw(&draw_seed, 5, 9) },
+        ],
+        "weighted_order": {
+            "seed": hex(&draw_seed), "purpose": "verifiers",
+            "candidates": [[1, 10], [2, 20], [3, 30], [4, 0]],
+            "order": draw::weighted_order(&draw_seed, b"verifiers",
+                &[(1u32, 10u64), (2, 20), (3, 30), (4, 0)]),
+        },
+    })
+}
+
+#[test]
+fn published_test_vectors_match_the_code() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test-vectors.json");
+    let expected = serde_json::to_string_pretty(&vectors()).expect("json") + "\n";
+    if std::env::var_os("ERGON_BLESS").is_some() {
+        std::fs::write(path, &expected).expect("write test vectors");
+    }
+    let published = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        published == expected,
+        "{path} is out of date with the protocol rules (ERGON_BLESS=1 rewrites it)"
+    );
+}
