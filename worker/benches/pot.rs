@@ -190,6 +190,12 @@ fn main() {
         summary.total_steps,
         100.0 * replayed as f64 / summary.total_steps as f64
     );
+    // The chain draws `Verifiers` = 3 per round, each replaying the round's segments.
+    const VERIFIERS: f64 = 3.0;
+    println!(
+        "network: {VERIFIERS} verifiers per round = {:.1}% of training wall time per job (one round)",
+        VERIFIERS * 100.0 * verify_s / train_s
+    );
 
     println!(
         "\n{:<22} {:>9} {:>9} {:>12} {:>10}  caught by (bundles per failing check)",
@@ -229,6 +235,45 @@ fn main() {
             100.0 * by_rules as f64 / samples as f64,
             100.0 * cost / samples as f64 / summary.total_steps as f64,
             caught.join(" ")
+        );
+    }
+    lazy_trainer_table(segments);
+}
+
+/// What faking `k` of 30 segments risks per job, with the chain's draw
+/// ([`ergon_protocol::segments::draw`], `SegmentsPerRound` segments shared by the round's verifiers):
+/// the exact catch probability, the same measured over 100 000 draws from random seeds, and the
+/// lazy trainer's expected result against honest work in units of the price `P`, assuming the price
+/// just covers the training cost (`C = P`, the least a rational trainer bids) and that every drawn
+/// verifier replays (caught: the whole collateral, the price, is slashed and nothing is paid).
+fn lazy_trainer_table(per_round: u32) {
+    const SEGMENTS: u32 = 30;
+    const DRAWS: u32 = 100_000;
+    println!(
+        "\nlazy trainer, {SEGMENTS} segments, {per_round} replayed per job (chain draw), C = P:\n\
+         {:>3} {:>12} {:>14} {:>18} {:>14} {:>14}",
+        "k", "P(caught)", "measured", "expected loss (P)", "gain (P)", "net (P)"
+    );
+    for k in [1u32, 3, 10] {
+        let exact = ergon_protocol::segments::catch_ppm(SEGMENTS, per_round, k) as f64 / 1e6;
+        // The faked segments are the first k (the draw is uniform, so which ones does not matter).
+        let hits = (0..DRAWS)
+            .filter(|i| {
+                let mut seed = [0u8; 32];
+                seed[..4].copy_from_slice(&i.to_le_bytes());
+                ergon_protocol::segments::draw(&seed, SEGMENTS, per_round).iter().any(|s| *s < k)
+            })
+            .count();
+        let measured = hits as f64 / DRAWS as f64;
+        // Against honest work: caught, it loses the payment P and the collateral P; it saves k/30
+        // of the cost C = P either way.
+        let loss = 2.0 * exact;
+        let gain = k as f64 / SEGMENTS as f64;
+        println!(
+            "{k:>3} {:>11.1}% {:>13.1}% {loss:>18.3} {gain:>14.3} {:>14.3}",
+            100.0 * exact,
+            100.0 * measured,
+            gain - loss
         );
     }
 }
