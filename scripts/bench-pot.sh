@@ -3,6 +3,7 @@
 # detection rate over SAMPLES forged bundles (default 20) with SEGMENTS random segments replayed
 # (default 3), which checks caught it, and what the six full-pass rules alone catch; the false-positive
 # rate over SAMPLES honest bundles (different seeds) and verification time as a fraction of training.
+# SAMPLES=0 prints only the lazy-trainer table (the chain's segment assignment, no training).
 # The honest-run calibration across thread counts is scripts/calibrate-pot.sh.
 set -euo pipefail
 

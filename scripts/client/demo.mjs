@@ -16,7 +16,7 @@
 
 import { ApiPromise, Keyring, WsProvider } from '@polkadot/api';
 import { blake2AsU8a } from '@polkadot/util-crypto';
-import { stringToHex, u8aToHex } from '@polkadot/util';
+import { stringToHex, u8aConcat, u8aToHex } from '@polkadot/util';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -88,14 +88,17 @@ let provider;
 
 /** Job `id` through the node's `ergon_job` RPC. */
 /// A verifier's commitment: the protocol's rule (`ergon_protocol::commitments::verdict`),
-/// blake2-256 of SCALE(("ergon/verdict/v1", job, round, verifier, verdict, evidence, salt)).
+/// blake2-256 of SCALE(("ergon/verdict/v2", job, round, verifier, verdict, evidence, salt)), where
+/// `verdict` is `'Pass'` or `{ Fail: { segment } }` (SCALE of a tuple is its fields one after another).
 function verdictCommitment(api, job, round, verifier, verdict, evidence, salt) {
-  const encoded = api
-    .createType('(Bytes, u64, u32, AccountId32, u8, H256, H256)', [
-      stringToHex('ergon/verdict/v1'), job, round, verifier, verdict === 'Pass' ? 0 : 1, evidence, salt,
-    ])
+  const head = api
+    .createType('(Bytes, u64, u32, AccountId32)', [stringToHex('ergon/verdict/v2'), job, round, verifier])
     .toU8a();
-  return blake2AsU8a(encoded);
+  const vote = verdict === 'Pass'
+    ? new Uint8Array([0])
+    : u8aConcat(new Uint8Array([1]), api.createType('u32', verdict.Fail.segment).toU8a());
+  const tail = api.createType('(H256, H256)', [evidence, salt]).toU8a();
+  return blake2AsU8a(u8aConcat(head, vote, tail));
 }
 
 /// Checks this client's encoding against the protocol crate's published test vectors, so a
@@ -157,8 +160,10 @@ async function main() {
   const posted = await job(api, id);
   log(`   on chain: ${posted.workMicroUt} micro-ut of training work, computed from the spec`);
 
-  log('3. Bob bids 60 ERG (holding a 10 ERG bid deposit), Alice accepts: 60 ERG of his bond is frozen as collateral');
-  await send(api, api.tx.jobMarket.bid(id, 60n * ERG), bob, 'bid');
+  // The budget also reserves every possible verifier's fee (its replay's share of the price, plus
+  // a fifth): 50 ERG is about the most a 100 ERG budget lets a trainer ask for this job.
+  log('3. Bob bids 50 ERG (holding a 10 ERG bid deposit), Alice accepts: 50 ERG of his bond is frozen as collateral');
+  await send(api, api.tx.jobMarket.bid(id, 50n * ERG), bob, 'bid');
   await send(api, api.tx.jobMarket.acceptBid(id, bob.address), alice, 'accept_bid');
   const bobBefore = await free(bob);
 
@@ -199,21 +204,24 @@ async function main() {
     const j = await job(api, id);
     return j.round && j.round.phase === 'commit' ? j : null;
   }, 600);
-  const { number: round, segments, votes } = drawn.round;
-  log(`   round ${round}: verifiers ${votes.map((v) => byAddress.get(v.verifier)?.meta.name).join(', ')}; segments ${segments.join(', ')}`);
+  const { number: round, votes } = drawn.round;
+  log(`   round ${round}: ${votes.map((v) => `${byAddress.get(v.verifier)?.meta.name} replays segments ${v.segments.join(', ')}`).join('; ')}`);
   const reveals = [];
   for (const vote of votes) {
     const verifier = byAddress.get(vote.verifier);
     const out = runWorker(
       [
         'verify', '--spec', specPath, '--bundle', `${bundleUrl}/job-${id}`, '--root', root, '--job-id', String(id),
-        '--trainer', u8aToHex(bob.publicKey), '--segments', segments.join(','),
+        '--trainer', u8aToHex(bob.publicKey), '--segments', vote.segments.join(','),
       ],
       true,
     );
     const evidence = out.stdout.match(/^evidence (0x[0-9a-f]{64})/m)[1];
-    const verdict = out.passed ? 'Pass' : 'Fail';
-    log(`   ${verifier.meta.name} replayed the segments: ${verdict} (evidence ${evidence.slice(0, 18)}…)`);
+    // A fail names the segment it found wrong (the worker prints it): a dispute re-checks it.
+    const verdict = out.passed
+      ? 'Pass'
+      : { Fail: { segment: Number(out.stdout.match(/^failed-segment (\d+)/m)[1]) } };
+    log(`   ${verifier.meta.name} replayed its segments: ${JSON.stringify(verdict)} (evidence ${evidence.slice(0, 18)}…)`);
     const salt = u8aToHex(blake2AsU8a(`${verifier.address}/${id}/${round}/${Date.now()}`));
     const commitment = verdictCommitment(api, id, round, verifier.address, verdict, evidence, salt);
     await send(api, api.tx.jobMarket.commitVerdict(id, commitment), verifier, 'commit');

@@ -282,3 +282,29 @@ pub fn set_driller_call(drilling_index: u8, capacity: Option<u128>) -> Vec<u8> {
     }
     call
 }
+
+/// `JobMarket::commit_verdict(job, commitment)` for pallet index `market_index` (call index 5);
+/// the commitment is the protocol's rule, [`ergon_protocol::commitments::verdict`].
+pub fn commit_verdict_call(market_index: u8, job: u64, commitment: [u8; 32]) -> Vec<u8> {
+    let mut call = vec![market_index, 5];
+    job.encode_to(&mut call);
+    call.extend(commitment);
+    call
+}
+
+/// `JobMarket::reveal_verdict(job, verdict, evidence_hash, salt)` for pallet index `market_index`
+/// (call index 6).
+pub fn reveal_verdict_call(
+    market_index: u8,
+    job: u64,
+    verdict: ergon_protocol::commitments::Verdict,
+    evidence: [u8; 32],
+    salt: [u8; 32],
+) -> Vec<u8> {
+    let mut call = vec![market_index, 6];
+    job.encode_to(&mut call);
+    verdict.encode_to(&mut call);
+    call.extend(evidence);
+    call.extend(salt);
+    call
+}

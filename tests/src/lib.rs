@@ -6,6 +6,7 @@
 //!
 //! The node binary is `$ERGON_NODE`, or `ergon-node` in the cargo target directory's `release/`.
 
+pub mod bundle_server;
 pub mod extrinsic;
 pub mod rpc;
 
@@ -250,6 +251,32 @@ impl Node {
         wait_for("the extrinsic to be included", timeout, || {
             let now = self.storage_decoded::<extrinsic::AccountInfo>(&key)?;
             (now.nonce > nonce).then_some(())
+        });
+    }
+}
+
+impl Node {
+    /// Signs and submits every `(call, signer)` at once, each signer's calls with consecutive nonces
+    /// in the order given, and waits until all are in blocks (each signer's nonce moved past its
+    /// last). Whether the calls succeeded is for the caller to check in state.
+    pub fn send_all(&self, calls: &[(Vec<u8>, &sp_core::sr25519::Pair)], timeout: Duration) {
+        use sp_core::Pair;
+        use std::collections::BTreeMap;
+        let ctx = self.chain_context();
+        let account = |who: &[u8; 32]| {
+            self.storage_decoded::<extrinsic::AccountInfo>(&extrinsic::system_account_key(who))
+                .map_or(0, |a| a.nonce)
+        };
+        let mut next: BTreeMap<[u8; 32], u32> = BTreeMap::new();
+        for (call, signer) in calls {
+            let who = signer.public().0;
+            let nonce = *next.entry(who).or_insert_with(|| account(&who));
+            let xt = extrinsic::signed_extrinsic(call, signer, nonce, ctx);
+            self.submit(&xt).expect("the pool accepts the extrinsic");
+            next.insert(who, nonce + 1);
+        }
+        wait_for("the extrinsics to be included", timeout, || {
+            next.iter().all(|(who, nonce)| account(who) >= *nonce).then_some(())
         });
     }
 }

@@ -3,17 +3,12 @@
 //! attests; a bundle nobody serves is attested unavailable, and with Alice the only attester that is a
 //! two-thirds quorum: the job fails and the trainer is slashed.
 
-use std::{
-    collections::HashMap,
-    io::{BufRead, BufReader, Write},
-    net::TcpListener,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::HashMap, time::Duration};
 
 use codec::{Decode, Encode};
-use ergon_bundle::{to_hex, FileCommitment, ManifestIndex, MANIFEST_FILE};
+use ergon_bundle::MANIFEST_FILE;
 use ergon_integration_tests::{
+    bundle_server::{synthetic_bundle, BundleServer},
     dev_pair,
     extrinsic::{
         accept_bid_call, bid_call, bond_call, post_job_call, staking_ledger_key,
@@ -29,89 +24,6 @@ const ERG: u128 = 1_000_000_000_000;
 /// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
 const STAKING: u8 = 7;
 const MARKET: u8 = 13;
-
-/// A tiny HTTP server for the test bundle: GET of known paths, with single byte ranges; records the
-/// requests it answered as (path, range header).
-struct BundleServer {
-    port: u16,
-    requests: Arc<Mutex<Vec<(String, Option<String>)>>>,
-}
-
-impl BundleServer {
-    fn start(files: HashMap<String, Vec<u8>>) -> BundleServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("address").port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let log = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut line = String::new();
-                let _ = reader.read_line(&mut line);
-                let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                let mut range = None;
-                loop {
-                    let mut header = String::new();
-                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-                        break;
-                    }
-                    if let Some(v) = header.strip_prefix("Range:").or(header.strip_prefix("range:"))
-                    {
-                        range = Some(v.trim().to_string());
-                    }
-                }
-                log.lock().unwrap().push((path.clone(), range.clone()));
-                let Some(body) = files.get(&path) else {
-                    let _ =
-                        stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
-                    continue;
-                };
-                let (status, part) = match range.as_deref().and_then(|r| r.strip_prefix("bytes=")) {
-                    Some(r) => {
-                        let (a, b) = r.split_once('-').expect("a-b");
-                        let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
-                        ("206 Partial Content", &body[a..=b])
-                    }
-                    None => ("200 OK", &body[..]),
-                };
-                let head = format!(
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    part.len()
-                );
-                let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(part);
-            }
-        });
-        BundleServer { port, requests }
-    }
-}
-
-/// A bundle of `checkpoints` checkpoints that all name one 2.5 MiB file (three chunks), as many as
-/// the job has (the offchain worker checks the manifest against the job): the manifest bytes, the
-/// file, the root.
-fn bundle(checkpoints: u64) -> (Vec<u8>, Vec<u8>, [u8; 32]) {
-    let file: Vec<u8> =
-        (0..(5u32 << 19)).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-    let c = FileCommitment::of(&file);
-    let chunks: Vec<String> = c.chunks.iter().map(|h| format!("\"{}\"", to_hex(h))).collect();
-    let entries: Vec<String> = (0..checkpoints)
-        .map(|step| {
-            format!(
-                r#"{{"step": {step}, "file": "ckpt-00000000.safetensors", "file_sha256": "{}",
-                "file_bytes": {}, "chunks": [{}], "digest": "{}"}}"#,
-                to_hex(&c.sha256),
-                c.bytes,
-                chunks.join(","),
-                to_hex(&[5; 32])
-            )
-        })
-        .collect();
-    let manifest =
-        format!(r#"{{"format_version": 2, "checkpoints": [{}]}}"#, entries.join(",")).into_bytes();
-    let root = ManifestIndex::parse(&manifest).expect("a valid manifest").root();
-    (manifest, file, root)
-}
 
 /// `JobMarket::Attestations(job)`: (attester key, available) pairs.
 fn attestations(node: &Node, job: u64) -> Vec<([u8; 32], bool)> {
@@ -150,7 +62,7 @@ fn offchain_workers_attest_served_bundles_and_fail_unserved_ones() {
         serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
             .expect("example spec parses");
     let checkpoints = spec.validate().expect("example spec is valid").checkpoints;
-    let (manifest, file, root) = bundle(checkpoints);
+    let (manifest, file, root) = synthetic_bundle(checkpoints);
     let server = BundleServer::start(HashMap::from([
         (format!("/job/{MANIFEST_FILE}"), manifest),
         ("/job/ckpt-00000000.safetensors".to_string(), file),

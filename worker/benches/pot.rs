@@ -105,6 +105,11 @@ fn main() {
     // thread count is set per run with --threads.
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let segments: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
+    if samples == 0 {
+        // Only the lazy-trainer table: the chain's draw, no training.
+        lazy_trainer_table(VERIFIERS as u32, segments);
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let spec = task(dir.path());
     let spec_path = dir.path().join("task.json");
@@ -190,7 +195,7 @@ fn main() {
         summary.total_steps,
         100.0 * replayed as f64 / summary.total_steps as f64
     );
-    // The chain draws `Verifiers` = 3 per round, each replaying the round's segments.
+    // The chain draws `Verifiers` = 3 per round, each replaying `segments` of its own.
     const VERIFIERS: f64 = 3.0;
     println!(
         "network: {VERIFIERS} verifiers per round = {:.1}% of training wall time per job (one round)",
@@ -237,20 +242,24 @@ fn main() {
             caught.join(" ")
         );
     }
-    lazy_trainer_table(segments);
+    lazy_trainer_table(VERIFIERS as u32, segments);
 }
 
-/// What faking `k` of 30 segments risks per job, with the chain's draw
-/// ([`ergon_protocol::segments::draw`], `SegmentsPerRound` segments shared by the round's verifiers):
-/// the exact catch probability, the same measured over 100 000 draws from random seeds, and the
+/// What faking `k` of 30 segments risks per job, with the chain's assignment
+/// ([`ergon_protocol::segments::assign`]: `Verifiers` verifiers with `SegmentsPerRound` segments of
+/// their own each, so `verifiers × per_verifier` distinct segments per job; a fail on any of them
+/// opens a dispute that replays it again and upholds it): the exact catch probability, the same
+/// measured over 100 000 draws from random seeds, and the
 /// lazy trainer's expected result against honest work in units of the price `P`, assuming the price
 /// just covers the training cost (`C = P`, the least a rational trainer bids) and that every drawn
 /// verifier replays (caught: the whole collateral, the price, is slashed and nothing is paid).
-fn lazy_trainer_table(per_round: u32) {
+fn lazy_trainer_table(verifiers: u32, per_verifier: u32) {
     const SEGMENTS: u32 = 30;
     const DRAWS: u32 = 100_000;
+    let per_round = (verifiers * per_verifier).min(SEGMENTS);
     println!(
-        "\nlazy trainer, {SEGMENTS} segments, {per_round} replayed per job (chain draw), C = P:\n\
+        "\nlazy trainer, {SEGMENTS} segments, {verifiers} verifiers × {per_verifier} of their own = \
+         {per_round} replayed per job (chain assignment), C = P:\n\
          {:>3} {:>12} {:>14} {:>18} {:>14} {:>14}",
         "k", "P(caught)", "measured", "expected loss (P)", "gain (P)", "net (P)"
     );
@@ -261,7 +270,10 @@ fn lazy_trainer_table(per_round: u32) {
             .filter(|i| {
                 let mut seed = [0u8; 32];
                 seed[..4].copy_from_slice(&i.to_le_bytes());
-                ergon_protocol::segments::draw(&seed, SEGMENTS, per_round).iter().any(|s| *s < k)
+                ergon_protocol::segments::assign(&seed, SEGMENTS, verifiers, per_verifier)
+                    .iter()
+                    .flatten()
+                    .any(|s| *s < k)
             })
             .count();
         let measured = hits as f64 / DRAWS as f64;

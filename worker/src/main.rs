@@ -360,6 +360,9 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 );
             }
             println!("evidence {}", data::hex(&verdict.evidence_hash()));
+            if let Some(segment) = verdict.failed_segment() {
+                println!("failed-segment {segment}");
+            }
             println!("verdict {}", if verdict.passed { "PASS" } else { "FAIL" });
             if let Some(path) = report {
                 std::fs::write(&path, serde_json::to_vec_pretty(&verdict)?)?;

@@ -140,6 +140,21 @@ impl Report {
         Sha256::digest(serde_json::to_vec(&timeless).unwrap_or_default()).into()
     }
 
+    /// The segment a fail names on chain (its evidence, which a dispute re-checks): the first
+    /// replayed segment whose replay failed, or, when the defect is the bundle's as a whole (files,
+    /// manifest, seed, rules, final model, metrics: any replay finds it again), the first replayed
+    /// segment. `None` when the report passed.
+    pub fn failed_segment(&self) -> Option<u32> {
+        if self.passed {
+            return None;
+        }
+        let failed_replay =
+            self.checks.iter().filter(|c| !c.passed).find_map(|c| {
+                c.name.strip_prefix("replay[")?.strip_suffix(']')?.parse::<u32>().ok()
+            });
+        failed_replay.or_else(|| self.segments.first().copied())
+    }
+
     /// The first failing check, if any.
     pub fn first_failure(&self) -> Option<&Check> {
         self.checks.iter().find(|c| !c.passed)
@@ -156,9 +171,10 @@ impl Report {
     }
 }
 
-/// The segments a challenge draws: the protocol's draw ([`ergon_protocol::segments::draw`], the one
-/// the chain uses) seeded with the challenge, which is the round's 32-byte draw seed (other lengths
-/// are hashed into one with blake2-256), sorted.
+/// The segments a challenge draws: the protocol's uniform draw ([`ergon_protocol::segments::draw`])
+/// seeded with the challenge (a 32-byte seed; other lengths are hashed into one with blake2-256),
+/// sorted. For checks off chain: on chain each verifier replays the segments the round assigned it
+/// ([`ergon_protocol::segments::assign`], announced in `VerifiersDrawn`), given with `--segments`.
 pub fn segments_from_challenge(challenge: &[u8], segments: u64, count: u32) -> Vec<u32> {
     let seed: [u8; 32] =
         challenge.try_into().unwrap_or_else(|_| ergon_protocol::hash::blake2_256(challenge));
@@ -686,4 +702,33 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         Err(e) => report.push("metrics", false, e.to_string(), "a readable final checkpoint"),
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &str, passed: bool) -> Check {
+        Check { name: name.into(), passed, measured: String::new(), threshold: String::new() }
+    }
+
+    fn report(checks: Vec<Check>) -> Report {
+        Report {
+            passed: checks.iter().all(|c| c.passed),
+            root: None,
+            segments: vec![4, 9, 17],
+            checks,
+            replay_seconds: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_fail_names_the_failing_replay_or_else_the_first_segment() {
+        let pass = report(vec![check("files", true), check("replay[4]", true)]);
+        assert_eq!(pass.failed_segment(), None);
+        let replay = report(vec![check("replay[4]", true), check("replay[9]", false)]);
+        assert_eq!(replay.failed_segment(), Some(9));
+        let bundle_wide = report(vec![check("manifest", false), check("replay[4]", true)]);
+        assert_eq!(bundle_wide.failed_segment(), Some(4));
+    }
 }

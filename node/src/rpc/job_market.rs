@@ -61,10 +61,14 @@ pub struct StateView {
 pub struct VoteView {
     /// The verifier.
     pub verifier: String,
+    /// The checkpoint segments it replays (`i` for Cᵢ → Cᵢ₊₁).
+    pub segments: Vec<u32>,
     /// Whether it committed.
     pub committed: bool,
     /// Its revealed verdict ("pass" / "fail"), if revealed.
     pub verdict: Option<&'static str>,
+    /// The segment a revealed fail names.
+    pub failed_segment: Option<u32>,
 }
 
 /// A verification round in JSON.
@@ -75,10 +79,10 @@ pub struct RoundView {
     pub number: u32,
     /// drawing | commit | reveal.
     pub phase: &'static str,
-    /// The drawn verifiers.
+    /// The drawn verifiers, each with its own segments.
     pub votes: Vec<VoteView>,
-    /// Checkpoint segments to replay (`i` for Cᵢ → Cᵢ₊₁).
-    pub segments: Vec<u32>,
+    /// In a dispute, the segments re-checked (empty in a regular round).
+    pub disputed: Vec<u32>,
 }
 
 /// A job in JSON.
@@ -169,14 +173,16 @@ fn round_view(round: RoundInfo<AccountId>) -> RoundView {
             .into_iter()
             .map(|v| VoteView {
                 verifier: v.verifier.to_ss58check(),
+                segments: v.segments,
                 committed: v.commitment.is_some(),
                 verdict: v.verdict.map(|v| match v {
                     Verdict::Pass => "pass",
-                    Verdict::Fail => "fail",
+                    Verdict::Fail { .. } => "fail",
                 }),
+                failed_segment: v.verdict.and_then(|v| v.failed_segment()),
             })
             .collect(),
-        segments: round.segments,
+        disputed: round.disputed,
     }
 }
 

@@ -12,26 +12,30 @@
 //!    for the work, holding a refundable `BidDeposit` ([`HoldReason::BidDeposit`]). When the window
 //!    closes the cheapest bid whose trainer can put up the collateral wins (ties: higher ECP, then
 //!    account); [`Pallet::accept_bid`] lets the owner pick one earlier. A price may use the budget minus
-//!    the verification reserve (`VerificationShare`). Assignment freezes the price as the trainer's
-//!    obligation collateral (trainer staking's [`ergon_protocol::traits::Obligations`]).
+//!    the verification reserve: the fee of every vote that could happen ([`fees`]). Assignment
+//!    freezes the price as the trainer's obligation collateral (trainer staking's
+//!    [`ergon_protocol::traits::Obligations`]).
 //! 3. [`Pallet::submit_bundle`] by the assigned trainer before the deadline commits the bundle's Merkle
 //!    root, URI, final-model hash and claimed metrics, and gets the bid deposit back. Missing the
 //!    deadline slashes `TrainerSlash` of the collateral, forfeits the deposit to the owner and
 //!    refunds the owner: walking away costs more than the job paid.
-//! 4. Verification rounds ([`verification`]): randomness from a block *after* the commitment draws
+//! 4. Verification rounds ([`verification`]): randomness that began after the commitment draws
 //!    `Verifiers` from the trainers who opted in ([`Pallet::set_verifier`]), weighted by their bond
-//!    (stake at risk, not ECP; never the trainer or the owner), each freezing `VerifierCollateral`,
-//!    and the checkpoint segments to replay. Verifiers [`Pallet::commit_verdict`] then
-//!    [`Pallet::reveal_verdict`].
-//! 5. Settlement: a round is decisive when more than half of the drawn verifiers revealed and one verdict
-//!    has at least 2/3 of the revealed votes. A decisive round with a dissenting minority escalates to a
-//!    fresh round while rounds remain, so a minority is judged by a later round, never by the votes it
-//!    lost. The final verdict pays every earlier voter on its side its fee (a minority proven right is
-//!    made whole) and slashes the earlier voters against it `VerifierSlash` of their collateral; the
-//!    deciding round's own minority is released unjudged. Silent verifiers are slashed at once. Pass
-//!    pays the trainer its price less `PaymentBurn` (burnt) and credits T, at most `MaxCreditShare` of
-//!    the network's ECP (or `MinCreditCap`); Fail slashes `TrainerSlash` of the trainer's collateral.
-//!    An indecisive last round refunds the owner.
+//!    (stake at risk, not ECP; never the trainer or the owner), each freezing `VerifierCollateral`
+//!    and each given `SegmentsPerRound` checkpoint segments of its own to replay (no two verifiers
+//!    the same, so no replay can be copied). Verifiers [`Pallet::commit_verdict`] then
+//!    [`Pallet::reveal_verdict`]; a fail names the segment it found wrong.
+//! 5. Settlement is by disputes, not majorities: a regular round whose revealed votes all pass, from
+//!    more than half of the drawn verifiers, passes the bundle. Any fail — even a lone one — opens a
+//!    dispute: a fresh draw of `DisputeVerifiers` (none of the earlier verifiers) replays the segments
+//!    the fails named, and 2/3 of its revealed votes (from more than half of it) decide. Whoever the
+//!    dispute proves wrong is slashed `VerifierSlash` of its collateral, paid to those proven right: a
+//!    fail that does not hold up, or a pass on a disputed segment that does. Everyone else who revealed
+//!    is paid its fee ([`fees`]: its replay at the trainer's rate, plus `VerifierFeeMarkup`); silent
+//!    verifiers are slashed at once. A dispute that splits escalates to another while rounds remain.
+//!    Pass pays the trainer its price less `PaymentBurn` (burnt) and credits T, at most
+//!    `MaxCreditShare` of the network's ECP (or `MinCreditCap`); an upheld fail slashes `TrainerSlash`
+//!    of the trainer's collateral. A last round that decides nothing refunds the owner.
 //!
 //! 6. Availability ([`availability`]): validators' offchain workers sample every bundle under
 //!    verification over HTTP and attest ([`Pallet::attest_availability`], an unsigned transaction
@@ -50,6 +54,7 @@ extern crate alloc;
 pub mod availability;
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmarking;
+pub mod fees;
 pub mod queries;
 pub mod types;
 pub mod verification;
@@ -227,11 +232,16 @@ pub mod pallet {
         #[pallet::constant]
         type MaxTimeoutsPerBlock: Get<u32>;
 
-        /// Verifiers drawn per round.
+        /// Verifiers drawn in a regular round.
         #[pallet::constant]
         type Verifiers: Get<u32>;
 
-        /// Checkpoint segments each round replays (the last one always, the others drawn).
+        /// Verifiers drawn for a dispute: more than `Verifiers`, since they decide who is slashed.
+        #[pallet::constant]
+        type DisputeVerifiers: Get<u32>;
+
+        /// Checkpoint segments each verifier replays in a regular round (its own, drawn), and the
+        /// most a dispute re-checks.
         #[pallet::constant]
         type SegmentsPerRound: Get<u32>;
 
@@ -256,16 +266,17 @@ pub mod pallet {
         #[pallet::constant]
         type Retention: Get<BlockNumberFor<Self>>;
 
-        /// Share of the budget reserved for verifier fees (split evenly over every possible vote).
+        /// What a verifier earns above its replay's share of the price ([`fees::vote_fee`]): the
+        /// download, the rules and the collateral it freezes.
         #[pallet::constant]
-        type VerificationShare: Get<Permill>;
+        type VerifierFeeMarkup: Get<Perbill>;
 
         /// Share of the trainer's collateral (the price) slashed for a rejected bundle, an unavailable
         /// bundle or a missed deadline.
         #[pallet::constant]
         type TrainerSlash: Get<Perbill>;
 
-        /// Share of a verifier's collateral slashed for not revealing, or for a vote a later round
+        /// Share of a verifier's collateral slashed for not revealing, or for a vote a dispute
         /// proved wrong.
         #[pallet::constant]
         type VerifierSlash: Get<Perbill>;
@@ -323,14 +334,14 @@ pub mod pallet {
         OptionQuery,
     >;
 
-    /// Votes of a job's earlier rounds awaiting the final verdict: (verifier, round, verdict). Their
-    /// collateral stays frozen until then.
+    /// Revealed votes of a job's earlier rounds awaiting the round that decides. Their collateral
+    /// stays frozen until then.
     #[pallet::storage]
     pub type PendingVotes<T: Config> = StorageMap<
         _,
         Twox64Concat,
         JobId,
-        BoundedVec<(T::AccountId, u32, Verdict), verification::MaxPastVerifiers<T>>,
+        BoundedVec<PendingVote<T>, verification::MaxPastVerifiers<T>>,
         ValueQuery,
     >;
 
@@ -410,12 +421,12 @@ pub mod pallet {
         },
         /// The trainer committed its bundle.
         BundleSubmitted { job: JobId, trainer: T::AccountId, root: H256 },
-        /// Verifiers and segments of a round were drawn.
+        /// A round's verifiers were drawn, each with the segments it replays (a dispute's verifiers
+        /// all replay the disputed segments).
         VerifiersDrawn {
             job: JobId,
             round: u32,
-            verifiers: alloc::vec::Vec<T::AccountId>,
-            segments: alloc::vec::Vec<u32>,
+            assignments: alloc::vec::Vec<(T::AccountId, alloc::vec::Vec<u32>)>,
         },
         /// A verifier committed to a verdict.
         VerdictCommitted { job: JobId, round: u32, verifier: T::AccountId },
@@ -444,8 +455,9 @@ pub mod pallet {
         VerifierSet { who: T::AccountId, enabled: bool },
         /// The assigned trainer missed the deadline: its bid deposit went to the owner.
         BidDepositForfeited { job: JobId, trainer: T::AccountId, amount: BalanceOf<T> },
-        /// A round's verdict split: the next round re-checks the bundle before anyone is judged.
-        RoundEscalated { job: JobId, round: u32 },
+        /// A round's fails (or a split dispute) open a dispute: the next round re-checks `segments`
+        /// with a larger draw before anyone is judged.
+        DisputeOpened { job: JobId, round: u32, segments: alloc::vec::Vec<u32> },
         /// The job ended without a verified model; `refunded` went back to the owner.
         JobFailed { job: JobId, reason: FailureReason, refunded: BalanceOf<T> },
         /// A finished job's record was removed.
@@ -472,8 +484,8 @@ pub mod pallet {
         TooFewCheckpoints,
         /// The budget is below `MinBudget`.
         BudgetTooLow,
-        /// The budget less the verification reserve pays less than `MinPricePerUt` for the job's
-        /// work: raise the budget.
+        /// The budget less the verification reserve (every possible vote's fee at that price) pays
+        /// less than `MinPricePerUt` for the job's work: raise the budget.
         BudgetBelowWorkPrice,
         /// A verifier would replay more than `MaxReplayWork` in one round: checkpoint more often.
         VerificationTooLong,
@@ -543,6 +555,8 @@ pub mod pallet {
         AlreadyRevealed,
         /// The revealed verdict does not match the commitment.
         CommitmentMismatch,
+        /// A fail must name one of the segments the verifier was given.
+        NotYourSegment,
         /// No attester with that index in the current set.
         NotAnAttester,
         /// The job's bundle is not under verification.
@@ -565,6 +579,13 @@ pub mod pallet {
             due.iter().fold(T::WeightInfo::on_initialize_idle(), |weight, job| {
                 weight.saturating_add(Self::on_timeout(*job, now))
             })
+        }
+
+        fn integrity_test() {
+            assert!(T::Verifiers::get() > 0 && T::SegmentsPerRound::get() > 0);
+            // A fail must be able to open its dispute, and a dispute decides who is slashed.
+            assert!(T::MaxRounds::get() >= 2, "MaxRounds leaves no round for a dispute");
+            assert!(T::DisputeVerifiers::get() >= T::Verifiers::get());
         }
 
         fn offchain_worker(now: BlockNumberFor<T>) {
@@ -610,7 +631,7 @@ pub mod pallet {
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
             let min_price = Self::min_price_for(work_micro_ut);
             ensure!(
-                budget.saturating_sub(T::VerificationShare::get().mul_floor(budget)) >= min_price,
+                fees::max_price::<T>(budget, summary.checkpoints.saturating_sub(1)) >= min_price,
                 Error::<T>::BudgetBelowWorkPrice
             );
             ensure!(
@@ -809,7 +830,7 @@ pub mod pallet {
             // Delivered: the bid deposit goes back (the collateral stays until the verdict).
             Self::release_deposit(&trainer, &mut record.trainer_deposit);
             record.state = JobState::Verifying { trainer: trainer.clone(), price, bundle };
-            Rounds::<T>::insert(job, verification::new_round::<T>(0, now));
+            Rounds::<T>::insert(job, verification::new_round::<T>(0, now, Default::default()));
             Jobs::<T>::insert(job, record);
             Self::deposit_event(Event::BundleSubmitted { job, trainer, root: bundle_root });
             Ok(())
@@ -829,7 +850,8 @@ pub mod pallet {
         }
 
         /// A verifier reveals the verdict it committed to, with the hash of its evidence report and
-        /// the salt. The round settles as soon as every drawn verifier has revealed.
+        /// the salt. A fail names one of the verifier's segments (its evidence, which a dispute
+        /// re-checks). The round settles as soon as every drawn verifier has revealed.
         #[pallet::call_index(6)]
         #[pallet::weight(T::WeightInfo::reveal_verdict())]
         pub fn reveal_verdict(
@@ -944,9 +966,10 @@ pub mod pallet {
     }
 
     impl<T: Config> Pallet<T> {
-        /// Highest price a bid may ask: the budget minus the verification reserve.
+        /// Highest price a bid may ask: what leaves the fees of every possible vote in the budget
+        /// ([`fees::max_price`]).
         pub fn max_price(job: &JobOf<T>) -> BalanceOf<T> {
-            job.budget.saturating_sub(T::VerificationShare::get().mul_floor(job.budget))
+            fees::max_price::<T>(job.budget, job.checkpoints.saturating_sub(1))
         }
 
         /// Least price of `work_micro_ut` of training: `MinPricePerUt` per ut, rounded up.
@@ -1201,6 +1224,10 @@ pub mod pallet {
                     active += 1;
                     *open.entry(job.owner.clone()).or_default() += 1;
                 }
+                if let JobState::Verifying { price, .. } = &job.state {
+                    // The reserve is every possible vote's fee: fees never eat into the price.
+                    ensure!(job.escrow >= *price, "verifier fees ate into the trainer's price");
+                }
                 match &job.state {
                     JobState::Assigned { trainer, .. } | JobState::Verifying { trainer, .. } => {
                         ensure!(
@@ -1247,6 +1274,17 @@ pub mod pallet {
                         .is_some_and(|j| matches!(j.state, JobState::Assigned { .. })),
                     "a data report names a job that is not assigned"
                 );
+            }
+            for (_, round) in Rounds::<T>::iter() {
+                for vote in round.votes.iter() {
+                    if let Some(segment) = vote.verdict.and_then(|v| v.failed_segment()) {
+                        ensure!(vote.segments.contains(&segment), "a fail names a foreign segment");
+                    }
+                    ensure!(
+                        !round.is_dispute() || vote.segments == round.disputed,
+                        "a dispute's verifier replays other segments than the disputed ones"
+                    );
+                }
             }
             let queued: usize = Timeouts::<T>::iter_values().map(|q| q.len()).sum();
             ensure!(queued == Jobs::<T>::count() as usize, "timeout entries differ from jobs");

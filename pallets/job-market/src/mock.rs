@@ -1,12 +1,13 @@
 //! A runtime for the job-market tests: balances, compute power and trainer staking as in Ergon, with
 //! short windows.
 //!
-//! Accounts 1–9 hold 1 000 000 each. Trainers bond with `MinBond` 1 000. Jobs: budget ≥ 100, bid window
-//! 2–20 blocks, at least 5 blocks to train, 3 verifiers per round, 2 segments of at least 20 in a spec, 2 rounds, commit and
-//! reveal windows of 5 blocks, records kept 10 blocks. 10% of the budget pays verifiers; a rejected or
-//! late trainer loses all of its collateral (the price), a silent or refuted verifier 10% of its
-//! collateral of 1 000. Fees, deposits, the minimum price and the payment burn are 0 unless a test
-//! sets them (statics).
+//! Accounts 1–12 hold 1 000 000 each. Trainers bond with `MinBond` 1 000. Jobs: budget ≥ 100, bid
+//! window 2–20 blocks, at least 5 blocks to train, 3 verifiers per round with 2 segments of their own
+//! (of at least 20 in a spec), 4 per dispute, 2 rounds, commit and reveal windows of 5 blocks, records
+//! kept 10 blocks. A vote earns its replay's share of the price plus 20%; a rejected or late trainer
+//! loses all of its collateral (the price), a silent or refuted verifier 10% of its collateral of
+//! 1 000. Fees, deposits, the minimum price, the payment burn and the rounds are statics a test may
+//! set.
 
 use crate as pallet_job_market;
 use frame_support::{
@@ -100,7 +101,8 @@ impl frame_support::traits::Get<u64> for Now {
 pub type TestRandomness = ergon_protocol::traits::OneBlockEpochs<Now, RandomnessAvailable>;
 
 parameter_types! {
-    pub const VerificationShare: Permill = Permill::from_percent(10);
+    /// A fee is a fifth above the replay's share of the price.
+    pub const VerifierFeeMarkup: Perbill = Perbill::from_percent(20);
     /// All of the trainer's collateral (its price).
     pub const TrainerSlash: Perbill = Perbill::from_percent(100);
     /// 10% of a verifier's collateral (1 000): 100.
@@ -118,6 +120,8 @@ parameter_types! {
     pub static MinCreditCap: u128 = u128::MAX;
     /// Most replay work per verifier and round, micro-ut.
     pub static MaxReplayWork: u128 = u128::MAX;
+    /// Verification rounds: a regular one and a dispute (a test may allow a second dispute).
+    pub static MaxRounds: u32 = 2;
 }
 
 impl pallet_job_market::Config for Test {
@@ -146,13 +150,14 @@ impl pallet_job_market::Config for Test {
     type MaxVerifierPool = ConstU32<16>;
     type MaxTimeoutsPerBlock = ConstU32<2>;
     type Verifiers = ConstU32<3>;
+    type DisputeVerifiers = ConstU32<4>;
     type SegmentsPerRound = ConstU32<2>;
     type MinSegments = ConstU32<20>;
-    type MaxRounds = ConstU32<2>;
+    type MaxRounds = MaxRounds;
     type CommitWindow = ConstU64<5>;
     type RevealWindow = ConstU64<5>;
     type Retention = ConstU64<10>;
-    type VerificationShare = VerificationShare;
+    type VerifierFeeMarkup = VerifierFeeMarkup;
     type TrainerSlash = TrainerSlash;
     type VerifierSlash = VerifierSlash;
     type AttesterId = UintAuthorityId;
@@ -192,11 +197,11 @@ pub fn example_spec() -> ergon_job_spec::JobSpec {
 /// Funds of each account at genesis.
 pub const ENDOWMENT: u128 = 1_000_000;
 
-/// Accounts 1–9 endowed, block 1.
+/// Accounts 1–12 endowed, block 1.
 pub fn new_test_ext() -> sp_io::TestExternalities {
     let mut storage = frame_system::GenesisConfig::<Test>::default().build_storage().unwrap();
     pallet_balances::GenesisConfig::<Test> {
-        balances: (1..=9).map(|who| (who, ENDOWMENT)).collect(),
+        balances: (1..=12).map(|who| (who, ENDOWMENT)).collect(),
         ..Default::default()
     }
     .assimilate_storage(&mut storage)
@@ -211,6 +216,7 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
         PaymentBurn::set(Permill::zero());
         MinCreditCap::set(u128::MAX);
         MaxReplayWork::set(u128::MAX);
+        MaxRounds::set(2);
     });
     ext
 }

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use crate::{Bids, Config, JobId, JobOf, JobState, Jobs, Pallet, RoundInfo, Rounds};
+use crate::{Bids, Config, JobId, JobOf, JobState, Jobs, Pallet, RoundInfo, Rounds, VoteInfo};
 
 impl<T: Config> Pallet<T> {
     /// Jobs taking bids, lowest id first, at most `limit`.
@@ -20,8 +20,17 @@ impl<T: Config> Pallet<T> {
         Rounds::<T>::get(id).map(|round| RoundInfo {
             number: round.number,
             phase: round.phase,
-            votes: round.votes.into_inner(),
-            segments: round.segments.into_inner(),
+            votes: round
+                .votes
+                .into_iter()
+                .map(|v| VoteInfo {
+                    verifier: v.verifier,
+                    segments: v.segments.into_inner(),
+                    commitment: v.commitment,
+                    verdict: v.verdict,
+                })
+                .collect(),
+            disputed: round.disputed.into_inner(),
         })
     }
 

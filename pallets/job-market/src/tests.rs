@@ -258,19 +258,19 @@ fn bid_refusals() {
         assert_ok!(TrainerStaking::unbond(origin(9), BOND));
         assert_noop!(JobMarket::bid(origin(9), job, 10), Error::<Test>::NotEligible);
         assert_noop!(JobMarket::bid(origin(TRAINER), job, 0), Error::<Test>::ZeroPrice);
-        // 10% of the budget is the verification reserve.
-        assert_noop!(JobMarket::bid(origin(TRAINER), job, 901), Error::<Test>::PriceAboveBudget);
-        assert_ok!(JobMarket::bid(origin(TRAINER), job, 900));
+        // The verification reserve (every possible vote's fee) leaves at most 648 of 1 000.
+        assert_noop!(JobMarket::bid(origin(TRAINER), job, 649), Error::<Test>::PriceAboveBudget);
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, 648));
         // A second bid replaces the first.
-        assert_ok!(JobMarket::bid(origin(TRAINER), job, 800));
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, 600));
         assert_eq!(
             Bids::<Test>::get(job).to_vec(),
-            vec![Bid { trainer: TRAINER, price: 800, deposit: 0 }]
+            vec![Bid { trainer: TRAINER, price: 600, deposit: 0 }]
         );
         for who in 3..=5 {
-            assert_ok!(JobMarket::bid(origin(who), job, 800));
+            assert_ok!(JobMarket::bid(origin(who), job, 600));
         }
-        assert_noop!(JobMarket::bid(origin(6), job, 800), Error::<Test>::TooManyBids);
+        assert_noop!(JobMarket::bid(origin(6), job, 600), Error::<Test>::TooManyBids);
         run_to_block(7);
         assert_noop!(JobMarket::bid(origin(3), job, 700), Error::<Test>::NotOpen);
     });
@@ -391,6 +391,12 @@ fn submit_bundle_refusals() {
     });
 }
 
+/// Fee of a vote that replayed `replayed` of the example job's 32 segments at price 600:
+/// 600 × replayed / 32 × 1.2, rounded up.
+fn fee(replayed: u128) -> u128 {
+    (600 * replayed * 12).div_ceil(32 * 10)
+}
+
 #[test]
 fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
     use pallet_compute_power::ComputePowerLedger;
@@ -406,8 +412,14 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
         run_to_block(3);
         let round = Rounds::<Test>::get(job).unwrap();
         assert_eq!(round.phase, Phase::Commit);
-        assert_eq!(round.segments.len(), 2);
-        assert!(round.segments.iter().all(|s| *s < 32));
+        assert!(!round.is_dispute());
+        // Each verifier replays 2 segments of its own: 6 distinct segments in the round.
+        let mut all: Vec<u32> = round.votes.iter().flat_map(|v| v.segments.to_vec()).collect();
+        assert!(round.votes.iter().all(|v| v.segments.len() == 2));
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 6);
+        assert!(all.iter().all(|s| *s < 32));
         let drawn = verifiers(job);
         assert_eq!(drawn.len(), 3);
         assert!(!drawn.contains(&TRAINER) && !drawn.contains(&OWNER));
@@ -421,17 +433,18 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
         for v in &drawn {
             reveal(job, *v, Verdict::Pass);
         }
-        // Settled on the last reveal. Fee per vote: 10% of 1 000 over 3 verifiers × 2 rounds = 16.
+        // Settled on the last reveal. Each vote replayed 2 of 32 segments: 600 × 2/32 × 1.2 = 45.
         let JobState::Completed { trainer, price, .. } = state(job) else {
             panic!("not completed")
         };
         assert_eq!((trainer, price), (TRAINER, 600));
+        assert_eq!(fee(2), 45);
         for (v, b) in drawn.iter().zip(before) {
-            assert_eq!(Balances::balance(v), b + 16);
+            assert_eq!(Balances::balance(v), b + fee(2));
         }
         assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND + 600);
         assert_eq!(escrow_held(OWNER), 0);
-        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 3 * 16);
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 3 * fee(2));
         let work = example_spec().validate().unwrap().training_micro_ut();
         assert_eq!(ComputePower::ecp(&TRAINER), work * 6 / 10);
         assert_eq!(Balances::total_issuance(), issuance);
@@ -445,38 +458,53 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
     });
 }
 
+/// The verification reserve is every possible vote's fee: a price that would leave less is refused,
+/// and the most a budget allows still pays every vote of every round when all of them happen.
 #[test]
-fn a_fail_verdict_slashes_the_trainer_and_refunds_the_owner() {
+fn the_budget_reserves_every_possible_fee() {
     run(|| {
-        let job = assigned(1_000, 600);
-        submit(job);
-        run_to_block(3);
-        let drawn = verifiers(job);
-        vote(job, &drawn, &[Verdict::Fail; 3]);
-        assert_eq!(
-            state(job),
-            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
+        let job = post(1_000);
+        let record = Jobs::<Test>::get(job).unwrap();
+        let max = JobMarket::max_price(&record);
+        // 1 000 × 32 / (32 + 2 × 1.2 × (3 + 4 votes)) = 655.7, less 7 planck of rounding room.
+        assert_eq!(max, 648);
+        assert_noop!(
+            JobMarket::bid(origin(TRAINER), job, max + 1),
+            Error::<Test>::PriceAboveBudget
         );
-        assert_eq!(bond_held(TRAINER), BOND - 600);
-        assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND);
-        // Verifiers are paid from the escrow; the rest is refunded.
-        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 3 * 16);
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, max));
+        let reserve = fees::reserve::<Test>(max, 32);
+        assert!(max + reserve <= 1_000, "{max} + {reserve}");
+        // A vote's fee exceeds its replay's share of the price (what the replay costs at the
+        // trainer's own rate): 600 × 2/32 = 37.5.
+        assert!(fees::vote_fee::<Test>(600, 32, 2) as f64 > 600.0 * 2.0 / 32.0);
     });
 }
 
+/// A verifier's own segments, and a fail naming the first of them.
+fn segments_of(job: JobId, who: u64) -> Vec<u32> {
+    let round = Rounds::<Test>::get(job).expect("round");
+    round.votes.iter().find(|v| v.verifier == who).expect("drawn").segments.to_vec()
+}
+
+fn fail(job: JobId, who: u64) -> Verdict {
+    Verdict::Fail { segment: segments_of(job, who)[0] }
+}
+
 #[test]
-fn a_split_vote_starts_a_fresh_round_and_slashes_the_silent() {
+fn a_lone_fail_opens_a_dispute_even_without_a_quorum_and_the_silent_are_slashed() {
     run(|| {
         let job = assigned(1_000, 600);
         submit(job);
         run_to_block(3);
         let first = verifiers(job);
+        let named = fail(job, first[1]);
         commit(job, first[0], Verdict::Pass);
-        commit(job, first[1], Verdict::Fail);
+        commit(job, first[1], named);
         commit(job, first[2], Verdict::Pass);
         reveal(job, first[0], Verdict::Pass);
-        reveal(job, first[1], Verdict::Fail);
-        // first[2] stays silent: at the end of the reveal window the round is 1 : 1, indecisive.
+        reveal(job, first[1], named);
+        // first[2] stays silent: at the end of the reveal window the fail is disputed.
         run_to_block(3 + 5);
         assert!(events().contains(&Event::RoundSettled {
             job,
@@ -486,26 +514,36 @@ fn a_split_vote_starts_a_fresh_round_and_slashes_the_silent() {
             silent: 1,
             decisive: false
         }));
+        let disputed = vec![named.failed_segment().unwrap()];
+        assert!(events().contains(&Event::DisputeOpened {
+            job,
+            round: 0,
+            segments: disputed.clone()
+        }));
         // 10% of the silent verifier's collateral of 1 000.
         assert_eq!(bond_held(first[2]), BOND - 100);
-        // Nobody is judged for the vote yet: the next round decides.
+        // Nobody is judged for the vote yet: the dispute decides.
         assert_eq!(bond_held(first[0]), BOND);
         assert_eq!(bond_held(first[1]), BOND);
-        // Round 1 (opened at 8) draws three fresh verifiers from randomness that began after it.
+        // The dispute (opened at 8) draws four fresh verifiers, all replaying the disputed segment.
         run_to_block(9);
         assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Drawing);
         run_to_block(10);
         let round = Rounds::<Test>::get(job).unwrap();
-        assert_eq!((round.number, round.phase), (1, Phase::Commit));
+        assert_eq!(
+            (round.number, round.phase, round.disputed.to_vec()),
+            (1, Phase::Commit, disputed.clone())
+        );
         let second = verifiers(job);
-        assert!(second.iter().all(|v| !first.contains(v)));
-        vote(job, &second, &[Verdict::Pass; 3]);
+        assert_eq!(second.len(), 4);
+        assert!(second.iter().all(|v| !first.contains(v) && segments_of(job, *v) == disputed));
+        vote(job, &second, &[Verdict::Pass; 4]);
         assert!(matches!(state(job), JobState::Completed { .. }));
-        // Round 1 judged round 0: the Pass voter is paid, the Fail voter slashed 100.
+        // The dispute refuted the fail: slashed 100. The pass on other segments is paid.
         assert_eq!(bond_held(first[0]), BOND);
         assert_eq!(bond_held(first[1]), BOND - 100);
-        // 4 verifiers paid 16 each, the trainer 600; the rest went back.
-        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 4 * 16);
+        // One pass of 2 segments and 4 dispute votes of 1 segment paid; the trainer 600.
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - fee(2) - 4 * fee(1));
     });
 }
 
@@ -516,10 +554,11 @@ fn a_silent_verifier_is_slashed_at_once_and_does_not_block_a_decision() {
         submit(job);
         run_to_block(3);
         let drawn = verifiers(job);
+        let named = fail(job, drawn[0]);
         for (i, v) in drawn.iter().enumerate() {
-            commit(job, *v, if i == 0 { Verdict::Fail } else { Verdict::Pass });
+            commit(job, *v, if i == 0 { named } else { Verdict::Pass });
         }
-        // Only the two Pass voters reveal; 2 of 3 revealed and both pass: decisive, no dissent.
+        // Only the two Pass voters reveal; 2 of 3 revealed and both pass: decisive.
         reveal(job, drawn[1], Verdict::Pass);
         reveal(job, drawn[2], Verdict::Pass);
         run_to_block(3 + 5);
@@ -528,49 +567,52 @@ fn a_silent_verifier_is_slashed_at_once_and_does_not_block_a_decision() {
     });
 }
 
-/// A minority is never slashed for the votes it lost: a 2 : 1 round escalates to a fresh round,
-/// which judges everyone. Here the lone Fail was wrong: it is slashed, the Pass voters paid.
+/// The griefing attack: a verifier fails an honest bundle to delay the trainer's payment and cost
+/// the owner a dispute. The dispute refutes it: it loses 10% of its collateral (100, shared by those
+/// proven right) and earns nothing; the trainer is paid in full.
 #[test]
-fn a_dissenting_minority_is_judged_by_the_next_round() {
+fn attack_a_griefing_fail_is_refuted_by_its_dispute_and_slashed() {
     run(|| {
         let job = assigned(1_000, 600);
         submit(job);
         run_to_block(3);
         let first = verifiers(job);
-        let verdicts = [Verdict::Fail, Verdict::Pass, Verdict::Pass];
-        vote(job, &first, &verdicts);
-        assert!(events().contains(&Event::RoundEscalated { job, round: 0 }));
+        let griefer = first[0];
+        let before = Balances::balance(&griefer);
+        vote(job, &first, &[fail(job, griefer), Verdict::Pass, Verdict::Pass]);
         assert!(matches!(state(job), JobState::Verifying { .. }));
-        assert_eq!(bond_held(first[0]), BOND, "not slashed before a later round confirms");
+        assert_eq!(bond_held(griefer), BOND, "not slashed before the dispute decides");
         run_to_block(5);
         let second = verifiers(job);
         assert!(second.iter().all(|v| !first.contains(v)));
-        vote(job, &second, &[Verdict::Pass; 3]);
-        assert!(matches!(state(job), JobState::Completed { .. }));
-        assert_eq!(bond_held(first[0]), BOND - 100);
-        assert_eq!(
-            <TrainerStaking as pallet_trainer_staking::Obligations<u64>>::free_collateral(
-                &first[1]
-            ),
-            BOND
-        );
-        // 2 + 3 Pass votes paid 16 each.
-        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 5 * 16);
+        vote(job, &second, &[Verdict::Pass; 4]);
+        assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+        assert_eq!(bond_held(griefer), BOND - 100);
+        assert_eq!(Balances::balance(&griefer), before);
+        for v in &first[1..] {
+            assert_eq!(
+                <TrainerStaking as pallet_trainer_staking::Obligations<u64>>::free_collateral(v),
+                BOND
+            );
+        }
+        // Two passes of 2 segments and four dispute votes of 1 segment.
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 2 * fee(2) - 4 * fee(1));
     });
 }
 
-/// The attack on commit 89b1f7a: two colluding verifiers outvote an honest one, who was slashed at
-/// once. Now the split escalates; the next round proves the lone Fail right: the colluders are
-/// slashed from their collateral, the honest verifier is paid (made whole), the cheater slashed.
+/// The attack on majority votes: a forger bribes (or simply is) two lazy verifiers who pass without
+/// replaying, against one honest verifier whose segment caught the forgery. A majority round would
+/// slash the honest minority; here its lone fail opens a dispute, the dispute upholds it, the forger
+/// loses its whole collateral and the honest verifier is paid for a vote that was never outvoted.
 #[test]
-fn attack_colluding_majority_cannot_get_an_honest_minority_slashed() {
+fn attack_lazy_passes_cannot_outvote_a_lone_honest_fail() {
     run(|| {
         let job = assigned(1_000, 600);
         submit(job);
         run_to_block(3);
         let first = verifiers(job);
         let honest = first[0];
-        let verdicts = [Verdict::Fail, Verdict::Pass, Verdict::Pass];
+        let verdicts = [fail(job, honest), Verdict::Pass, Verdict::Pass];
         for (v, verdict) in first.iter().zip(verdicts) {
             commit(job, *v, verdict);
         }
@@ -579,17 +621,60 @@ fn attack_colluding_majority_cannot_get_an_honest_minority_slashed() {
             reveal(job, *v, verdict);
         }
         run_to_block(5);
-        vote(job, &verifiers(job), &[Verdict::Fail; 3]);
+        let second = verifiers(job);
+        let upheld: Vec<Verdict> = second.iter().map(|v| fail(job, *v)).collect();
+        vote(job, &second, &upheld);
         assert_eq!(
             state(job),
             JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
         );
-        assert_eq!(bond_held(first[1]), BOND - 100);
-        assert_eq!(bond_held(first[2]), BOND - 100);
         assert_eq!(bond_held(honest), BOND);
-        // Paid its fee, and made whole from the colluders' slashes (100 each).
-        assert_eq!(Balances::balance(&honest), honest_before + 16 + 200);
+        assert_eq!(Balances::balance(&honest), honest_before + fee(2));
         assert_eq!(bond_held(TRAINER), BOND - 600);
+        // The passes were on other segments: nothing proves them wrong, and they did replay them.
+        assert_eq!(bond_held(first[1]), BOND);
+    });
+}
+
+/// A pass on a segment a dispute proves bad is slashed, and its slash goes to those proven right:
+/// with three rounds, a split dispute escalates and the next dispute judges the lazy passer.
+#[test]
+fn attack_a_lazy_pass_on_a_disputed_segment_is_slashed() {
+    run(|| {
+        MaxRounds::set(3);
+        // The last dispute needs verifiers nobody drew yet: three more in the pool.
+        for who in 10..=12 {
+            bond(who);
+            assert_ok!(JobMarket::set_verifier(origin(who), true));
+        }
+        // Three rounds reserve 3 + 4 + 4 votes: a larger budget for the same price.
+        let job = assigned(2_000, 600);
+        submit(job);
+        run_to_block(3);
+        let first = verifiers(job);
+        let named = fail(job, first[0]);
+        let disputed = vec![named.failed_segment().unwrap()];
+        vote(job, &first, &[named, Verdict::Pass, Verdict::Pass]);
+        run_to_block(5);
+        let second = verifiers(job);
+        let lazy = second[0];
+        let split: Vec<Verdict> =
+            second.iter().map(|v| if *v == lazy { Verdict::Pass } else { fail(job, *v) }).collect();
+        vote(job, &second, &split);
+        // 3 : 1 in a dispute with a round left: re-checked before anyone is judged.
+        assert!(events().contains(&Event::DisputeOpened { job, round: 1, segments: disputed }));
+        assert_eq!(bond_held(lazy), BOND);
+        run_to_block(8);
+        let third = verifiers(job);
+        assert!(!third.is_empty());
+        let upheld: Vec<Verdict> = third.iter().map(|v| fail(job, *v)).collect();
+        vote(job, &third, &upheld);
+        assert_eq!(
+            state(job),
+            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
+        );
+        assert_eq!(bond_held(lazy), BOND - 100);
+        assert_eq!(bond_held(first[0]), BOND);
     });
 }
 
@@ -600,11 +685,12 @@ fn silent_verifiers_exhaust_the_rounds_and_the_owner_is_refunded() {
         submit(job);
         run_to_block(3);
         let first = verifiers(job);
-        // Nobody commits: the round ends with the commit window.
+        // Nobody commits: the round ends with the commit window and is drawn afresh (no dispute).
         run_to_block(8);
         run_to_block(10);
         let second = verifiers(job);
-        assert_eq!(Rounds::<Test>::get(job).unwrap().number, 1);
+        let round = Rounds::<Test>::get(job).unwrap();
+        assert_eq!((round.number, round.is_dispute()), (1, false));
         run_to_block(15);
         assert_eq!(
             state(job),
@@ -649,7 +735,7 @@ fn the_draw_waits_for_fresh_randomness_and_never_falls_back_to_a_predictable_one
         // is drawn (no parent hash, no value a block author knew), the round is indecisive.
         run_to_block(7);
         System::assert_has_event(
-            Event::VerifiersDrawn { job, round: 0, verifiers: vec![], segments: vec![] }.into(),
+            Event::VerifiersDrawn { job, round: 0, assignments: vec![] }.into(),
         );
         let round = Rounds::<Test>::get(job).unwrap();
         assert_eq!((round.number, round.phase), (1, Phase::Drawing));
@@ -704,11 +790,31 @@ fn commit_and_reveal_refusals() {
             JobMarket::reveal_verdict(
                 origin(drawn[0]),
                 job,
-                Verdict::Fail,
+                Verdict::Fail { segment: 0 },
                 H256::zero(),
                 salt(drawn[0])
             ),
             Error::<Test>::CommitmentMismatch
+        );
+        // A fail must name one of the verifier's own segments: committed to another's, its reveal
+        // is refused (and it will be slashed as silent).
+        let elsewhere = (0..32).find(|s| !segments_of(job, drawn[1]).contains(s)).unwrap();
+        let misnamed = Verdict::Fail { segment: elsewhere };
+        Rounds::<Test>::mutate(job, |r| {
+            let vote =
+                r.as_mut().unwrap().votes.iter_mut().find(|v| v.verifier == drawn[1]).unwrap();
+            vote.commitment =
+                Some(verdict_commitment(job, 0, &drawn[1], misnamed, H256::zero(), salt(drawn[1])));
+        });
+        assert_noop!(
+            JobMarket::reveal_verdict(
+                origin(drawn[1]),
+                job,
+                misnamed,
+                H256::zero(),
+                salt(drawn[1])
+            ),
+            Error::<Test>::NotYourSegment
         );
         // Copying another verifier's commitment does not work either: it binds the verifier.
         reveal(job, drawn[0], Verdict::Pass);
@@ -786,12 +892,15 @@ mod properties {
         ]
     }
 
-    fn verdict(pass: bool) -> Verdict {
+    /// Pass, or a fail naming the verifier's first segment (segment 0 if it was not drawn).
+    fn verdict(job: JobId, verifier: u64, pass: bool) -> Verdict {
         if pass {
-            Verdict::Pass
-        } else {
-            Verdict::Fail
+            return Verdict::Pass;
         }
+        let segment = Rounds::<Test>::get(job)
+            .and_then(|r| r.votes.iter().find(|v| v.verifier == verifier).map(|v| v.segments[0]))
+            .unwrap_or_default();
+        Verdict::Fail { segment }
     }
 
     fn apply(a: &Action) {
@@ -824,7 +933,7 @@ mod properties {
                     job,
                     round,
                     &verifier,
-                    verdict(pass),
+                    verdict(job, verifier, pass),
                     H256::zero(),
                     salt(verifier),
                 );
@@ -833,7 +942,7 @@ mod properties {
             Action::Reveal { verifier, job, pass } => JobMarket::reveal_verdict(
                 origin(verifier),
                 job,
-                verdict(pass),
+                verdict(job, verifier, pass),
                 H256::zero(),
                 salt(verifier),
             ),

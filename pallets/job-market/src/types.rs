@@ -79,21 +79,43 @@ pub struct VerifierEntry<BlockNumber> {
     pub weight: u64,
 }
 
-/// One drawn verifier's progress in a round.
-#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
-pub struct VerifierVote<AccountId> {
+/// One drawn verifier's task and progress in a round.
+#[derive(
+    CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, DebugNoBound, TypeInfo, MaxEncodedLen,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct VerifierVote<T: crate::Config> {
     /// The verifier.
-    pub verifier: AccountId,
-    /// `blake2_256((job, round, verifier, verdict, evidence_hash, salt))`, once committed.
+    pub verifier: T::AccountId,
+    /// Its own checkpoint segments `Cᵢ → Cᵢ₊₁` to replay, by `i` (in a dispute: the disputed ones).
+    pub segments: BoundedVec<u32, T::SegmentsPerRound>,
+    /// [`ergon_protocol::commitments::verdict`] of its verdict, evidence and salt, once committed.
     pub commitment: Option<H256>,
     /// The verdict, once revealed (matching the commitment).
     pub verdict: Option<Verdict>,
 }
 
+/// A revealed vote of an earlier round, waiting for the round that decides the job.
+#[derive(
+    CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, DebugNoBound, TypeInfo, MaxEncodedLen,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct PendingVote<T: crate::Config> {
+    /// The verifier (its collateral stays frozen until then).
+    pub verifier: T::AccountId,
+    /// The round it voted in.
+    pub round: u32,
+    /// The segments it replayed.
+    pub segments: BoundedVec<u32, T::SegmentsPerRound>,
+    /// Its verdict.
+    pub verdict: Verdict,
+}
+
 /// Phase of a verification round.
 #[derive(Clone, Copy, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
 pub enum Phase {
-    /// Waiting for randomness that began after the round opened, to draw verifiers and segments.
+    /// Waiting for randomness that began after the round opened, to draw verifiers (and, in a
+    /// regular round, their segments).
     Drawing,
     /// Drawn verifiers replay the segments and commit to a verdict.
     Commit,
@@ -114,10 +136,19 @@ pub struct Round<T: crate::Config> {
     /// Block the round opened (the bundle commitment for round 0): its draw uses only randomness
     /// that began after it.
     pub opened_at: BlockNumberFor<T>,
-    /// The drawn verifiers and their votes.
-    pub votes: BoundedVec<VerifierVote<T::AccountId>, T::Verifiers>,
-    /// Checkpoint segments `Cᵢ → Cᵢ₊₁` to replay, by `i`.
-    pub segments: BoundedVec<u32, T::SegmentsPerRound>,
+    /// The drawn verifiers, their segments and their votes.
+    pub votes: BoundedVec<VerifierVote<T>, crate::verification::MaxVerifiersPerRound<T>>,
+    /// Empty in a regular round, where each verifier replays segments of its own. In a dispute
+    /// (a round opened by a fail), the segments the fails named: every verifier of the round
+    /// replays all of them.
+    pub disputed: BoundedVec<u32, T::SegmentsPerRound>,
+}
+
+impl<T: crate::Config> Round<T> {
+    /// Whether this round re-checks the segments of an earlier round's fails.
+    pub fn is_dispute(&self) -> bool {
+        !self.disputed.is_empty()
+    }
 }
 
 /// Why a job ended without a verified model.
@@ -140,7 +171,7 @@ pub enum FailureReason {
     NoBids,
     /// The assigned trainer did not commit a bundle before the deadline.
     MissedDeadline,
-    /// The verifiers' quorum rejected the bundle.
+    /// A verifier's fail was upheld (by a dispute, or by the quorum of the last round).
     Rejected,
     /// No round reached a quorum within `MaxRounds`.
     Inconclusive,
@@ -226,6 +257,19 @@ pub struct Job<AccountId, Balance, BlockNumber> {
     pub state: JobState<AccountId, Balance, BlockNumber>,
 }
 
+/// A drawn verifier's task and progress as clients read it (runtime API).
+#[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo)]
+pub struct VoteInfo<AccountId> {
+    /// The verifier.
+    pub verifier: AccountId,
+    /// The checkpoint segments `Cᵢ → Cᵢ₊₁` it replays, by `i`.
+    pub segments: alloc::vec::Vec<u32>,
+    /// Its commitment, once made.
+    pub commitment: Option<H256>,
+    /// Its verdict, once revealed.
+    pub verdict: Option<Verdict>,
+}
+
 /// A verification round as clients read it (runtime API).
 #[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo)]
 pub struct RoundInfo<AccountId> {
@@ -233,8 +277,8 @@ pub struct RoundInfo<AccountId> {
     pub number: u32,
     /// Current phase.
     pub phase: Phase,
-    /// The drawn verifiers and their progress.
-    pub votes: alloc::vec::Vec<VerifierVote<AccountId>>,
-    /// Checkpoint segments `Cᵢ → Cᵢ₊₁` to replay, by `i`.
-    pub segments: alloc::vec::Vec<u32>,
+    /// The drawn verifiers, their segments and their progress.
+    pub votes: alloc::vec::Vec<VoteInfo<AccountId>>,
+    /// The disputed segments (empty in a regular round).
+    pub disputed: alloc::vec::Vec<u32>,
 }

@@ -1,6 +1,17 @@
 //! Assignment and verification: choosing the winning bid, drawing verifiers (opted in, by stake at
-//! risk) and segments, the commit-reveal vote, escalation of split rounds, and settlement from
+//! risk) and each one's own segments, the commit-reveal vote, disputes, and settlement from
 //! obligation collateral.
+//!
+//! **Every verifier replays segments of its own** ([`ergon_protocol::segments::assign`]): a round of
+//! `Verifiers` covers `Verifiers × SegmentsPerRound` distinct segments, so a trainer faking `k` of
+//! `N` segments is caught far more often than by a round whose verifiers all replay the same ones,
+//! and no verifier can vote from another's replay.
+//!
+//! **Disputes, not majorities.** Verifiers replaying different segments cannot outvote each other:
+//! a pass on segment 3 says nothing about segment 17. So any fail opens a dispute on the segment it
+//! names, re-checked by a larger draw that replays exactly that segment; the dispute's 2/3 decide,
+//! and whoever it proves wrong — the trainer, a fail that does not hold up, a pass on a segment
+//! that is bad — is slashed. A lone honest fail among lazy passes is upheld, not outvoted.
 //!
 //! **Draws nobody can predict or steer.** A round's draw waits for randomness that began after the
 //! round opened ([`FreshRandomness`]: BABE's VRF outputs of a whole epoch that started after the
@@ -30,16 +41,25 @@ use sp_runtime::traits::{One, SaturatedConversion, Saturating, Zero};
 
 use crate::{
     weights::WeightInfo, BalanceOf, Bid, Config, Error, Event, FailureReason, HoldReason, JobId,
-    JobOf, JobState, Jobs, Pallet, PastVerifiers, PendingVotes, Phase, Round, RoundOf, Rounds,
-    Verdict, VerifierPool, VerifierVote,
+    JobOf, JobState, Jobs, Pallet, PastVerifiers, PendingVote, PendingVotes, Phase, Round, RoundOf,
+    Rounds, Verdict, VerifierPool, VerifierVote,
 };
 
-/// Bound of [`crate::PastVerifiers`]: every verifier of every round.
+/// Bound of [`crate::PastVerifiers`] and [`crate::PendingVotes`]: every verifier of every round.
 pub struct MaxPastVerifiers<T>(PhantomData<T>);
 
 impl<T: Config> Get<u32> for MaxPastVerifiers<T> {
     fn get() -> u32 {
-        T::Verifiers::get().saturating_mul(T::MaxRounds::get())
+        crate::fees::votes_possible::<T>().min(u32::MAX as u128) as u32
+    }
+}
+
+/// Bound of a round's votes: the larger of `Verifiers` and `DisputeVerifiers`.
+pub struct MaxVerifiersPerRound<T>(PhantomData<T>);
+
+impl<T: Config> Get<u32> for MaxVerifiersPerRound<T> {
+    fn get() -> u32 {
+        T::Verifiers::get().max(T::DisputeVerifiers::get())
     }
 }
 
@@ -70,15 +90,14 @@ pub fn verdict_commitment<AccountId: Encode>(
     ))
 }
 
-/// A new round opened at `opened_at`, waiting for its draw.
-pub fn new_round<T: Config>(number: u32, opened_at: BlockNumberFor<T>) -> RoundOf<T> {
-    Round {
-        number,
-        phase: Phase::Drawing,
-        opened_at,
-        votes: Default::default(),
-        segments: Default::default(),
-    }
+/// A new round opened at `opened_at`, waiting for its draw: a regular round when `disputed` is
+/// empty, else a dispute re-checking those segments.
+pub fn new_round<T: Config>(
+    number: u32,
+    opened_at: BlockNumberFor<T>,
+    disputed: BoundedVec<u32, T::SegmentsPerRound>,
+) -> RoundOf<T> {
+    Round { number, phase: Phase::Drawing, opened_at, votes: Default::default(), disputed }
 }
 
 /// `who`'s draw weight from its active bond: planck, saturated to `u64`.
@@ -199,8 +218,9 @@ fn draw<T: Config>(
         Vec::new()
     };
     let order = ergon_protocol::draw::weighted_order(&seed, b"verifiers", &candidates);
-    // The first `Verifiers` of the race that can still put up the collateral (skipping one never
-    // moves the others).
+    // The first of the race that can still put up the collateral (skipping one never moves the
+    // others): `Verifiers` for a regular round, `DisputeVerifiers` for a dispute.
+    let wanted = if round.is_dispute() { T::DisputeVerifiers::get() } else { T::Verifiers::get() };
     let verifiers: Vec<T::AccountId> = order
         .into_iter()
         .filter(|v| {
@@ -212,24 +232,31 @@ fn draw<T: Config>(
                 )
                 .is_ok()
         })
-        .take(T::Verifiers::get() as usize)
+        .take(wanted as usize)
         .collect();
-    let segments = if verifiers.is_empty() {
-        Vec::new()
+    // A dispute's verifiers all replay the disputed segments; a regular round's each get their own.
+    let segments: Vec<Vec<u32>> = if round.is_dispute() {
+        verifiers.iter().map(|_| round.disputed.to_vec()).collect()
     } else {
-        ergon_protocol::segments::draw(
+        ergon_protocol::segments::assign(
             &seed,
             u32::try_from(job.checkpoints.saturating_sub(1)).unwrap_or(u32::MAX),
+            verifiers.len() as u32,
             T::SegmentsPerRound::get(),
         )
     };
     round.votes = BoundedVec::truncate_from(
         verifiers
             .iter()
-            .map(|v| VerifierVote { verifier: v.clone(), commitment: None, verdict: None })
+            .zip(&segments)
+            .map(|(v, own)| VerifierVote {
+                verifier: v.clone(),
+                segments: BoundedVec::truncate_from(own.clone()),
+                commitment: None,
+                verdict: None,
+            })
             .collect(),
     );
-    round.segments = BoundedVec::truncate_from(segments.clone());
     round.phase = Phase::Commit;
     PastVerifiers::<T>::mutate(id, |past| {
         for v in &verifiers {
@@ -239,8 +266,7 @@ fn draw<T: Config>(
     Pallet::<T>::deposit_event(Event::VerifiersDrawn {
         job: id,
         round: round.number,
-        verifiers: verifiers.clone(),
-        segments,
+        assignments: verifiers.iter().cloned().zip(segments).collect(),
     });
     if verifiers.is_empty() {
         // No one can verify this round: it is settled as indecisive right away.
@@ -293,6 +319,10 @@ impl<T: Config> Pallet<T> {
             commitment == verdict_commitment(job, number, &who, verdict, evidence_hash, salt),
             Error::<T>::CommitmentMismatch
         );
+        // A fail's evidence is a segment the verifier replayed: a dispute re-checks it.
+        if let Some(segment) = verdict.failed_segment() {
+            ensure!(vote.segments.contains(&segment), Error::<T>::NotYourSegment);
+        }
         vote.verdict = Some(verdict);
         Self::deposit_event(Event::VerdictRevealed {
             job,
@@ -330,8 +360,11 @@ pub(crate) fn release_verifiers<T: Config>(id: JobId) {
             );
         }
     }
-    for (verifier, number, _) in PendingVotes::<T>::take(id) {
-        T::Staking::release(&verifier, Obligation::Verification { job: id, round: number });
+    for vote in PendingVotes::<T>::take(id) {
+        T::Staking::release(
+            &vote.verifier,
+            Obligation::Verification { job: id, round: vote.round },
+        );
     }
 }
 
@@ -359,13 +392,22 @@ fn pay<T: Config>(job: &mut JobOf<T>, to: &T::AccountId, amount: BalanceOf<T>) -
     }
 }
 
-/// Pays a verifier its fee for a vote and releases its collateral.
-fn pay_verifier<T: Config>(id: JobId, job: &mut JobOf<T>, verifier: &T::AccountId, round: u32) {
+/// Pays a verifier its fee for a vote of round `round` that replayed `replayed` segments, at the
+/// job's price ([`crate::fees::vote_fee`]), and releases its collateral.
+fn pay_verifier<T: Config>(
+    id: JobId,
+    job: &mut JobOf<T>,
+    verifier: &T::AccountId,
+    round: u32,
+    replayed: usize,
+) {
     T::Staking::release(verifier, Obligation::Verification { job: id, round });
-    // Each possible vote of each possible round gets an equal share of the verification reserve.
-    let reserve = T::VerificationShare::get().mul_floor(job.budget);
-    let votes_possible = T::Verifiers::get().saturating_mul(T::MaxRounds::get()).max(1);
-    let fee = reserve / BalanceOf::<T>::from(votes_possible);
+    let JobState::Verifying { price, .. } = &job.state else { return };
+    let fee = crate::fees::vote_fee::<T>(
+        *price,
+        job.checkpoints.saturating_sub(1),
+        replayed.min(u32::MAX as usize) as u32,
+    );
     let paid = pay::<T>(job, verifier, fee);
     if !paid.is_zero() {
         Pallet::<T>::deposit_event(Event::VerifierPaid {
@@ -376,53 +418,102 @@ fn pay_verifier<T: Config>(id: JobId, job: &mut JobOf<T>, verifier: &T::AccountI
     }
 }
 
-/// Judges the votes of earlier rounds against the final `outcome`: those on its side are paid their
-/// fee, those against it are slashed from their collateral, and what is slashed goes to those proven
-/// right (a minority proven right is made whole from the slashed majority).
-fn judge_pending<T: Config>(id: JobId, job: &mut JobOf<T>, outcome: Verdict) {
+/// What the round that decides a job found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Decision {
+    /// The bundle holds up.
+    Pass,
+    /// A fail was upheld.
+    Fail,
+}
+
+impl Decision {
+    fn agrees(self, verdict: &Verdict) -> bool {
+        verdict.is_pass() == (self == Decision::Pass)
+    }
+}
+
+/// Whether a pending vote is proven wrong by `decision` on the `disputed` segments: a pass on a
+/// disputed segment when the fail is upheld, or a fail on a disputed segment when it is not. A vote
+/// on other segments is not refuted by a dispute about these.
+fn proven_wrong<T: Config>(vote: &PendingVote<T>, decision: Decision, disputed: &[u32]) -> bool {
+    match (vote.verdict, decision) {
+        (Verdict::Pass, Decision::Fail) => vote.segments.iter().any(|s| disputed.contains(s)),
+        (Verdict::Fail { segment }, Decision::Pass) => disputed.contains(&segment),
+        _ => false,
+    }
+}
+
+/// Judges the votes of earlier rounds by the deciding round's `decision` on the `disputed`
+/// segments: those it proves wrong are slashed `VerifierSlash` of their collateral, shared among
+/// `right` and the earlier voters it proves right; everyone else is paid its fee.
+fn judge_pending<T: Config>(
+    id: JobId,
+    job: &mut JobOf<T>,
+    decision: Decision,
+    disputed: &[u32],
+    mut right: Vec<T::AccountId>,
+) {
     let pending = PendingVotes::<T>::take(id);
-    let right: Vec<T::AccountId> =
-        pending.iter().filter(|(_, _, v)| *v == outcome).map(|(who, _, _)| who.clone()).collect();
-    for (verifier, number, verdict) in pending {
-        if verdict == outcome {
-            pay_verifier::<T>(id, job, &verifier, number);
-        } else {
+    right.extend(
+        pending
+            .iter()
+            .filter(|v| decision.agrees(&v.verdict) && !proven_wrong(v, decision, disputed))
+            .filter(|v| v.segments.iter().any(|s| disputed.contains(s)))
+            .map(|v| v.verifier.clone()),
+    );
+    for vote in pending {
+        if proven_wrong(&vote, decision, disputed) {
             T::Staking::slash_obligation_to(
-                &verifier,
-                Obligation::Verification { job: id, round: number },
+                &vote.verifier,
+                Obligation::Verification { job: id, round: vote.round },
                 T::VerifierSlash::get(),
                 SlashReason::LostVerificationVote,
                 &right,
             );
+        } else {
+            pay_verifier::<T>(id, job, &vote.verifier, vote.round, vote.segments.len());
         }
     }
 }
 
-/// Ends a round. Silent verifiers are slashed at once. A round that decides unanimously among those
-/// who revealed, or the last round, settles the job; a decisive round with dissent, or an
-/// indecisive one, is re-checked by a fresh round while rounds remain, its votes kept pending.
+/// Ends a round. Silent verifiers are slashed at once. A regular round whose revealed votes all pass
+/// (from more than half of its verifiers) passes the bundle; any fail opens a dispute on the
+/// segments the fails name. A dispute decides by 2/3 of its revealed votes (from more than half of
+/// it), and a split or short one escalates to another dispute while rounds remain. Votes of a round
+/// that does not decide are kept pending for the one that does.
 fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
     let JobState::Verifying { trainer, price, bundle } = job.state.clone() else { return };
-    let count = |verdict| round.votes.iter().filter(|v| v.verdict == Some(verdict)).count() as u32;
-    let (pass, fail) = (count(Verdict::Pass), count(Verdict::Fail));
-    let revealed = pass + fail;
+    let revealed_votes = || round.votes.iter().filter_map(|v| v.verdict.map(|d| (v, d)));
+    let pass = revealed_votes().filter(|(_, d)| d.is_pass()).count() as u32;
+    let revealed = revealed_votes().count() as u32;
+    let fail = revealed - pass;
     let drawn = round.votes.len() as u32;
     let silent = drawn - revealed;
-    // Decisive: more than half of the drawn verifiers revealed and one side has ≥ 2/3 of the votes.
-    let outcome = if revealed * 2 > drawn && pass * 3 >= revealed * 2 {
-        Some(Verdict::Pass)
-    } else if revealed * 2 > drawn && fail * 3 >= revealed * 2 {
-        Some(Verdict::Fail)
+    let quorum = revealed * 2 > drawn;
+    let decision = if round.is_dispute() {
+        if quorum && pass * 3 >= revealed * 2 {
+            Some(Decision::Pass)
+        } else if quorum && fail * 3 >= revealed * 2 {
+            Some(Decision::Fail)
+        } else {
+            None
+        }
+    } else if quorum && fail == 0 {
+        Some(Decision::Pass)
     } else {
         None
     };
+    let last = round.number + 1 >= T::MaxRounds::get();
+    // A dispute that splits is re-checked while rounds remain: its minority is judged by the next.
+    let decision = decision.filter(|_| !(round.is_dispute() && pass > 0 && fail > 0 && !last));
     Pallet::<T>::deposit_event(Event::RoundSettled {
         job: id,
         round: round.number,
         pass,
         fail,
         silent,
-        decisive: outcome.is_some(),
+        decisive: decision.is_some(),
     });
     let obligation = Obligation::Verification { job: id, round: round.number };
     for vote in round.votes.iter().filter(|v| v.verdict.is_none()) {
@@ -433,54 +524,71 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
             SlashReason::NoShow,
         );
     }
-    let dissent = pass > 0 && fail > 0;
-    let last = round.number + 1 >= T::MaxRounds::get();
 
-    if outcome.is_none() || (dissent && !last) {
+    let Some(decision) = decision else {
         // Nobody is judged on this round alone: keep its votes for the round that decides.
         PendingVotes::<T>::mutate(id, |pending| {
-            for vote in round.votes.iter() {
-                if let Some(verdict) = vote.verdict {
-                    if pending.try_push((vote.verifier.clone(), round.number, verdict)).is_err() {
-                        T::Staking::release(&vote.verifier, obligation);
-                    }
+            for (vote, verdict) in revealed_votes() {
+                let kept = PendingVote {
+                    verifier: vote.verifier.clone(),
+                    round: round.number,
+                    segments: vote.segments.clone(),
+                    verdict,
+                };
+                if pending.try_push(kept).is_err() {
+                    T::Staking::release(&vote.verifier, obligation);
                 }
             }
         });
         if !last {
-            if outcome.is_some() {
-                Pallet::<T>::deposit_event(Event::RoundEscalated { job: id, round: round.number });
+            // Fails on the table (this round's, or a split dispute's) are disputed; otherwise the
+            // bundle is drawn for afresh.
+            let disputed = if round.is_dispute() {
+                round.disputed.clone()
+            } else {
+                let mut named: Vec<u32> =
+                    revealed_votes().filter_map(|(_, d)| d.failed_segment()).collect();
+                named.sort_unstable();
+                named.dedup();
+                BoundedVec::truncate_from(named)
+            };
+            if !disputed.is_empty() {
+                Pallet::<T>::deposit_event(Event::DisputeOpened {
+                    job: id,
+                    round: round.number,
+                    segments: disputed.to_vec(),
+                });
             }
             let now = frame_system::Pallet::<T>::block_number();
-            Rounds::<T>::insert(id, new_round::<T>(round.number + 1, now));
-            let next = now.saturating_add(One::one());
-            Pallet::<T>::reschedule(id, job, next);
+            Rounds::<T>::insert(id, new_round::<T>(round.number + 1, now, disputed));
+            Pallet::<T>::reschedule(id, job, now.saturating_add(One::one()));
             return;
         }
         // The last round decided nothing: everyone who revealed did the work and is paid; nobody's
         // vote was confirmed or refuted.
-        for (verifier, number, _) in PendingVotes::<T>::take(id) {
-            pay_verifier::<T>(id, job, &verifier, number);
+        for vote in PendingVotes::<T>::take(id) {
+            pay_verifier::<T>(id, job, &vote.verifier, vote.round, vote.segments.len());
         }
         T::Staking::release(&trainer, Obligation::Training(id));
         Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Inconclusive);
         return;
-    }
-    let Some(outcome) = outcome else { return };
-    // This round decides. Earlier rounds' votes are judged by it; its own majority is paid, its own
-    // minority (only possible in the last round) is released unjudged.
-    judge_pending::<T>(id, job, outcome);
-    for vote in round.votes.iter() {
-        match vote.verdict {
-            Some(v) if v == outcome => pay_verifier::<T>(id, job, &vote.verifier, round.number),
-            Some(_) => {
-                T::Staking::release(&vote.verifier, obligation);
-            }
-            None => {}
+    };
+    // This round decides. Earlier rounds' votes are judged by it on the disputed segments; its own
+    // majority is paid, its own minority (only possible in the last round) is released unjudged.
+    let majority: Vec<T::AccountId> = revealed_votes()
+        .filter(|(_, d)| decision.agrees(d))
+        .map(|(v, _)| v.verifier.clone())
+        .collect();
+    judge_pending::<T>(id, job, decision, &round.disputed, majority);
+    for (vote, verdict) in revealed_votes() {
+        if decision.agrees(&verdict) {
+            pay_verifier::<T>(id, job, &vote.verifier, round.number, vote.segments.len());
+        } else {
+            T::Staking::release(&vote.verifier, obligation);
         }
     }
-    match outcome {
-        Verdict::Pass => {
+    match decision {
+        Decision::Pass => {
             T::Staking::release(&trainer, Obligation::Training(id));
             let burnt = burn::<T>(job, T::PaymentBurn::get().mul_floor(price));
             let paid = pay::<T>(job, &trainer, price.saturating_sub(burnt));
@@ -497,7 +605,7 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
                 work_micro_ut: credited,
             });
         }
-        Verdict::Fail => {
+        Decision::Fail => {
             slash_trainer::<T>(id, &trainer, SlashReason::FailedProofOfTraining);
             Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Rejected);
         }

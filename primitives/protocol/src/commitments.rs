@@ -21,12 +21,34 @@ use scale_info::TypeInfo;
 pub enum Verdict {
     /// Every check passed.
     Pass,
-    /// A check failed (evidence in the verifier's report, whose hash is revealed).
-    Fail,
+    /// A check failed. `segment` is the evidence a dispute re-checks: the verifier's own segment
+    /// whose replay failed, or its first segment when the defect is the bundle's as a whole (files,
+    /// manifest, seed, final model, metrics), which any replay of any segment finds again. The
+    /// full report's hash is revealed beside it.
+    Fail {
+        /// `i` of the failing segment `Cᵢ → Cᵢ₊₁`, one of those the verifier was given.
+        segment: u32,
+    },
+}
+
+impl Verdict {
+    /// Whether this is a pass.
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Verdict::Pass)
+    }
+
+    /// The segment a fail names.
+    pub fn failed_segment(&self) -> Option<u32> {
+        match self {
+            Verdict::Pass => None,
+            Verdict::Fail { segment } => Some(*segment),
+        }
+    }
 }
 
 /// A verifier's commitment to `verdict` on job `job`, round `round`:
-/// `blake2_256(SCALE(("ergon/verdict/v1", job, round, verifier, verdict, evidence, salt)))`.
+/// `blake2_256(SCALE(("ergon/verdict/v2", job, round, verifier, verdict, evidence, salt)))`; a
+/// fail's segment is part of `verdict` (SCALE: `0x00` for pass, `0x01` and the `u32` for fail).
 pub fn verdict<A: Encode + ?Sized>(
     job: u64,
     round: u32,
@@ -60,7 +82,9 @@ mod tests {
         assert_ne!(base, verdict(2, 0, &who, Verdict::Pass, &e, &s));
         assert_ne!(base, verdict(1, 1, &who, Verdict::Pass, &e, &s));
         assert_ne!(base, verdict(1, 0, &other, Verdict::Pass, &e, &s));
-        assert_ne!(base, verdict(1, 0, &who, Verdict::Fail, &e, &s));
+        let fail = verdict(1, 0, &who, Verdict::Fail { segment: 0 }, &e, &s);
+        assert_ne!(base, fail);
+        assert_ne!(fail, verdict(1, 0, &who, Verdict::Fail { segment: 1 }, &e, &s));
         assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &s, &s));
         assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &e, &e));
         // Same inputs under another rule never collide: the tags differ.

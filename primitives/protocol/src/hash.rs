@@ -10,7 +10,7 @@ pub use sp_crypto_hashing::blake2_256;
 /// Tag of the training seed of a job ([`crate::seed::job_seed`]).
 pub const JOB_SEED: &[u8] = b"ergon/job-seed/v1";
 /// Tag of a verifier's verdict commitment ([`crate::commitments::verdict`]).
-pub const VERDICT: &[u8] = b"ergon/verdict/v1";
+pub const VERDICT: &[u8] = b"ergon/verdict/v2";
 /// Tag of a drilling executor's result commitment ([`crate::commitments::drill_result`]).
 pub const DRILL_RESULT: &[u8] = b"ergon/drill-result/v1";
 /// Tag of a random stream's key ([`crate::draw::Stream`]).

@@ -9,7 +9,7 @@
 //! - [`seed`]: a job's training seed, from the job id and the trainer's raw 32-byte account.
 //! - [`draw`]: random streams, uniform samples and shuffles, and the weighted order by an
 //!   exponential race in which each candidate's place depends only on its own key and weight.
-//! - [`segments`]: which checkpoint segments a verification round replays.
+//! - [`segments`]: which checkpoint segments a verification round replays, and who replays which.
 //! - [`commitments`]: what verifiers and drilling executors commit to before they reveal.
 //! - [`traits`] (feature `frame`): what the pallets ask of each other (bonds, obligations,
 //!   slashing, computing power, fresh randomness), so that no pallet depends on another's crate.

@@ -35,9 +35,10 @@ fn vectors() -> Value {
             { "job": 7, "round": 0, "verifier": hex(&alice), "verdict": "Pass",
               "evidence": hex(&evidence), "salt": hex(&salt),
               "commitment": hex(&commitments::verdict(7, 0, &alice, Verdict::Pass, &evidence, &salt)) },
-            { "job": 7, "round": 1, "verifier": hex(&alice), "verdict": "Fail",
+            { "job": 7, "round": 1, "verifier": hex(&alice), "verdict": { "Fail": { "segment": 12 } },
               "evidence": hex(&evidence), "salt": hex(&salt),
-              "commitment": hex(&commitments::verdict(7, 1, &alice, Verdict::Fail, &evidence, &salt)) },
+              "commitment": hex(&commitments::verdict(7, 1, &alice, Verdict::Fail { segment: 12 },
+                  &evidence, &salt)) },
         ],
         "drill_result_commitment": [
             { "task": 3, "executor": hex(&alice), "result": hex(&result), "salt": hex(&salt),
@@ -52,6 +53,12 @@ fn vectors() -> Value {
               "drawn": segments::draw(&draw_seed, 30, 3) },
             { "seed": hex(&draw_seed), "segments": 5, "count": 9,
               "drawn": segments::draw(&draw_seed, 5, 9) },
+        ],
+        "assignment": [
+            { "seed": hex(&draw_seed), "segments": 30, "verifiers": 3, "per_verifier": 3,
+              "assigned": segments::assign(&draw_seed, 30, 3, 3) },
+            { "seed": hex(&draw_seed), "segments": 5, "verifiers": 3, "per_verifier": 3,
+              "assigned": segments::assign(&draw_seed, 5, 3, 3) },
         ],
         "weighted_order": {
             "seed": hex(&draw_seed), "purpose": "verifiers",

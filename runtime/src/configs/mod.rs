@@ -282,11 +282,12 @@ where
 }
 
 parameter_types! {
-    /// 10% of a job's budget pays its verifiers.
-    pub const VerificationShare: Permill = Permill::from_percent(10);
+    /// A verifier's fee is its replay's share of the price plus a fifth (download, rules, the
+    /// collateral it freezes): the replay measured at most 0.66 of that share (docs/pot-calibration.md).
+    pub const VerifierFeeMarkup: Perbill = Perbill::from_percent(20);
     /// A rejected, unavailable or late trainer loses all of its collateral (the price it bid).
     pub const TrainerSlash: Perbill = Perbill::from_percent(100);
-    /// A silent verifier, or one a later round proves wrong, loses 10% of its collateral (10 ERG).
+    /// A silent verifier, or one a dispute proves wrong, loses 10% of its collateral (10 ERG).
     pub const VerifierSlash: Perbill = Perbill::from_percent(10);
     /// 10% of every trainer payment is burnt: credit bought with a sham job costs at least that.
     pub const PaymentBurn: Permill = Permill::from_percent(10);
@@ -333,16 +334,21 @@ impl pallet_job_market::Config for Runtime {
     type MaxReplayWork = ConstU128<{ 100 * 1_000_000 }>;
     type VerifierCollateral = ConstU128<{ 100 * ERG }>;
     type MaxVerifierPool = ConstU32<1_000>;
+    // Three verifiers with three segments of their own each: 9 distinct segments per job.
     type Verifiers = ConstU32<3>;
+    // A fail is re-checked by five others, all replaying the disputed segment.
+    type DisputeVerifiers = ConstU32<5>;
     type SegmentsPerRound = ConstU32<3>;
     // Each verifier replays 3 segments: with at least 30 in a spec, at most a tenth of training.
     type MinSegments = ConstU32<30>;
-    type MaxRounds = ConstU32<3>;
+    // A regular round and one dispute (or a redraw): the owner's budget reserves the fees of all
+    // 3 + 5 possible votes, 0.96 of the price for a 30-segment job, refunded unless spent.
+    type MaxRounds = ConstU32<2>;
     // Replaying a few checkpoint segments of a CPU-sized job takes minutes.
     type CommitWindow = ConstU32<{ 30 * MINUTES }>;
     type RevealWindow = ConstU32<{ 10 * MINUTES }>;
     type Retention = ConstU32<DAYS>;
-    type VerificationShare = VerificationShare;
+    type VerifierFeeMarkup = VerifierFeeMarkup;
     type TrainerSlash = TrainerSlash;
     type VerifierSlash = VerifierSlash;
     // Validators' offchain workers attest bundle availability with their `ergn` session key.

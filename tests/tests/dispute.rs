@@ -1,0 +1,254 @@
+//! A forged bundle on a live dev chain, judged by a dispute: the verifier whose own segments hold
+//! the forgery fails one of them; the fail opens a dispute in which five other verifiers replay that
+//! segment; the dispute upholds the fail, so the trainer loses its collateral, the honest verifier
+//! is paid, and the dispute verifier that passed the forgery without replaying it is not.
+//!
+//! The test plays the verifiers (what `ergon-worker verify` finds on forged bundles is the attack
+//! suite's business); the chain's part — the draws from fresh BABE randomness, the per-verifier
+//! segments, the commit–reveal, the dispute and its settlement — runs for real. Two draws each wait
+//! for randomness that began after the round opened (one to two 200 s epochs), so this test takes
+//! about ten minutes.
+
+use std::{collections::HashMap, time::Duration};
+
+use ergon_bundle::MANIFEST_FILE;
+use ergon_integration_tests::{
+    bundle_server::{synthetic_bundle, BundleServer},
+    dev_pair,
+    extrinsic::{
+        accept_bid_call, bid_call, bond_call, commit_verdict_call, post_job_call,
+        reveal_verdict_call, set_verifier_call, staking_ledger_key, submit_bundle_call,
+        system_account_key, AccountInfo, StakingLedger,
+    },
+    wait_for, Node, Ports,
+};
+use ergon_protocol::commitments::{self, Verdict};
+use serde_json::{json, Value};
+use sp_core::{crypto::Ss58Codec, sr25519, Pair};
+
+const ERG: u128 = 1_000_000_000_000;
+/// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
+const STAKING: u8 = 7;
+const MARKET: u8 = 13;
+/// Ten well-known accounts besides Alice (owner, validator) and Bob (trainer): three verifiers for
+/// the regular round and five others for the dispute (nobody verifies one job twice), with room.
+const VERIFIERS: [&str; 10] = [
+    "//Charlie",
+    "//Dave",
+    "//Eve",
+    "//Ferdie",
+    "//Alice//stash",
+    "//Bob//stash",
+    "//Charlie//stash",
+    "//Dave//stash",
+    "//Eve//stash",
+    "//Ferdie//stash",
+];
+/// How long one draw may take: availability, then randomness from an epoch that began after the
+/// round opened (at most two 200 s epochs), with margin for slow blocks.
+const DRAW: Duration = Duration::from_secs(700);
+
+fn ledger(node: &Node, who: &sr25519::Pair) -> StakingLedger {
+    node.storage_decoded::<StakingLedger>(&staking_ledger_key(&who.public().0))
+        .expect("the account is bonded")
+}
+
+fn free(node: &Node, who: &sr25519::Pair) -> u128 {
+    node.storage_decoded::<AccountInfo>(&system_account_key(&who.public().0))
+        .expect("the account exists")
+        .free
+}
+
+/// The fee of a vote that replayed `replayed` of `segments` segments at `price`: the price's share
+/// of those segments plus the 20% markup, rounded up (the runtime's parameters, as a test vector).
+fn fee(price: u128, segments: u64, replayed: u128) -> u128 {
+    (price * replayed * 6).div_ceil(5 * segments as u128)
+}
+
+/// Waits until round `number` of `job` has drawn its verifiers; returns the round's JSON view.
+fn drawn_round(node: &Node, job: u64, number: u64) -> Value {
+    wait_for(&format!("round {number} of job {job} to draw"), DRAW, || {
+        let view = node.call("ergon_job", json!([job])).ok()?;
+        assert_eq!(view["state"]["status"], "verifying", "job {job} ended early: {view}");
+        let round = &view["round"];
+        (round["number"] == number && round["phase"] == "commit").then(|| round.clone())
+    })
+}
+
+/// The drawn verifiers of `round` with their segments, as our key pairs.
+fn assignments<'a>(
+    round: &Value,
+    pairs: &'a [sr25519::Pair],
+) -> Vec<(&'a sr25519::Pair, Vec<u32>)> {
+    round["votes"]
+        .as_array()
+        .expect("votes")
+        .iter()
+        .map(|vote| {
+            let address = vote["verifier"].as_str().expect("an address");
+            let (public, _) =
+                sr25519::Public::from_ss58check_with_version(address).expect("a valid address");
+            let pair = pairs.iter().find(|p| p.public() == public).expect("one of ours");
+            let segments = serde_json::from_value(vote["segments"].clone()).expect("segments");
+            (pair, segments)
+        })
+        .collect()
+}
+
+/// Every drawn verifier commits to its verdict, then reveals it (evidence: a hash standing for its
+/// report; salt: fresh per vote).
+fn vote(node: &Node, job: u64, round: u32, votes: &[(&sr25519::Pair, Verdict)]) {
+    let salt = |i: usize| [round as u8 * 16 + i as u8 + 1; 32];
+    let evidence = [0xee; 32];
+    let commits: Vec<_> = votes
+        .iter()
+        .enumerate()
+        .map(|(i, (who, verdict))| {
+            let c =
+                commitments::verdict(job, round, &who.public().0, *verdict, &evidence, &salt(i));
+            (commit_verdict_call(MARKET, job, c), *who)
+        })
+        .collect();
+    node.send_all(&commits, Duration::from_secs(120));
+    let reveals: Vec<_> = votes
+        .iter()
+        .enumerate()
+        .map(|(i, (who, verdict))| {
+            (reveal_verdict_call(MARKET, job, *verdict, evidence, salt(i)), *who)
+        })
+        .collect();
+    node.send_all(&reveals, Duration::from_secs(120));
+}
+
+#[test]
+fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verifier() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args: Vec<String> = ["--dev", "--tmp"].iter().map(|s| s.to_string()).collect();
+    let node = Node::start("dev", Ports::free(), &args, dir.path());
+    node.wait_finalized(1, Duration::from_secs(180));
+
+    let spec: ergon_job_spec::JobSpec =
+        serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
+            .expect("example spec parses");
+    let checkpoints = spec.validate().expect("example spec is valid").checkpoints;
+    let segments = checkpoints - 1;
+    // Its checkpoint files are no model at all: every segment of it is a forgery.
+    let (manifest, file, root) = synthetic_bundle(checkpoints);
+    let server = BundleServer::start(HashMap::from([
+        (format!("/job/{MANIFEST_FILE}"), manifest),
+        ("/job/ckpt-00000000.safetensors".to_string(), file),
+    ]));
+    let (alice, bob) = (dev_pair("//Alice"), dev_pair("//Bob"));
+    let pairs: Vec<sr25519::Pair> = VERIFIERS.iter().map(|uri| dev_pair(uri)).collect();
+
+    // Bob bonds to train; the ten others bond the minimum plus one verification's collateral and
+    // opt in as verifiers, before the job exists (the draws only take verifiers that joined before
+    // their randomness began).
+    let mut joins = vec![(bond_call(STAKING, 2_000 * ERG), &bob)];
+    for v in &pairs {
+        joins.push((bond_call(STAKING, 1_100 * ERG), v));
+        joins.push((set_verifier_call(MARKET, true), v));
+    }
+    node.send_all(&joins, Duration::from_secs(120));
+
+    // Alice posts a 100 ERG job, Bob takes it at 40 ERG and commits the forged bundle.
+    let (budget, price) = (100 * ERG, 40 * ERG);
+    let timeout = Duration::from_secs(120);
+    let best = node.block_number(None).expect("best block");
+    node.send(&post_job_call(MARKET, &spec, budget, 5, best + 500), &alice, timeout);
+    let job = 0;
+    node.send(&bid_call(MARKET, job, price), &bob, timeout);
+    node.send(&accept_bid_call(MARKET, job, &bob.public().0), &alice, timeout);
+    let uri = format!("http://127.0.0.1:{}/job", server.port);
+    node.send(&submit_bundle_call(MARKET, job, root, &uri, [6; 32]), &bob, timeout);
+    let view = node.call("ergon_job", json!([job])).expect("ergon_job");
+    assert_eq!(view["state"]["status"], "verifying", "{view}");
+    let trainer_bond = ledger(&node, &bob).active;
+    let balances: Vec<u128> = pairs.iter().map(|p| free(&node, p)).collect();
+
+    // Round 0: three verifiers with three segments each, nobody's shared.
+    let round = drawn_round(&node, job, 0);
+    let regular = assignments(&round, &pairs);
+    assert_eq!(regular.len(), 3, "{round}");
+    let mut all: Vec<u32> = regular.iter().flat_map(|(_, s)| s.clone()).collect();
+    assert!(regular.iter().all(|(_, s)| s.len() == 3), "{round}");
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 9, "segments are distinct across verifiers: {round}");
+    assert!(all.iter().all(|&s| u64::from(s) < segments), "{round}");
+
+    // The first replays its segments and fails the first; the two others pass theirs (the forger
+    // faked where only the first looked, as a lazy forger would hope).
+    let disputed = regular[0].1[0];
+    let verdicts: Vec<_> = regular
+        .iter()
+        .enumerate()
+        .map(|(i, (who, _))| {
+            (*who, if i == 0 { Verdict::Fail { segment: disputed } } else { Verdict::Pass })
+        })
+        .collect();
+    vote(&node, job, 0, &verdicts);
+
+    // A lone fail without a two-thirds majority is not outvoted: it opens a dispute on its segment.
+    let view = node.call("ergon_job", json!([job])).expect("ergon_job");
+    assert_eq!(view["state"]["status"], "verifying", "{view}");
+    assert_eq!(view["round"]["number"], 1, "{view}");
+    assert_eq!(view["round"]["disputed"], json!([disputed]), "{view}");
+
+    // Round 1, the dispute: five others, all replaying the disputed segment.
+    let round = drawn_round(&node, job, 1);
+    let dispute = assignments(&round, &pairs);
+    assert_eq!(dispute.len(), 5, "{round}");
+    for (who, own) in &dispute {
+        assert_eq!(own, &vec![disputed], "{round}");
+        assert!(regular.iter().all(|(r, _)| r.public() != who.public()), "a fresh verifier");
+    }
+    // Four find the forgery again; one passes without replaying.
+    let lazy = dispute[4].0;
+    let verdicts: Vec<_> = dispute
+        .iter()
+        .enumerate()
+        .map(|(i, (who, _))| {
+            (*who, if i == 4 { Verdict::Pass } else { Verdict::Fail { segment: disputed } })
+        })
+        .collect();
+    vote(&node, job, 1, &verdicts);
+
+    let view = wait_for("the job to fail", Duration::from_secs(120), || {
+        let view = node.call("ergon_job", json!([job])).ok()?;
+        (view["state"]["status"] == "failed").then_some(view)
+    });
+    assert_eq!(view["state"]["reason"], "Rejected", "{view}");
+
+    // The forger loses its whole collateral, the price it bid.
+    let after = ledger(&node, &bob);
+    assert_eq!(after.active, trainer_bond - price, "the trainer is slashed");
+    assert_eq!(after.obligations, 0, "the trainer's obligation is closed");
+
+    // Every verifier the dispute did not prove wrong is paid for the segments it was given, the
+    // lone honest one included. The lazy dispute verifier, outvoted in the last round, is paid
+    // nothing; it keeps its collateral (an outvoted vote is never slashed: it could be the honest
+    // one). The drawn paid two transaction fees since (well under a milli-ERG each).
+    let tx_fees = ERG / 100;
+    for (i, v) in pairs.iter().enumerate() {
+        let name = VERIFIERS[i];
+        let gained = free(&node, v) as i128 - balances[i] as i128;
+        let drawn = regular.iter().chain(&dispute).find(|(p, _)| p.public() == v.public());
+        let expected_fee = match drawn {
+            _ if v.public() == lazy.public() => 0,
+            Some((_, own)) => fee(price, segments, own.len() as u128) as i128,
+            None => 0,
+        };
+        if drawn.is_some() {
+            assert!(
+                gained <= expected_fee && gained >= expected_fee - tx_fees as i128,
+                "{name}: gained {gained}, expected {expected_fee} less transaction fees"
+            );
+        } else {
+            assert_eq!(gained, 0, "{name} was not drawn");
+        }
+        let ledger = ledger(&node, v);
+        assert_eq!(ledger.active, 1_100 * ERG, "{name}: no verifier is slashed");
+        assert_eq!(ledger.obligations, 0, "{name}: collateral released");
+    }
+}
