@@ -230,7 +230,7 @@ pub fn publish_matmul_task_call(
     chain: &ergon_drill::MatmulChain,
     replication: u32,
 ) -> Vec<u8> {
-    /// `publish_task` is call index 4; `MatmulChain` is variant 0 of `TaskKind`.
+    // `publish_task` is call index 4; `MatmulChain` is variant 0 of `TaskKind`.
     let mut call = vec![drilling_index, 4, 0];
     chain.encode_to(&mut call);
     replication.encode_to(&mut call);

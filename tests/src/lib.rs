@@ -243,19 +243,9 @@ impl Node {
     /// Signs `call` by `signer` with its next nonce, submits it and waits until it is in a block
     /// (the nonce moved on). Whether the call succeeded is for the caller to check in state.
     pub fn send(&self, call: &[u8], signer: &sp_core::sr25519::Pair, timeout: Duration) {
-        use sp_core::Pair;
-        let key = extrinsic::system_account_key(&signer.public().0);
-        let nonce = self.storage_decoded::<extrinsic::AccountInfo>(&key).map_or(0, |a| a.nonce);
-        let xt = extrinsic::signed_extrinsic(call, signer, nonce, self.chain_context());
-        self.submit(&xt).expect("the pool accepts the extrinsic");
-        wait_for("the extrinsic to be included", timeout, || {
-            let now = self.storage_decoded::<extrinsic::AccountInfo>(&key)?;
-            (now.nonce > nonce).then_some(())
-        });
+        self.send_all(&[(call.to_vec(), signer)], timeout);
     }
-}
 
-impl Node {
     /// Signs and submits every `(call, signer)` at once, each signer's calls with consecutive nonces
     /// in the order given, and waits until all are in blocks (each signer's nonce moved past its
     /// last). Whether the calls succeeded is for the caller to check in state.

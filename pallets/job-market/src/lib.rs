@@ -624,22 +624,17 @@ pub mod pallet {
                 summary.training_flops > 0 && summary.checkpoints >= 2,
                 Error::<T>::NothingToTrain
             );
-            ensure!(
-                summary.checkpoints.saturating_sub(1) >= T::MinSegments::get() as u64,
-                Error::<T>::TooFewCheckpoints
-            );
+            let segments = summary.checkpoints.saturating_sub(1);
+            ensure!(segments >= T::MinSegments::get() as u64, Error::<T>::TooFewCheckpoints);
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
             let min_price = Self::min_price_for(work_micro_ut);
             ensure!(
-                fees::max_price::<T>(budget, summary.checkpoints.saturating_sub(1)) >= min_price,
+                fees::max_price::<T>(budget, segments) >= min_price,
                 Error::<T>::BudgetBelowWorkPrice
             );
             ensure!(
-                verification::replay_work(
-                    work_micro_ut,
-                    summary.checkpoints.saturating_sub(1),
-                    T::SegmentsPerRound::get()
-                ) <= T::MaxReplayWork::get(),
+                verification::replay_work(work_micro_ut, segments, T::SegmentsPerRound::get())
+                    <= T::MaxReplayWork::get(),
                 Error::<T>::VerificationTooLong
             );
             ensure!(
@@ -969,7 +964,7 @@ pub mod pallet {
         /// Highest price a bid may ask: what leaves the fees of every possible vote in the budget
         /// ([`fees::max_price`]).
         pub fn max_price(job: &JobOf<T>) -> BalanceOf<T> {
-            fees::max_price::<T>(job.budget, job.checkpoints.saturating_sub(1))
+            fees::max_price::<T>(job.budget, job.segments())
         }
 
         /// Least price of `work_micro_ut` of training: `MinPricePerUt` per ut, rounded up.

@@ -257,6 +257,13 @@ pub struct Job<AccountId, Balance, BlockNumber> {
     pub state: JobState<AccountId, Balance, BlockNumber>,
 }
 
+impl<AccountId, Balance, BlockNumber> Job<AccountId, Balance, BlockNumber> {
+    /// Segments `Cᵢ → Cᵢ₊₁` of its bundle: what verifiers are assigned and fees are shares of.
+    pub fn segments(&self) -> u64 {
+        self.checkpoints.saturating_sub(1)
+    }
+}
+
 /// A drawn verifier's task and progress as clients read it (runtime API).
 #[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo)]
 pub struct VoteInfo<AccountId> {

@@ -240,7 +240,7 @@ fn draw<T: Config>(
     } else {
         ergon_protocol::segments::assign(
             &seed,
-            u32::try_from(job.checkpoints.saturating_sub(1)).unwrap_or(u32::MAX),
+            u32::try_from(job.segments()).unwrap_or(u32::MAX),
             verifiers.len() as u32,
             T::SegmentsPerRound::get(),
         )
@@ -403,11 +403,8 @@ fn pay_verifier<T: Config>(
 ) {
     T::Staking::release(verifier, Obligation::Verification { job: id, round });
     let JobState::Verifying { price, .. } = &job.state else { return };
-    let fee = crate::fees::vote_fee::<T>(
-        *price,
-        job.checkpoints.saturating_sub(1),
-        replayed.min(u32::MAX as usize) as u32,
-    );
+    let fee =
+        crate::fees::vote_fee::<T>(*price, job.segments(), replayed.min(u32::MAX as usize) as u32);
     let paid = pay::<T>(job, verifier, fee);
     if !paid.is_zero() {
         Pallet::<T>::deposit_event(Event::VerifierPaid {
@@ -458,7 +455,7 @@ fn judge_pending<T: Config>(
     right.extend(
         pending
             .iter()
-            .filter(|v| decision.agrees(&v.verdict) && !proven_wrong(v, decision, disputed))
+            .filter(|v| decision.agrees(&v.verdict))
             .filter(|v| v.segments.iter().any(|s| disputed.contains(s)))
             .map(|v| v.verifier.clone()),
     );
