@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proof-of-Training benchmark (a benchmark, not a test): for each forger of the attack suite, the
 # detection rate over SAMPLES forged bundles (default 20) with SEGMENTS random segments replayed
-# (default 3), which checks caught it, and what the six full-pass rules alone catch; the false-positive
+# (default 4, what one verifier replays on chain), which checks caught it, and what the six full-pass rules alone catch; the false-positive
 # rate over SAMPLES honest bundles (different seeds) and verification time as a fraction of training.
 # SAMPLES=0 prints only the lazy-trainer table (the chain's segment assignment, no training).
 # The honest-run calibration across thread counts is scripts/calibrate-pot.sh.
@@ -10,4 +10,4 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
-cargo bench --locked -p ergon-worker --features attacks --bench pot -- "${SAMPLES:-20}" "${SEGMENTS:-3}"
+cargo bench --locked -p ergon-worker --features attacks --bench pot -- "${SAMPLES:-20}" "${SEGMENTS:-4}"

@@ -88,17 +88,21 @@ let provider;
 
 /** Job `id` through the node's `ergon_job` RPC. */
 /// A verifier's commitment: the protocol's rule (`ergon_protocol::commitments::verdict`),
-/// blake2-256 of SCALE(("ergon/verdict/v2", job, round, verifier, verdict, evidence, salt)), where
-/// `verdict` is `'Pass'` or `{ Fail: { segment } }` (SCALE of a tuple is its fields one after another).
-function verdictCommitment(api, job, round, verifier, verdict, evidence, salt) {
+/// blake2-256 of SCALE(("ergon/verdict/v3", job, round, verifier, verdict, sketches, report, salt)),
+/// where `verdict` is `'Pass'` or `{ Fail: { segment } }` and `sketches` the replay evidence
+/// `[{ exponent, deviation: [8 × i32], scale }]` (SCALE of a tuple is its fields one after another).
+function verdictCommitment(api, job, round, verifier, verdict, sketches, report, salt) {
   const head = api
-    .createType('(Bytes, u64, u32, AccountId32)', [stringToHex('ergon/verdict/v2'), job, round, verifier])
+    .createType('(Bytes, u64, u32, AccountId32)', [stringToHex('ergon/verdict/v3'), job, round, verifier])
     .toU8a();
   const vote = verdict === 'Pass'
     ? new Uint8Array([0])
     : u8aConcat(new Uint8Array([1]), api.createType('u32', verdict.Fail.segment).toU8a());
-  const tail = api.createType('(H256, H256)', [evidence, salt]).toU8a();
-  return blake2AsU8a(u8aConcat(head, vote, tail));
+  const evidence = api
+    .createType('Vec<(i16, [i32; 8], i32)>', sketches.map((s) => [s.exponent, s.deviation, s.scale]))
+    .toU8a();
+  const tail = api.createType('(H256, H256)', [report, salt]).toU8a();
+  return blake2AsU8a(u8aConcat(head, vote, evidence, tail));
 }
 
 /// Checks this client's encoding against the protocol crate's published test vectors, so a
@@ -107,7 +111,9 @@ function checkTestVectors(api) {
   const path = new URL('../../primitives/protocol/test-vectors.json', import.meta.url);
   const vectors = JSON.parse(readFileSync(path, 'utf8'));
   for (const v of vectors.verdict_commitment) {
-    const got = u8aToHex(verdictCommitment(api, v.job, v.round, v.verifier, v.verdict, v.evidence, v.salt));
+    const got = u8aToHex(
+      verdictCommitment(api, v.job, v.round, v.verifier, v.verdict, v.sketches, v.report, v.salt),
+    );
     if (got !== v.commitment) {
       throw new Error(`verdict commitment ${got} differs from the protocol's test vector ${v.commitment}`);
     }
@@ -160,10 +166,11 @@ async function main() {
   const posted = await job(api, id);
   log(`   on chain: ${posted.workMicroUt} micro-ut of training work, computed from the spec`);
 
-  // The budget also reserves every possible verifier's fee (its replay's share of the price, plus
-  // a fifth): 50 ERG is about the most a 100 ERG budget lets a trainer ask for this job.
-  log('3. Bob bids 50 ERG (holding a 10 ERG bid deposit), Alice accepts: 50 ERG of his bond is frozen as collateral');
-  await send(api, api.tx.jobMarket.bid(id, 50n * ERG), bob, 'bid');
+  // The budget also reserves every possible verifier's fee (the share of the price its replay of 4
+  // segments, the rules and the metrics are, plus a fifth, for 3 + 5 votes): 33 ERG is about the
+  // most a 100 ERG budget lets a trainer ask for this job.
+  log('3. Bob bids 30 ERG (holding a 10 ERG bid deposit), Alice accepts: 30 ERG of his bond is frozen as collateral');
+  await send(api, api.tx.jobMarket.bid(id, 30n * ERG), bob, 'bid');
   await send(api, api.tx.jobMarket.acceptBid(id, bob.address), alice, 'accept_bid');
   const bobBefore = await free(bob);
 
@@ -216,20 +223,25 @@ async function main() {
       ],
       true,
     );
-    const evidence = out.stdout.match(/^evidence (0x[0-9a-f]{64})/m)[1];
-    // A fail names the segment it found wrong (the worker prints it): a dispute re-checks it.
+    const report = out.stdout.match(/^evidence (0x[0-9a-f]{64})/m)[1];
+    // A fail names the segment it found wrong (the worker prints it): a dispute re-checks it. A
+    // pass carries the replay's sketch of every segment (the chain compares each with the other
+    // verifier's of the same segment).
     const verdict = out.passed
       ? 'Pass'
       : { Fail: { segment: Number(out.stdout.match(/^failed-segment (\d+)/m)[1]) } };
-    log(`   ${verifier.meta.name} replayed its segments: ${JSON.stringify(verdict)} (evidence ${evidence.slice(0, 18)}…)`);
+    const sketches = out.passed
+      ? JSON.parse(out.stdout.match(/^sketches (.*)$/m)[1]).map(({ exponent, deviation, scale }) => ({ exponent, deviation, scale }))
+      : [];
+    log(`   ${verifier.meta.name} replayed its segments: ${JSON.stringify(verdict)} (report ${report.slice(0, 18)}…, ${sketches.length} sketches)`);
     const salt = u8aToHex(blake2AsU8a(`${verifier.address}/${id}/${round}/${Date.now()}`));
-    const commitment = verdictCommitment(api, id, round, verifier.address, verdict, evidence, salt);
+    const commitment = verdictCommitment(api, id, round, verifier.address, verdict, sketches, report, salt);
     await send(api, api.tx.jobMarket.commitVerdict(id, commitment), verifier, 'commit');
-    reveals.push([verifier, verdict, evidence, salt]);
+    reveals.push([verifier, verdict, sketches, report, salt]);
   }
   await waitFor('the reveal phase', async () => (await job(api, id)).round?.phase === 'reveal');
-  for (const [verifier, verdict, evidence, salt] of reveals) {
-    await send(api, api.tx.jobMarket.revealVerdict(id, verdict, evidence, salt), verifier, 'reveal');
+  for (const [verifier, verdict, sketches, report, salt] of reveals) {
+    await send(api, api.tx.jobMarket.revealVerdict(id, verdict, sketches, report, salt), verifier, 'reveal');
   }
 
   const done = await waitFor('settlement', async () => {

@@ -292,19 +292,21 @@ pub fn commit_verdict_call(market_index: u8, job: u64, commitment: [u8; 32]) -> 
     call
 }
 
-/// `JobMarket::reveal_verdict(job, verdict, evidence_hash, salt)` for pallet index `market_index`
-/// (call index 6).
+/// `JobMarket::reveal_verdict(job, verdict, sketches, report, salt)` for pallet index
+/// `market_index` (call index 6): a pass's replay evidence is one sketch per segment, in order.
 pub fn reveal_verdict_call(
     market_index: u8,
     job: u64,
     verdict: ergon_protocol::commitments::Verdict,
-    evidence: [u8; 32],
+    sketches: &[ergon_protocol::Sketch],
+    report: [u8; 32],
     salt: [u8; 32],
 ) -> Vec<u8> {
     let mut call = vec![market_index, 6];
     job.encode_to(&mut call);
     verdict.encode_to(&mut call);
-    call.extend(evidence);
+    sketches.encode_to(&mut call);
+    call.extend(report);
     call.extend(salt);
     call
 }

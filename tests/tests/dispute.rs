@@ -1,7 +1,9 @@
 //! A forged bundle on a live dev chain, judged by a dispute: the verifier whose own segments hold
 //! the forgery fails one of them; the fail opens a dispute in which five other verifiers replay that
 //! segment; the dispute upholds the fail, so the trainer loses its collateral, the honest verifier
-//! is paid, and the dispute verifier that passed the forgery without replaying it is not.
+//! is paid, the regular-round verifier that passed the same segment without replaying it is
+//! slashed (every segment has two verifiers), and the dispute verifier that passed the forgery is
+//! not paid.
 //!
 //! The test plays the verifiers (what `ergon-worker verify` finds on forged bundles is the attack
 //! suite's business); the chain's part — the draws from fresh BABE randomness, the per-verifier
@@ -22,7 +24,10 @@ use ergon_integration_tests::{
     },
     wait_for, Node, Ports,
 };
-use ergon_protocol::commitments::{self, Verdict};
+use ergon_protocol::{
+    commitments::{self, Verdict},
+    Sketch,
+};
 use serde_json::{json, Value};
 use sp_core::{crypto::Ss58Codec, sr25519, Pair};
 
@@ -59,10 +64,12 @@ fn free(node: &Node, who: &sr25519::Pair) -> u128 {
         .free
 }
 
-/// The fee of a vote that replayed `replayed` of `segments` segments at `price`: the price's share
-/// of those segments plus the 20% markup, rounded up (the runtime's parameters, as a test vector).
-fn fee(price: u128, segments: u64, replayed: u128) -> u128 {
-    (price * replayed * 6).div_ceil(5 * segments as u128)
+/// The fee of a vote that replayed `replayed` of `segments` segments at `price`, on a job whose
+/// rules and metrics cost `overhead_ppb` of its training: the price's share of that work plus the
+/// 20% markup, rounded up (the runtime's parameters, as a test vector).
+fn fee(price: u128, segments: u64, replayed: u128, overhead_ppb: u64) -> u128 {
+    let share = replayed * 1_000_000_000 + overhead_ppb as u128 * segments as u128;
+    (price * share * 6).div_ceil(5 * segments as u128 * 1_000_000_000)
 }
 
 /// Waits until round `number` of `job` has drawn its verifiers; returns the round's JSON view.
@@ -95,17 +102,36 @@ fn assignments<'a>(
         .collect()
 }
 
-/// Every drawn verifier commits to its verdict, then reveals it (evidence: a hash standing for its
-/// report; salt: fresh per vote).
-fn vote(node: &Node, job: u64, round: u32, votes: &[(&sr25519::Pair, Verdict)]) {
+/// The sketch every verifier of `segment` reveals here (the test plays the verifiers: they agree).
+fn sketch(segment: u32) -> Sketch {
+    Sketch { exponent: -30, deviation: [(segment as i32 + 1) << 20; 8], scale: 1 << 29 }
+}
+
+/// Every drawn verifier commits to its verdict, then reveals it (a pass with a sketch of each of
+/// its segments; report: a hash standing for its report; salt: fresh per vote).
+fn vote(node: &Node, job: u64, round: u32, votes: &[(&sr25519::Pair, Vec<u32>, Verdict)]) {
     let salt = |i: usize| [round as u8 * 16 + i as u8 + 1; 32];
-    let evidence = [0xee; 32];
+    let report = [0xee; 32];
+    let sketches = |segments: &[u32], verdict: &Verdict| -> Vec<Sketch> {
+        if verdict.is_pass() {
+            segments.iter().map(|s| sketch(*s)).collect()
+        } else {
+            vec![]
+        }
+    };
     let commits: Vec<_> = votes
         .iter()
         .enumerate()
-        .map(|(i, (who, verdict))| {
-            let c =
-                commitments::verdict(job, round, &who.public().0, *verdict, &evidence, &salt(i));
+        .map(|(i, (who, segments, verdict))| {
+            let c = commitments::verdict(
+                job,
+                round,
+                &who.public().0,
+                *verdict,
+                &sketches(segments, verdict),
+                &report,
+                &salt(i),
+            );
             (commit_verdict_call(MARKET, job, c), *who)
         })
         .collect();
@@ -113,8 +139,9 @@ fn vote(node: &Node, job: u64, round: u32, votes: &[(&sr25519::Pair, Verdict)]) 
     let reveals: Vec<_> = votes
         .iter()
         .enumerate()
-        .map(|(i, (who, verdict))| {
-            (reveal_verdict_call(MARKET, job, *verdict, evidence, salt(i)), *who)
+        .map(|(i, (who, segments, verdict))| {
+            let sketches = sketches(segments, verdict);
+            (reveal_verdict_call(MARKET, job, *verdict, &sketches, report, salt(i)), *who)
         })
         .collect();
     node.send_all(&reveals, Duration::from_secs(120));
@@ -151,8 +178,13 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     }
     node.send_all(&joins, Duration::from_secs(120));
 
-    // Alice posts a 100 ERG job, Bob takes it at 40 ERG and commits the forged bundle.
-    let (budget, price) = (100 * ERG, 40 * ERG);
+    // Alice posts a 100 ERG job, Bob takes it at 30 ERG and commits the forged bundle.
+    let (budget, price) = (100 * ERG, 30 * ERG);
+    let overhead = ergon_protocol::overhead::overhead_ppb(
+        spec.train.samples,
+        spec.epochs,
+        spec.validation.samples,
+    );
     let timeout = Duration::from_secs(120);
     let best = node.block_number(None).expect("best block");
     node.send(&post_job_call(MARKET, &spec, budget, 5, best + 500), &alice, timeout);
@@ -166,25 +198,28 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     let trainer_bond = ledger(&node, &bob).active;
     let balances: Vec<u128> = pairs.iter().map(|p| free(&node, p)).collect();
 
-    // Round 0: three verifiers with three segments each, nobody's shared.
+    // Round 0: three verifiers with four segments each, every segment shared by two of them.
     let round = drawn_round(&node, job, 0);
     let regular = assignments(&round, &pairs);
     assert_eq!(regular.len(), 3, "{round}");
     let mut all: Vec<u32> = regular.iter().flat_map(|(_, s)| s.clone()).collect();
-    assert!(regular.iter().all(|(_, s)| s.len() == 3), "{round}");
+    assert!(regular.iter().all(|(_, s)| s.len() == 4), "{round}");
     all.sort();
+    assert!(all.chunks(2).all(|pair| pair[0] == pair[1]), "each segment twice: {round}");
     all.dedup();
-    assert_eq!(all.len(), 9, "segments are distinct across verifiers: {round}");
+    assert_eq!(all.len(), 6, "six distinct segments: {round}");
     assert!(all.iter().all(|&s| u64::from(s) < segments), "{round}");
 
-    // The first replays its segments and fails the first; the two others pass theirs (the forger
-    // faked where only the first looked, as a lazy forger would hope).
+    // The first replays its segments and fails the first; the two others pass theirs, and the one
+    // that shares the failed segment passes it without replaying (as a lazy verifier would).
     let disputed = regular[0].1[0];
+    let partner = regular[1..].iter().find(|(_, own)| own.contains(&disputed)).expect("paired").0;
     let verdicts: Vec<_> = regular
         .iter()
         .enumerate()
-        .map(|(i, (who, _))| {
-            (*who, if i == 0 { Verdict::Fail { segment: disputed } } else { Verdict::Pass })
+        .map(|(i, (who, own))| {
+            let verdict = if i == 0 { Verdict::Fail { segment: disputed } } else { Verdict::Pass };
+            (*who, own.clone(), verdict)
         })
         .collect();
     vote(&node, job, 0, &verdicts);
@@ -208,8 +243,9 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     let verdicts: Vec<_> = dispute
         .iter()
         .enumerate()
-        .map(|(i, (who, _))| {
-            (*who, if i == 4 { Verdict::Pass } else { Verdict::Fail { segment: disputed } })
+        .map(|(i, (who, own))| {
+            let verdict = if i == 4 { Verdict::Pass } else { Verdict::Fail { segment: disputed } };
+            (*who, own.clone(), verdict)
         })
         .collect();
     vote(&node, job, 1, &verdicts);
@@ -225,30 +261,39 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     assert_eq!(after.active, trainer_bond - price, "the trainer is slashed");
     assert_eq!(after.obligations, 0, "the trainer's obligation is closed");
 
-    // Every verifier the dispute did not prove wrong is paid for the segments it was given, the
-    // lone honest one included. The lazy dispute verifier, outvoted in the last round, is paid
-    // nothing; it keeps its collateral (an outvoted vote is never slashed: it could be the honest
-    // one). The drawn paid two transaction fees since (well under a milli-ERG each).
+    // The regular-round pass on the disputed segment is proven wrong: 10 % of its 100 ERG
+    // collateral, paid in equal parts to those the dispute proved right (the lone honest fail and
+    // the four dispute fails: 2 ERG each). Every other verifier the dispute did not prove wrong is
+    // paid for the segments it was given. The lazy dispute verifier, outvoted in the last round, is
+    // paid nothing; it keeps its collateral (an outvoted vote of the last round is never slashed: it
+    // could be the honest one). The drawn paid two transaction fees since (well under a milli-ERG
+    // each).
     let tx_fees = ERG / 100;
+    let (slash, right) = (10 * ERG, 5);
+    let proven_right: Vec<_> =
+        std::iter::once(regular[0].0).chain(dispute.iter().take(4).map(|(p, _)| *p)).collect();
     for (i, v) in pairs.iter().enumerate() {
         let name = VERIFIERS[i];
         let gained = free(&node, v) as i128 - balances[i] as i128;
         let drawn = regular.iter().chain(&dispute).find(|(p, _)| p.public() == v.public());
-        let expected_fee = match drawn {
-            _ if v.public() == lazy.public() => 0,
-            Some((_, own)) => fee(price, segments, own.len() as u128) as i128,
-            None => 0,
-        };
+        let is = |p: &sr25519::Pair| p.public() == v.public();
+        let expected =
+            match drawn {
+                _ if is(lazy) || is(partner) => 0,
+                Some((_, own)) => fee(price, segments, own.len() as u128, overhead) as i128,
+                None => 0,
+            } + if proven_right.iter().any(|p| is(p)) { (slash / right) as i128 } else { 0 };
         if drawn.is_some() {
             assert!(
-                gained <= expected_fee && gained >= expected_fee - tx_fees as i128,
-                "{name}: gained {gained}, expected {expected_fee} less transaction fees"
+                gained <= expected && gained >= expected - tx_fees as i128,
+                "{name}: gained {gained}, expected {expected} less transaction fees"
             );
         } else {
             assert_eq!(gained, 0, "{name} was not drawn");
         }
         let ledger = ledger(&node, v);
-        assert_eq!(ledger.active, 1_100 * ERG, "{name}: no verifier is slashed");
+        let bond = if is(partner) { 1_100 * ERG - slash } else { 1_100 * ERG };
+        assert_eq!(ledger.active, bond, "{name}: only the lazy regular pass is slashed");
         assert_eq!(ledger.obligations, 0, "{name}: collateral released");
     }
 }

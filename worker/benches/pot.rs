@@ -2,7 +2,7 @@
 //! attack suite, false-positive rate on honest bundles, which checks caught what, what the six
 //! full-pass rules alone catch, and verification time as a fraction of honest training time.
 //!
-//! Usage: `pot [SAMPLES] [SEGMENTS]` (defaults 20 and 3). The task is a synthetic CSV classification
+//! Usage: `pot [SAMPLES] [SEGMENTS]` (defaults 20 and 4). The task is a synthetic CSV classification
 //! (4 000 samples, 20 features, 5 classes; MLP 20→64→5, batch 32, 6 epochs = 750 steps, a checkpoint
 //! every 10 steps = 75 segments), generated in a temp directory. Honest bundles are trained by the
 //! `ergon-worker` binary on 1 and 2 threads alternately (the verifier runs with the default).
@@ -88,6 +88,39 @@ fn rules_only(mut o: VerifyOptions) -> VerifyOptions {
     o
 }
 
+/// The chain draws `Verifiers` = 3 per regular round, each replaying `segments`.
+const VERIFIERS: f64 = 3.0;
+
+/// For each segment `report` sketched: whether the sketch of a straight line between its two
+/// checkpoints (all a verifier has without replaying) disagrees with the replay's. Returns
+/// (disagreeing, sketched).
+fn blind_guesses(bundle: &Path, report: &Report) -> (u32, u32) {
+    use ergon_worker::bundle::{HostTensors, Manifest, MANIFEST_FILE};
+    let manifest: Manifest =
+        serde_json::from_slice(&std::fs::read(bundle.join(MANIFEST_FILE)).unwrap()).unwrap();
+    let root = ergon_worker::bundle::parse_hash(report.root.as_deref().unwrap_or_default())
+        .expect("a report of a readable bundle has its root");
+    let weights = |i: usize| -> Vec<f32> {
+        let host = HostTensors::read(&bundle.join(&manifest.checkpoints[i].file)).unwrap();
+        host.0
+            .iter()
+            .filter(|(n, _)| n.starts_with("param."))
+            .flat_map(|(_, (_, v))| v.clone())
+            .collect()
+    };
+    let mut wrong = 0;
+    for s in &report.sketches {
+        let i = s.segment as usize;
+        let (from, to) = (manifest.checkpoints[i].step, manifest.checkpoints[i + 1].step);
+        let key = ergon_protocol::evidence::key(&root, s.segment);
+        let blind = verify::sketch(&key, (from, s.probe, to), &weights(i), None, &weights(i + 1));
+        if !ergon_protocol::evidence::agree(&s.sketch(), &blind) {
+            wrong += 1;
+        }
+    }
+    (wrong, report.sketches.len() as u32)
+}
+
 fn failed_checks(r: &Report) -> Vec<String> {
     r.checks
         .iter()
@@ -104,7 +137,7 @@ fn main() {
     // on one here). Replays are bit-exact across thread counts (docs/pot-calibration.md); the trainer's
     // thread count is set per run with --threads.
     std::env::set_var("RAYON_NUM_THREADS", "1");
-    let segments: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
+    let segments: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
     if samples == 0 {
         // Only the lazy-trainer table: the chain's draw, no training.
         lazy_trainer_table(VERIFIERS as u32, segments);
@@ -126,6 +159,8 @@ fn main() {
     let (mut train_1, mut verify_1) = (0.0, 0.0);
     let (mut fp, mut fp_rules) = (0, 0);
     let mut worst = (0f64, 1f64); // largest relative error, smallest cosine
+                                  // Replay evidence: sketches a straight-line guess (a verifier that did not replay) gets wrong.
+    let (mut blind_wrong, mut sketched) = (0u32, 0u32);
     for i in 0..samples {
         let out = dir.path().join(format!("honest-{i}"));
         let threads = 1 + i % 2;
@@ -173,6 +208,8 @@ fn main() {
             worst.0 = worst.0.max(num("relative error "));
             worst.1 = worst.1.min(num("cosine "));
         }
+        let (wrong, total) = blind_guesses(&out, &report);
+        (blind_wrong, sketched) = (blind_wrong + wrong, sketched + total);
         if !verify::verify(&spec, &rules_only(options(&out, seed(i), i, segments))).unwrap().passed
         {
             fp_rules += 1;
@@ -195,8 +232,12 @@ fn main() {
         summary.total_steps,
         100.0 * replayed as f64 / summary.total_steps as f64
     );
-    // The chain draws `Verifiers` = 3 per round, each replaying `segments` of its own.
-    const VERIFIERS: f64 = 3.0;
+    println!(
+        "replay evidence: a verifier that guesses a straight trajectory instead of replaying \
+         sketches {blind_wrong} of {sketched} segments wrong ({:.1}%): each such pass disagrees \
+         with the segment's second verifier",
+        100.0 * blind_wrong as f64 / sketched.max(1) as f64
+    );
     println!(
         "network: {VERIFIERS} verifiers per round = {:.1}% of training wall time per job (one round)",
         VERIFIERS * 100.0 * verify_s / train_s
@@ -243,12 +284,67 @@ fn main() {
         );
     }
     lazy_trainer_table(VERIFIERS as u32, segments);
+    fashion_mnist_cost(segments);
+}
+
+/// Verification cost on the Fashion-MNIST MLP example (`worker/examples/fashion-mnist-mlp.json`,
+/// Debian's `dataset-fashion-mnist`): three bundles trained by the `ergon-worker` binary, each
+/// verified by a verifier without a dataset cache (it fetches, hashes and decodes 30 MB of data) and
+/// by one that holds the datasets from an earlier job (`DatasetCache`), as a fraction of training
+/// wall time, per verifier and for the network's 3 verifiers of a regular round.
+fn fashion_mnist_cost(segments: u32) {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/fashion-mnist-mlp.json");
+    let spec: JobSpec = serde_json::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
+    let first_file = spec.train.files.first().and_then(|f| f.as_str()).unwrap_or_default();
+    if !Path::new(first_file).exists() {
+        println!("\nFashion-MNIST: skipped ({first_file} missing: scripts/setup.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = std::sync::Arc::new(data::DatasetCache::new());
+    // Warm the cache as a verifier's earlier job on the same data would have.
+    data::JobData::load_with(&spec, Some(&cache)).unwrap();
+    let (mut train_s, mut cold_s, mut warm_s) = (0.0, 0.0, 0.0);
+    let runs = 3u64;
+    for i in 0..runs {
+        let out = dir.path().join(format!("fmnist-{i}"));
+        let t = Instant::now();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ergon-worker"))
+            .args(["train", "--quiet", "--threads", "1", "--spec", example, "--out"])
+            .arg(&out)
+            .args(["--seed", &data::hex(&seed(50 + i))])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        train_s += t.elapsed().as_secs_f64();
+        for warm in [false, true] {
+            let mut opts = options(&out, seed(50 + i), 90 + i, segments);
+            opts.datasets = warm.then(|| cache.clone());
+            let t = Instant::now();
+            let report = verify::verify(&spec, &opts).unwrap();
+            assert!(report.passed, "{:?}", report.first_failure());
+            *(if warm { &mut warm_s } else { &mut cold_s }) += t.elapsed().as_secs_f64();
+        }
+        std::fs::remove_dir_all(&out).ok();
+    }
+    let n = runs as f64;
+    println!(
+        "\nFashion-MNIST MLP ({runs} bundles, {segments} segments replayed, training and verifying \
+         on one thread): training {:.2} s; verification without a dataset cache {:.2} s = {:.1}% of \
+         training, with the datasets cached {:.2} s = {:.1}%; network (3 verifiers, cached) {:.1}%",
+        train_s / n,
+        cold_s / n,
+        100.0 * cold_s / train_s,
+        warm_s / n,
+        100.0 * warm_s / train_s,
+        3.0 * 100.0 * warm_s / train_s
+    );
 }
 
 /// What faking `k` of 30 segments risks per job, with the chain's assignment
-/// ([`ergon_protocol::segments::assign`]: `Verifiers` verifiers with `SegmentsPerRound` segments of
-/// their own each, so `verifiers × per_verifier` distinct segments per job; a fail on any of them
-/// opens a dispute that replays it again and upholds it): the exact catch probability, the same
+/// ([`ergon_protocol::segments::assign`]: `Verifiers` verifiers with `SegmentsPerRound` segments
+/// each, every segment shared by two of them, so `verifiers × ⌈per_verifier / 2⌉` distinct
+/// segments per job; a fail on any of them opens a dispute that replays it again and upholds it): the exact catch probability, the same
 /// measured over 100 000 draws from random seeds, and the
 /// lazy trainer's expected result against honest work in units of the price `P`, assuming the price
 /// just covers the training cost (`C = P`, the least a rational trainer bids) and that every drawn
@@ -256,10 +352,10 @@ fn main() {
 fn lazy_trainer_table(verifiers: u32, per_verifier: u32) {
     const SEGMENTS: u32 = 30;
     const DRAWS: u32 = 100_000;
-    let per_round = (verifiers * per_verifier).min(SEGMENTS);
+    let per_round = (verifiers * per_verifier.div_ceil(2)).min(SEGMENTS);
     println!(
-        "\nlazy trainer, {SEGMENTS} segments, {verifiers} verifiers × {per_verifier} of their own = \
-         {per_round} replayed per job (chain assignment), C = P:\n\
+        "\nlazy trainer, {SEGMENTS} segments, {verifiers} verifiers × {per_verifier}, each segment \
+         twice = {per_round} distinct replayed per job (chain assignment), C = P:\n\
          {:>3} {:>12} {:>14} {:>18} {:>14} {:>14}",
         "k", "P(caught)", "measured", "expected loss (P)", "gain (P)", "net (P)"
     );

@@ -57,6 +57,22 @@ pub enum Attack {
     /// Honest training, but one checkpoint's optimizer state holds a NaN (a poisoned checkpoint that
     /// would break whoever resumes or replays from it).
     PoisonedCheckpoint,
+    /// The lazy trainer: `faked` segments (chosen by the variant) are not trained; each claims the
+    /// previous segment's update again (a plausible guess), optimizer state carried over, and the
+    /// real segments continue from the faked state, so the chain stays consistent everywhere but
+    /// inside the faked segments. Saves `faked / N` of the work.
+    LazySegments {
+        /// Segments faked.
+        faked: usize,
+    },
+    /// An integrity attack: honest training, except that inside one segment (chosen by the variant)
+    /// every step also pulls the weights a little towards a target model of the forger's choosing
+    /// (a backdoor, say); everything after it is trained honestly from the steered state.
+    SteeredSegment,
+    /// A run trained under another seed (an earlier job's, say) resubmitted for this job under this
+    /// job's seed: the manifest names the prescribed seed and C0 is Init(seed), the rest is the
+    /// other run's.
+    ResubmittedSeed,
 }
 
 impl Attack {
@@ -75,6 +91,10 @@ impl Attack {
             Attack::WrongLearningRate,
             Attack::ResetOptimizerState,
             Attack::PoisonedCheckpoint,
+            Attack::LazySegments { faked: 1 },
+            Attack::LazySegments { faked: segments.div_ceil(10) },
+            Attack::SteeredSegment,
+            Attack::ResubmittedSeed,
         ]
     }
 
@@ -82,6 +102,7 @@ impl Attack {
     pub fn name(&self) -> String {
         match self {
             Attack::BlindfoldTopQ { real } => format!("blindfold-top-{real}"),
+            Attack::LazySegments { faked } => format!("lazy-{faked}"),
             other => format!("{other:?}").to_lowercase(),
         }
     }
@@ -416,6 +437,109 @@ pub fn forge(
             }
             entries[k] = train::write_host_checkpoint(out, entries[k].step, &host)?;
             relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::LazySegments { faked } => {
+            let segments = steps.len() - 1;
+            let mut chosen: Vec<usize> = (0..segments).collect();
+            // The forger's own choice of which segments to skip (any will do: the draw is uniform).
+            let pick = other_seed(seed, variant, "lazy");
+            chosen.sort_by_key(|i| other_seed(&pick, *i as u64, "lazy-order"));
+            chosen.truncate(faked.min(segments));
+            let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+            let mut entries = vec![train::write_checkpoint(out, 0, &model, &opt)?];
+            let mut losses = Vec::new();
+            let mut last_update: Option<BTreeMap<String, Vec<f32>>> = None;
+            for (i, w) in steps.windows(2).enumerate() {
+                let start = weights_of(&model)?;
+                if chosen.contains(&i) {
+                    // No training: claim the previous segment's update again (none before the first).
+                    if let Some(update) = &last_update {
+                        let guessed = start
+                            .iter()
+                            .map(|(n, v)| {
+                                (n.clone(), v.iter().zip(&update[n]).map(|(a, d)| a + d).collect())
+                            })
+                            .collect();
+                        set_weights(&model, &guessed)?;
+                    }
+                    let last = losses.last().copied().unwrap_or(1.0);
+                    losses.resize(w[1] as usize, last);
+                    opt.step = w[1];
+                    entries.push(train::write_checkpoint(out, w[1], &model, &opt)?);
+                } else {
+                    continue_chain(
+                        spec,
+                        spec,
+                        seed,
+                        &model,
+                        &mut opt,
+                        out,
+                        w[0]..w[1],
+                        &mut entries,
+                        &mut losses,
+                        none,
+                    )?;
+                }
+                let end = weights_of(&model)?;
+                last_update = Some(
+                    end.iter()
+                        .map(|(n, v)| {
+                            (n.clone(), v.iter().zip(&start[n]).map(|(b, a)| b - a).collect())
+                        })
+                        .collect(),
+                );
+            }
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::SteeredSegment => {
+            let segments = steps.len() - 1;
+            let target_seed = other_seed(seed, variant, "steering-target");
+            let target = weights_of(&Model::new(spec, &target_seed, &device, DType::F32)?)?;
+            let k = variant as usize % segments;
+            let (mut entries, mut losses, mut opt) =
+                train_chain(spec, spec, seed, &model, out, steps[k], none)?;
+            // A pull of 1 % of the way to the target per step: small next to an update, but it
+            // adds up over the segment.
+            let steer = |model: &Model| -> Result<()> {
+                let w = weights_of(model)?;
+                set_weights(model, &lerp(&w, &target, 0.01))
+            };
+            continue_chain(
+                spec,
+                spec,
+                seed,
+                &model,
+                &mut opt,
+                out,
+                steps[k]..steps[k + 1],
+                &mut entries,
+                &mut losses,
+                steer,
+            )?;
+            continue_chain(
+                spec,
+                spec,
+                seed,
+                &model,
+                &mut opt,
+                out,
+                steps[k + 1]..summary.total_steps,
+                &mut entries,
+                &mut losses,
+                none,
+            )?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::ResubmittedSeed => {
+            // The other run, trained in full under its own seed...
+            let other_seed = other_seed(seed, variant, "earlier-job");
+            let other = Model::new(spec, &other_seed, &device, DType::F32)?;
+            let (mut entries, losses, opt) =
+                train_chain(spec, spec, &other_seed, &other, out, summary.total_steps, none)?;
+            // ...relabelled: C0 is this job's Init(seed), the manifest names this job's seed.
+            let init_opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+            entries[0] = train::write_checkpoint(out, 0, &model, &init_opt)?;
+            relabel(spec, seed, &other, &opt, out, entries, losses)?;
         }
         Attack::ReplayedBundle => {
             let other_seed = other_seed(seed, variant, "other-trainer");

@@ -360,6 +360,8 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 );
             }
             println!("evidence {}", data::hex(&verdict.evidence_hash()));
+            // The replay evidence a pass reveals on chain: one sketch per segment, in order.
+            println!("sketches {}", serde_json::to_string(&verdict.sketches)?);
             if let Some(segment) = verdict.failed_segment() {
                 println!("failed-segment {segment}");
             }

@@ -14,6 +14,8 @@
 //!    everything the replay produces with what `Cᵢ₊₁` and the manifest claim: the weight update
 //!    (relative error ‖ΔW_claim − ΔW_replay‖ / ‖ΔW_replay‖ ≤ ε and cosine ≥ τ), the optimizer state
 //!    (the same bounds on the state vectors) and every per-step loss (within [`LOSS_TOLERANCE`]);
+//!    on the way it sketches the weights at the segment's probe step, which the bundle does not
+//!    hold: the replay evidence a pass carries on chain ([`ergon_protocol::evidence`]);
 //! 6. **final_model**: the final-model hash is the hash of the last checkpoint's weights (and the
 //!    committed one, when given);
 //! 7. **metrics**: the claimed validation loss and accuracy are what the final weights give.
@@ -80,6 +82,8 @@ pub struct VerifyOptions {
     pub full_pass: bool,
     /// Replay the segments (turning it off leaves the rules alone, to measure what they miss).
     pub replay: bool,
+    /// Datasets kept from earlier verifications (loaded here and kept there if missing).
+    pub datasets: Option<std::sync::Arc<data::DatasetCache>>,
 }
 
 impl VerifyOptions {
@@ -99,6 +103,7 @@ impl VerifyOptions {
             device: Device::Cpu,
             full_pass: true,
             replay: true,
+            datasets: None,
         }
     }
 }
@@ -128,13 +133,43 @@ pub struct Report {
     pub segments: Vec<u32>,
     /// The checks, in the order they ran.
     pub checks: Vec<Check>,
+    /// The replay evidence of each replayed segment, in the order of `segments`.
+    #[serde(default)]
+    pub sketches: Vec<SegmentSketch>,
     /// Seconds spent replaying.
     pub replay_seconds: f64,
 }
 
+/// The replay evidence of one segment ([`ergon_protocol::Sketch`]) as the report and the CLI
+/// print it: what a pass reveals on chain, field for field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SegmentSketch {
+    /// The segment `i` of `Cᵢ → Cᵢ₊₁`.
+    pub segment: u32,
+    /// The probe step inside it (none for a segment of one step).
+    pub probe: Option<u64>,
+    /// The shared power-of-two exponent.
+    pub exponent: i16,
+    /// The projections of the probe's deviation from the chord.
+    pub deviation: [i32; ergon_protocol::evidence::SKETCH_DIMS],
+    /// The scale (the chord's projections).
+    pub scale: i32,
+}
+
+impl SegmentSketch {
+    /// The protocol's sketch.
+    pub fn sketch(&self) -> ergon_protocol::Sketch {
+        ergon_protocol::Sketch {
+            exponent: self.exponent,
+            deviation: self.deviation,
+            scale: self.scale,
+        }
+    }
+}
+
 impl Report {
-    /// SHA-256 of the report's JSON without its timing: the evidence hash revealed with the
-    /// verdict (the same bundle and challenge give the same hash on the same machine).
+    /// SHA-256 of the report's JSON without its timing: the report hash revealed with the verdict
+    /// (the same bundle and challenge give the same hash on the same machine).
     pub fn evidence_hash(&self) -> [u8; 32] {
         let timeless = Report { replay_seconds: 0.0, ..self.clone() };
         Sha256::digest(serde_json::to_vec(&timeless).unwrap_or_default()).into()
@@ -153,6 +188,11 @@ impl Report {
                 c.name.strip_prefix("replay[")?.strip_suffix(']')?.parse::<u32>().ok()
             });
         failed_replay.or_else(|| self.segments.first().copied())
+    }
+
+    /// The sketches a pass reveals: one per replayed segment, in the order of `segments`.
+    pub fn evidence(&self) -> Vec<ergon_protocol::Sketch> {
+        self.sketches.iter().map(SegmentSketch::sketch).collect()
     }
 
     /// The first failing check, if any.
@@ -190,6 +230,28 @@ fn flat_weights(model: &Model) -> Result<Vec<f32>> {
     Ok(all)
 }
 
+/// All weights of `model` in the order the replay evidence projects them: parameter tensors by
+/// name (`param.<name>`, the order of a checkpoint's tensors), each flattened.
+fn evidence_weights(model: &Model) -> Result<Vec<f32>> {
+    let mut params: Vec<_> = model.params.iter().collect();
+    params.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut all = Vec::new();
+    for p in params {
+        all.extend(p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
+    }
+    Ok(all)
+}
+
+/// The weights of a checkpoint in the order the replay evidence projects them (see
+/// [`evidence_weights`]).
+fn checkpoint_evidence_weights(host: &HostTensors) -> Vec<f32> {
+    host.0
+        .iter()
+        .filter(|(n, _)| n.starts_with("param."))
+        .flat_map(|(_, (_, v))| v.iter().copied())
+        .collect()
+}
+
 /// Relative error and cosine between a claimed and a replayed update.
 pub fn compare_updates(claimed: &[f32], replayed: &[f32]) -> (f64, f64) {
     let (mut diff, mut rr, mut cc, mut dot) = (0f64, 0f64, 0f64, 0f64);
@@ -220,21 +282,45 @@ pub fn compare_updates(claimed: &[f32], replayed: &[f32]) -> (f64, f64) {
     (rel, cos)
 }
 
-/// Validation samples rule 1 evaluates each checkpoint on.
-pub const RULE_VALIDATION_SAMPLES: usize = 256;
-/// Checkpoints the full-pass rules look at, at most (evenly spaced, first and last included).
-pub const RULE_CHECKPOINTS: usize = 16;
+/// Validation samples rule 1 evaluates each checkpoint on (the protocol's number: the fees pay for
+/// exactly this much).
+pub const RULE_VALIDATION_SAMPLES: usize =
+    ergon_protocol::overhead::RULE_VALIDATION_SAMPLES as usize;
+/// Checkpoints the full-pass rules look at, at most (the first, the last, and an evenly spaced grid
+/// at an offset drawn from the challenge; the protocol's number).
+pub const RULE_CHECKPOINTS: usize = ergon_protocol::overhead::RULE_CHECKPOINTS as usize;
 
-/// Indices of the checkpoints the rules sample out of `n`: every one if `n` ≤ [`RULE_CHECKPOINTS`],
-/// else evenly spaced with the first and the last.
-pub fn rule_sample(n: usize) -> Vec<usize> {
+/// The checkpoints the rules read out of `n`: every one if `n` ≤ [`RULE_CHECKPOINTS`]; else the
+/// first, the last, and a grid of `RULE_CHECKPOINTS − 2` evenly spaced ones whose offset is drawn
+/// from `seed` (the challenge), so that a forger committing its bundle cannot know which of its
+/// checkpoints the rules will read. Returns all picks (sorted) and the grid (evenly spaced, which is
+/// what the continuity rule compares).
+pub fn rule_sample(n: usize, seed: &[u8; 32]) -> (Vec<usize>, Vec<usize>) {
     if n <= RULE_CHECKPOINTS {
-        return (0..n).collect();
+        let all: Vec<usize> = (0..n).collect();
+        return (all.clone(), all);
     }
-    let mut picked: Vec<usize> =
-        (0..RULE_CHECKPOINTS).map(|k| k * (n - 1) / (RULE_CHECKPOINTS - 1)).collect();
-    picked.dedup();
-    picked
+    let grid_len = RULE_CHECKPOINTS - 2;
+    let stride = ((n - 1) / grid_len).max(1);
+    let span = stride * (grid_len - 1);
+    let room = (n - 1).saturating_sub(span) as u64;
+    let offset = ergon_protocol::draw::Stream::new(seed, b"rule-offset").below(room + 1) as usize;
+    let grid: Vec<usize> = (0..grid_len).map(|k| offset + k * stride).filter(|i| *i < n).collect();
+    let mut picks: Vec<usize> = grid.iter().copied().chain([0, n - 1]).collect();
+    picks.sort_unstable();
+    picks.dedup();
+    (picks, grid)
+}
+
+/// The seed of the rules' sample: the challenge and the segments the verifier was given (drawn on
+/// chain from randomness that began after the bundle was committed).
+pub fn rule_seed(challenge: &[u8], segments: &[u32]) -> [u8; 32] {
+    ergon_protocol::hash::blake2_256(
+        &[b"ergon/verify/rules".as_slice(), challenge, &{
+            segments.iter().flat_map(|s| s.to_le_bytes()).collect::<Vec<u8>>()
+        }]
+        .concat(),
+    )
 }
 /// Fresh initializations rule 6 compares the final model with.
 pub const RULE_RANDOM_INITS: usize = 3;
@@ -296,6 +382,7 @@ fn full_pass_rules(
     spec: &JobSpec,
     checkpoints: &Checkpoints,
     m: &Manifest,
+    (picks, grid): &(Vec<usize>, Vec<usize>),
     seed: &Seed,
     model: &Model,
     opt: &mut Optimizer,
@@ -303,18 +390,23 @@ fn full_pass_rules(
     device: &Device,
 ) -> Result<Vec<Check>> {
     let mut chain = Vec::new();
+    let mut evenly = Vec::new();
     let mut accuracies = Vec::new();
     let mut c0 = None;
-    // The rules look at an evenly spaced sample of the chain (first and last included): reading and
-    // evaluating every checkpoint of a long chain would cost more than the replay.
-    for i in rule_sample(m.checkpoints.len()) {
+    // The rules look at a sample of the chain drawn from the challenge (first and last included):
+    // reading and evaluating every checkpoint of a long chain would cost more than the replay.
+    for &i in picks {
         let entry = &m.checkpoints[i];
         // The files check passed: every sampled file is readable and matches its hashes.
         let host = checkpoints.tensors(entry)?;
         let weights = checkpoint_weights(&host);
         train::load_state(&checkpoints.dir.join(&entry.file), &host, entry.step, model, opt)?;
         accuracies.push(train::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
-        chain.push(full_pass::flatten(&weights));
+        let flat = full_pass::flatten(&weights);
+        if grid.contains(&i) {
+            evenly.push(flat.clone());
+        }
+        chain.push(flat);
         c0.get_or_insert(weights);
     }
     let c0 = c0.unwrap_or_default();
@@ -329,7 +421,7 @@ fn full_pass_rules(
         (chain.first().cloned().unwrap_or_default(), chain.last().cloned().unwrap_or_default());
     Ok(vec![
         full_pass::accuracy_monotone(&accuracies),
-        full_pass::continuity(&chain),
+        full_pass::continuity(&evenly),
         full_pass::initial_distribution(&c0, &reference),
         full_pass::initial_independence(&c0),
         full_pass::distance_monotone(&chain),
@@ -355,12 +447,14 @@ pub fn state_defects(step: u64, host: &HostTensors) -> Vec<String> {
     defects
 }
 
-/// A segment to replay: its two checkpoints, the end's tensors, and the manifest's per-step losses.
+/// A segment to replay: its two checkpoints, the end's tensors, the manifest's per-step losses and
+/// the key of its replay evidence.
 struct Segment<'a> {
     from: &'a CheckpointEntry,
     to: &'a CheckpointEntry,
     target: &'a HostTensors,
     claimed_losses: &'a [f32],
+    evidence_key: [u8; 32],
 }
 
 /// How a replay compares with what the bundle claims.
@@ -373,6 +467,36 @@ struct ReplayOutcome {
     loss_gap: f64,
     /// Tensors the replay produces that the end checkpoint lacks.
     missing: Vec<String>,
+    /// The probe step and the sketch of the weights there (the replay evidence).
+    probe: Option<u64>,
+    sketch: ergon_protocol::Sketch,
+}
+
+/// The sketch of the weights `mid` at step `probe` of a segment `from → to` that starts at `start`
+/// and is claimed to end at `end` ([`ergon_protocol::evidence`]; every vector holds the parameter
+/// tensors by name, each flattened, as a checkpoint orders them): the projections of
+/// `mid − (start + t·(end − start))`, `t = (probe − from) / (to − from)`, scaled by those of the
+/// chord `end − start`. Without a probe (a one-step segment) the deviation is zero.
+pub fn sketch(
+    key: &[u8; 32],
+    (from, probe, to): (u64, Option<u64>, u64),
+    start: &[f32],
+    mid: Option<&[f32]>,
+    end: &[f32],
+) -> ergon_protocol::Sketch {
+    use ergon_protocol::evidence::{Projector, Sketch};
+    let (mut deviation, mut chord) = (Projector::new(key), Projector::new(key));
+    let t = match probe {
+        Some(p) if to > from => (p - from) as f64 / (to - from) as f64,
+        _ => 0.0,
+    };
+    for (i, (s, e)) in start.iter().zip(end).enumerate() {
+        let (s, e) = (*s as f64, *e as f64);
+        chord.push(e - s);
+        let m = mid.and_then(|m| m.get(i)).map_or(s + t * (e - s), |m| *m as f64);
+        deviation.push((m - s) - t * (e - s));
+    }
+    Sketch::quantize(deviation.finish(), chord.finish())
 }
 
 /// Replays `segment` from its start (already loaded into `model` and `opt`) and compares every
@@ -390,7 +514,10 @@ fn replay_segment(
 ) -> Result<ReplayOutcome> {
     let (from, to) = (segment.from, segment.to);
     let before = flat_weights(model)?;
+    let start = evidence_weights(model)?;
+    let probe = ergon_protocol::evidence::probe_step(&segment.evidence_key, from.step, to.step);
     let mut losses = Vec::new();
+    let mut at_probe = None;
     train::run_steps(
         spec,
         summary,
@@ -400,8 +527,11 @@ fn replay_segment(
         opt,
         from.step..to.step,
         device,
-        |_, _, _, loss| {
+        |model, _, done, loss| {
             losses.push(loss);
+            if Some(done) == probe {
+                at_probe = Some(evidence_weights(model)?);
+            }
             Ok(true)
         },
     )?;
@@ -419,6 +549,13 @@ fn replay_segment(
     let delta =
         |after: &[f32]| -> Vec<f32> { after.iter().zip(&before).map(|(a, b)| a - b).collect() };
     let weights = compare_updates(&delta(&claimed), &delta(&replayed));
+    let sketch = sketch(
+        &segment.evidence_key,
+        (from.step, probe, to.step),
+        &start,
+        at_probe.as_deref(),
+        &checkpoint_evidence_weights(segment.target),
+    );
     // Optimizer state: what the next segment would start from.
     let (mut state_claimed, mut state_replayed) = (Vec::new(), Vec::new());
     for (name, tensor) in opt.named_state(&model.params) {
@@ -438,14 +575,20 @@ fn replay_segment(
             .map(|(a, b)| (*a as f64 - *b as f64).abs() / (*b as f64).abs().max(1.0))
             .fold(0.0, |worst, gap| if gap.is_nan() { f64::INFINITY } else { worst.max(gap) })
     };
-    Ok(ReplayOutcome { weights, state, loss_gap, missing })
+    Ok(ReplayOutcome { weights, state, loss_gap, missing, probe, sketch })
 }
 
 /// Verifies the bundle at `opts.bundle` against `spec`.
 pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let summary = spec.validate()?;
-    let mut report =
-        Report { passed: true, root: None, segments: vec![], checks: vec![], replay_seconds: 0.0 };
+    let mut report = Report {
+        passed: true,
+        root: None,
+        segments: vec![],
+        checks: vec![],
+        sketches: vec![],
+        replay_seconds: 0.0,
+    };
     let dir = &opts.bundle;
 
     // 1. Files against the manifest, and the root. Only the checkpoints the checks below read are
@@ -453,6 +596,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     // over the manifest still commits to every one.
     let mut chosen_segments = Vec::new();
     let mut read = Vec::new();
+    let mut rules_sample = (Vec::new(), Vec::new());
     let select = |m: &Manifest| {
         let n = m.checkpoints.len();
         chosen_segments = if opts.segments.is_empty() {
@@ -460,7 +604,9 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         } else {
             opts.segments.clone()
         };
-        let mut picked: std::collections::BTreeSet<usize> = rule_sample(n).into_iter().collect();
+        rules_sample = rule_sample(n, &rule_seed(&opts.challenge, &chosen_segments));
+        let mut picked: std::collections::BTreeSet<usize> =
+            rules_sample.0.iter().copied().collect();
         if opts.replay {
             for s in &chosen_segments {
                 picked.extend([*s as usize, *s as usize + 1]);
@@ -581,10 +727,21 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     );
 
     // The six full-pass rules: cheap screens before the replay.
-    let data = data::JobData::load(spec)?;
+    let data = data::JobData::load_with(spec, opts.datasets.as_deref())?;
     let (train_set, val_set) = (data.train(), data.validation());
     if opts.full_pass {
-        match full_pass_rules(spec, &checkpoints, m, &seed, &model, &mut opt, val_set, device) {
+        let sample = &rules_sample;
+        match full_pass_rules(
+            spec,
+            &checkpoints,
+            m,
+            sample,
+            &seed,
+            &model,
+            &mut opt,
+            val_set,
+            device,
+        ) {
             Ok(checks) => {
                 for check in checks {
                     report.passed &= check.passed;
@@ -633,9 +790,22 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
              within {LOSS_TOLERANCE:e}",
             opts.epsilon, opts.tau
         );
-        let segment = Segment { from, to, target: &target, claimed_losses: &m.losses };
+        let segment = Segment {
+            from,
+            to,
+            target: &target,
+            claimed_losses: &m.losses,
+            evidence_key: ergon_protocol::evidence::key(&inspection.root, i),
+        };
         match replay_segment(spec, &summary, train_set, &seed, &model, &mut opt, &segment, device) {
             Ok(r) => {
+                report.sketches.push(SegmentSketch {
+                    segment: i,
+                    probe: r.probe,
+                    exponent: r.sketch.exponent,
+                    deviation: r.sketch.deviation,
+                    scale: r.sketch.scale,
+                });
                 let passed = r.weights.0 <= opts.epsilon
                     && r.weights.1 >= opts.tau
                     && r.state.0 <= opts.epsilon
@@ -718,6 +888,7 @@ mod tests {
             root: None,
             segments: vec![4, 9, 17],
             checks,
+            sketches: vec![],
             replay_seconds: 0.0,
         }
     }

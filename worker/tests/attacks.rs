@@ -118,3 +118,35 @@ fn reset_optimizer_state_is_caught_by_the_state_comparison() {
 fn a_poisoned_checkpoint_fails_the_states_check_not_an_error() {
     assert_caught_by(Attack::PoisonedCheckpoint, "states");
 }
+
+/// The lazy trainer fakes one segment: the replay of exactly that segment fails, every other
+/// segment (trained for real from the faked state) replays exactly.
+#[test]
+fn a_lazy_segment_fails_exactly_its_own_replay() {
+    let report = verify_forgery(Attack::LazySegments { faked: 1 });
+    let failed = failed(&report);
+    assert!(!report.passed);
+    let replays: Vec<&String> = failed.iter().filter(|f| f.starts_with("replay")).collect();
+    assert_eq!(replays.len(), 1, "{failed:?}");
+    assert!(!failed.iter().any(|f| f == "files"), "{failed:?}");
+}
+
+/// The integrity attack steers the weights towards a chosen target inside one segment: its replay
+/// finds the pull, however small, and only its replay does.
+#[test]
+fn a_steered_segment_is_caught_by_its_replay() {
+    assert_caught_by(Attack::SteeredSegment, "replay");
+    let report = verify_forgery(Attack::SteeredSegment);
+    let replays = failed(&report).into_iter().filter(|f| f.starts_with("replay")).count();
+    assert_eq!(replays, 1);
+}
+
+/// A run of another seed resubmitted under this job's seed, with C0 = Init(seed): the first
+/// segment no longer leads from C0 to C1, and every other segment replays under the wrong batches.
+#[test]
+fn a_run_resubmitted_under_another_seed_fails_every_replay() {
+    assert_caught_by(Attack::ResubmittedSeed, "replay");
+    let report = verify_forgery(Attack::ResubmittedSeed);
+    let replays = failed(&report).into_iter().filter(|f| f.starts_with("replay")).count();
+    assert_eq!(replays, 8, "every segment: {:?}", failed(&report));
+}

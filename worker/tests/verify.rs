@@ -91,6 +91,49 @@ fn an_honest_bundle_passes_every_check() {
     assert_eq!(report.evidence_hash(), verify::verify(&spec, &opts).unwrap().evidence_hash());
 }
 
+/// The replay evidence of a pass: two honest verifications of a segment sketch it alike (bit for
+/// bit on one machine), a verifier that guesses a straight trajectory from the two checkpoints
+/// (all it has without replaying) disagrees, and so does a sketch of another bundle.
+#[test]
+fn honest_replays_sketch_alike_and_a_verifier_that_did_not_replay_cannot_guess_the_sketch() {
+    use ergon_protocol::evidence::agree;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, root) = honest(dir.path(), &out);
+    let opts = all_segments(&out);
+    let a = verify::verify(&spec, &opts).unwrap();
+    let b = verify::verify(&spec, &opts).unwrap();
+    assert_eq!(a.sketches.len(), 8);
+    assert_eq!(a.sketches, b.sketches);
+    assert!(a.sketches.iter().map(|s| s.segment).eq(0..8));
+    let m = manifest(&out);
+    let weights = |i: usize| -> Vec<f32> {
+        let host = HostTensors::read(&out.join(&m.checkpoints[i].file)).unwrap();
+        host.0
+            .iter()
+            .filter(|(n, _)| n.starts_with("param."))
+            .flat_map(|(_, (_, v))| v.clone())
+            .collect()
+    };
+    for s in &a.sketches {
+        let i = s.segment as usize;
+        let (from, to) = (m.checkpoints[i].step, m.checkpoints[i + 1].step);
+        let probe = s.probe.expect("segments of 4 steps have a probe inside");
+        assert!(from < probe && probe < to);
+        let key = ergon_protocol::evidence::key(&root, s.segment);
+        // Without the replay: the straight line between the checkpoints.
+        let blind =
+            verify::sketch(&key, (from, Some(probe), to), &weights(i), None, &weights(i + 1));
+        assert!(agree(&s.sketch(), &s.sketch()));
+        assert!(!agree(&s.sketch(), &blind), "segment {i}: a straight guess agreed");
+        // A sketch from another bundle's key does not agree either.
+        let other = ergon_protocol::evidence::key(&[0; 32], s.segment);
+        let elsewhere =
+            verify::sketch(&other, (from, Some(probe), to), &weights(i), None, &weights(i + 1));
+        assert!(!agree(&s.sketch(), &elsewhere));
+    }
+}
+
 #[test]
 fn challenged_segments_are_distinct_deterministic_and_in_range() {
     let a = verify::segments_from_challenge(b"block 42", 8, 3);
@@ -260,10 +303,24 @@ fn a_served_bundle_is_fetched_and_verified() {
 }
 
 #[test]
-fn the_rules_sample_long_chains_evenly() {
-    assert_eq!(verify::rule_sample(9), (0..9).collect::<Vec<_>>());
-    let sample = verify::rule_sample(188);
-    assert_eq!(sample.len(), verify::RULE_CHECKPOINTS);
-    assert_eq!((sample[0], *sample.last().unwrap()), (0, 187));
-    assert!(sample.windows(2).all(|w| w[0] < w[1]));
+fn the_rules_sample_long_chains_on_a_grid_drawn_from_the_challenge() {
+    let (all, grid) = verify::rule_sample(9, &[1; 32]);
+    assert_eq!((all.clone(), grid), ((0..9).collect::<Vec<_>>(), all));
+    let mut offsets = std::collections::BTreeSet::new();
+    for c in 0..64u8 {
+        let (picks, grid) = verify::rule_sample(188, &verify::rule_seed(&[c], &[3, 9]));
+        assert!(picks.len() <= verify::RULE_CHECKPOINTS);
+        assert_eq!((picks[0], *picks.last().unwrap()), (0, 187));
+        assert!(picks.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(grid.len(), verify::RULE_CHECKPOINTS - 2);
+        assert!(grid.windows(3).all(|w| w[1] - w[0] == w[2] - w[1]), "evenly spaced: {grid:?}");
+        assert!(grid.iter().all(|g| picks.contains(g)));
+        offsets.insert(grid[0]);
+    }
+    // The forger cannot know which checkpoints are read: the grid moves with the challenge.
+    assert!(offsets.len() > 5, "{offsets:?}");
+    assert_eq!(
+        verify::rule_sample(188, &verify::rule_seed(b"x", &[1])),
+        verify::rule_sample(188, &verify::rule_seed(b"x", &[1]))
+    );
 }

@@ -25,6 +25,7 @@
 use alloc::vec::Vec;
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use ergon_drill::MatmulChain;
+use ergon_protocol::draw::uniform_order;
 use ergon_protocol::traits::BondInspect;
 use ergon_protocol::traits::FreshRandomness;
 use frame_support::pallet_prelude::*;
@@ -78,13 +79,6 @@ pub fn candidates<T: Config>() -> Vec<Candidate<T>> {
         .filter(|(who, _)| T::Staking::is_eligible(who))
         .map(|(who, d)| (who, d.capacity, d.busy_until, d.since))
         .collect()
-}
-
-/// `items` in the order of an equal-weight race under `seed` (uniformly random, each item's place
-/// depending on its own key only), stable for equal keys.
-pub fn race<A: Encode + Clone>(seed: &[u8; 32], purpose: &[u8], items: &[A]) -> Vec<A> {
-    let weighted: Vec<(A, u64)> = items.iter().map(|a| (a.clone(), 1)).collect();
-    ergon_protocol::draw::weighted_order(seed, purpose, &weighted)
 }
 
 /// The capacity band of a declared capacity: its power of two.
@@ -199,7 +193,7 @@ pub fn issue_due<T: Config>(now: BlockNumberFor<T>) -> Weight {
                 // boundaries computed at the snapshot still hold.
                 let mut ordered = Vec::with_capacity(queue.len());
                 for chunk in queue.chunk_by(|a, b| band(a.1) == band(b.1)) {
-                    ordered.extend(race(&seed, b"synthetic", chunk));
+                    ordered.extend(uniform_order(&seed, b"synthetic", chunk));
                 }
                 queue = BoundedVec::truncate_from(ordered);
                 IssuanceQueue::<T>::put(&queue);
@@ -220,7 +214,7 @@ pub fn issue_due<T: Config>(now: BlockNumberFor<T>) -> Weight {
         let group = &queue[from..to];
         let slowest = group.iter().map(|(_, c)| *c).min().unwrap_or_default();
         let chain = synthetic_chain(
-            sp_io::hashing::blake2_256(&(&seed, b"task", state.next).encode()),
+            ergon_protocol::seed::synthetic_task(&seed, state.next),
             T::SyntheticDim::get(),
             Pallet::<T>::window_work(slowest),
         );
@@ -289,7 +283,7 @@ pub fn draw<T: Config>(
     let seed = ergon_protocol::hash::draw_seed(&random, &(b"ergon/drilling/draw", id));
     let r = task.replication as usize;
     // The race's first `r` that take on the collateral.
-    let order = race(&seed, b"executors", &chosen);
+    let order = uniform_order(&seed, b"executors", &chosen);
     let executors = Pallet::<T>::obligate_executors(id, task.difficulty, order.into_iter(), r);
     let commit_deadline = now.saturating_add(T::CommitWindow::get());
     if executors.len() >= min {

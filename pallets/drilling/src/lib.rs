@@ -880,7 +880,14 @@ pub mod pallet {
             let weight = match task.phase {
                 TaskPhase::Drawing => {
                     let mut weight = Weight::zero();
-                    if candidates.is_none() {
+                    // Drillers are loaded only once the draw can happen: a task still waiting for
+                    // fresh randomness is rescheduled without reading them.
+                    let ready =
+                        <T::Randomness as ergon_protocol::traits::FreshRandomness<_>>::fresh(
+                            task.opened_at,
+                        )
+                        .is_some();
+                    if ready && candidates.is_none() {
                         weight = T::WeightInfo::load_candidates(Drillers::<T>::count());
                         *candidates = Some(issuance::candidates::<T>());
                     }

@@ -259,7 +259,7 @@ fn two_thirds_unavailable_fails_the_job_slashes_and_refunds() {
         let escrow =
             || Balances::balance_on_hold(&RuntimeHoldReason::JobMarket(HoldReason::Escrow), &OWNER);
         let bond = TrainerStaking::active_bond(&TRAINER);
-        assert_eq!(escrow(), 1_000);
+        assert_eq!(escrow(), 1_400);
 
         for (attester, available) in [(0, false), (1, true)] {
             let call = attestation(job, attester, available);
@@ -377,7 +377,7 @@ fn assigned_job(spec: ergon_job_spec::JobSpec) -> JobId {
     assert_ok!(JobMarket::post_job(
         RuntimeOrigin::signed(OWNER),
         Box::new(spec),
-        1_000,
+        1_400,
         5,
         now + 20
     ));
@@ -447,7 +447,7 @@ fn attack_owner_takes_the_data_down_and_the_trainer_is_not_slashed() {
         );
         assert_eq!(Balances::free_balance(TRAINER), trainer_free + 10 + 10);
         // The owner got its escrow back less the compensation.
-        assert_eq!(Balances::free_balance(OWNER), owner_free + 1_000 - 10);
+        assert_eq!(Balances::free_balance(OWNER), owner_free + 1_400 - 10);
         assert!(DataReports::<Test>::get(job).is_none());
     });
 }

@@ -194,12 +194,33 @@ fn salt(i: usize) -> H256 {
     H256::repeat_byte(i as u8 + 1)
 }
 
+/// The sketches of an honest replay of `who`'s segments: the two verifiers of a segment agree.
+fn evidence<T: Config>(job: JobId, who: &T::AccountId) -> Evidence<T> {
+    let round = Rounds::<T>::get(job).expect("round");
+    let vote = round.votes.iter().find(|v| v.verifier == *who).expect("drawn");
+    let sketch = |s: &u32| Sketch { exponent: -30, deviation: [*s as i32; 8], scale: 1 << 29 };
+    BoundedVec::truncate_from(vote.segments.iter().map(sketch).collect::<Vec<_>>())
+}
+
+/// `who`'s commitment to a pass with honest evidence.
+fn pass_commitment<T: Config>(job: JobId, who: &T::AccountId, i: usize) -> H256 {
+    let round = Rounds::<T>::get(job).expect("round").number;
+    verdict_commitment(
+        job,
+        round,
+        who,
+        Verdict::Pass,
+        &evidence::<T>(job, who),
+        H256::zero(),
+        salt(i),
+    )
+}
+
 /// Every drawn verifier but the last commits `Pass`; returns the verifiers.
 fn committed_but_one<T: Config>(job: JobId) -> Vec<T::AccountId> {
     let verifiers = drawn::<T>(job);
-    let round = Rounds::<T>::get(job).expect("round").number;
     for (i, v) in verifiers.iter().enumerate().take(verifiers.len().saturating_sub(1)) {
-        let c = verdict_commitment(job, round, v, Verdict::Pass, H256::zero(), salt(i));
+        let c = pass_commitment::<T>(job, v, i);
         Pallet::<T>::commit_verdict(RawOrigin::Signed(v.clone()).into(), job, c)
             .expect("a drawn verifier commits");
     }
@@ -210,9 +231,7 @@ fn committed_but_one<T: Config>(job: JobId) -> Vec<T::AccountId> {
 fn all_committed<T: Config>(job: JobId) -> Vec<T::AccountId> {
     let verifiers = committed_but_one::<T>(job);
     let last = verifiers.len() - 1;
-    let round = Rounds::<T>::get(job).expect("round").number;
-    let c =
-        verdict_commitment(job, round, &verifiers[last], Verdict::Pass, H256::zero(), salt(last));
+    let c = pass_commitment::<T>(job, &verifiers[last], last);
     Pallet::<T>::commit_verdict(RawOrigin::Signed(verifiers[last].clone()).into(), job, c)
         .expect("the last verifier commits");
     verifiers
@@ -331,15 +350,7 @@ mod benchmarks {
         let (job, ..) = submitted::<T>(T::Verifiers::get());
         let verifiers = committed_but_one::<T>(job);
         let last = verifiers.len() - 1;
-        let round = Rounds::<T>::get(job).expect("round").number;
-        let c = verdict_commitment(
-            job,
-            round,
-            &verifiers[last],
-            Verdict::Pass,
-            H256::zero(),
-            salt(last),
-        );
+        let c = pass_commitment::<T>(job, &verifiers[last], last);
         #[extrinsic_call]
         _(RawOrigin::Signed(verifiers[last].clone()), job, c);
         assert_eq!(Rounds::<T>::get(job).map(|r| r.phase), Some(Phase::Reveal));
@@ -355,14 +366,23 @@ mod benchmarks {
                 RawOrigin::Signed(v.clone()).into(),
                 job,
                 Verdict::Pass,
+                evidence::<T>(job, v),
                 H256::zero(),
                 salt(i),
             )
             .expect("a committed verifier reveals");
         }
         let last = verifiers.len() - 1;
+        let sketches = evidence::<T>(job, &verifiers[last]);
         #[extrinsic_call]
-        _(RawOrigin::Signed(verifiers[last].clone()), job, Verdict::Pass, H256::zero(), salt(last));
+        _(
+            RawOrigin::Signed(verifiers[last].clone()),
+            job,
+            Verdict::Pass,
+            sketches,
+            H256::zero(),
+            salt(last),
+        );
         assert!(matches!(Jobs::<T>::get(job).map(|j| j.state), Some(JobState::Completed { .. })));
     }
 

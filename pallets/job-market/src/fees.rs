@@ -1,14 +1,15 @@
 //! What verification costs the owner, and what a verifier earns.
 //!
-//! A verifier is paid for the replay it is asked to do, at the trainer's own rate: a vote that
-//! replays `r` of the job's `N` segments earns `price × r / N × (1 + VerifierFeeMarkup)`. The price
-//! is what the market agreed one run of the whole training is worth, and a replay of `r` segments
-//! is `r / N` of that run's steps (measured: a verifier's whole check, downloads and the rules
-//! included, costs less than its replayed share of training; `docs/pot-calibration.md`), so a fee
-//! always exceeds the work it pays for, and the markup pays for the download and the collateral
-//! the verifier freezes. The owner's budget must cover the price and every vote that could ever
-//! happen (`Verifiers` in the first round, `DisputeVerifiers` in each later one), so a verifier
-//! is never asked to work for an escrow that ran dry; what is not spent is refunded.
+//! A verifier is paid for the work it is asked to do, at the trainer's own rate. A vote that replays
+//! `r` of the job's `N` segments also runs the full-pass rules and the metrics check, a fixed share
+//! `o` of the training's compute ([`ergon_protocol::overhead::overhead_ppb`]: forward passes over the
+//! validation set and the rules' sample, against the training's), so it earns
+//! `price × (r / N + o) × (1 + VerifierFeeMarkup)`. The price is what the market agreed one run of
+//! the whole training is worth, so a fee exceeds the compute it pays for by the markup, which pays
+//! for the download and the collateral the verifier freezes (measured: `docs/pot-calibration.md`).
+//! The owner's budget must cover the price and every vote that could ever happen (`Verifiers` in
+//! the first round, `DisputeVerifiers` in each later one), so a verifier is never asked to work for
+//! an escrow that ran dry; what is not spent is refunded.
 
 use crate::{BalanceOf, Config};
 use frame_support::traits::Get;
@@ -38,38 +39,66 @@ fn with_markup<T: Config>() -> u128 {
     BILLION.saturating_add(T::VerifierFeeMarkup::get().deconstruct() as u128)
 }
 
-/// The fee of a vote that replayed `replayed` of a job's `segments` segments at `price`, rounded up.
-pub fn vote_fee<T: Config>(price: BalanceOf<T>, segments: u64, replayed: u32) -> BalanceOf<T> {
+/// A vote's share of the price before the markup, in parts per billion of it, as the fraction
+/// `(numerator, denominator)`: `replayed / segments + overhead_ppb / 10⁹`.
+fn share(segments: u64, replayed: u128, overhead_ppb: u64) -> (u128, u128) {
+    let segments = segments.max(1) as u128;
+    let numerator = replayed
+        .min(segments)
+        .saturating_mul(BILLION)
+        .saturating_add((overhead_ppb as u128).saturating_mul(segments));
+    (numerator, segments.saturating_mul(BILLION))
+}
+
+/// The fee of a vote that replayed `replayed` of a job's `segments` segments, on a job whose rules and
+/// metrics cost `overhead_ppb` of its training, at `price`, rounded up.
+pub fn vote_fee<T: Config>(
+    price: BalanceOf<T>,
+    segments: u64,
+    replayed: u32,
+    overhead_ppb: u64,
+) -> BalanceOf<T> {
     let price: u128 = price.saturated_into();
-    let replayed = (replayed as u128).min(segments as u128);
+    let (numerator, denominator) = share(segments, replayed as u128, overhead_ppb);
     let fee = multiply_by_rational_with_rounding(
         price,
-        replayed.saturating_mul(with_markup::<T>()),
-        (segments.max(1) as u128).saturating_mul(BILLION),
+        numerator.saturating_mul(with_markup::<T>()),
+        denominator.saturating_mul(BILLION),
         Rounding::Up,
     )
     .unwrap_or(u128::MAX);
     fee.saturated_into()
 }
 
-/// The highest price a job with `budget` and `segments` segments can pay, so that the price plus
-/// the fees of every possible vote (each at most [`vote_fee`] of `SegmentsPerRound` segments) fit
-/// in the budget: `budget × N / (N + r × (1 + markup) × votes)`, rounded down.
-pub fn max_price<T: Config>(budget: BalanceOf<T>, segments: u64) -> BalanceOf<T> {
+/// The highest price a job with `budget`, `segments` segments and an overhead of `overhead_ppb`
+/// can pay, so that the price plus the fees of every possible vote (each at most [`vote_fee`] of
+/// `SegmentsPerRound` segments) fit in the budget: `budget / (1 + (r / N + o) × (1 + markup) ×
+/// votes)`, rounded down.
+pub fn max_price<T: Config>(
+    budget: BalanceOf<T>,
+    segments: u64,
+    overhead_ppb: u64,
+) -> BalanceOf<T> {
     let budget: u128 = budget.saturated_into();
-    let n = (segments.max(1) as u128).saturating_mul(BILLION);
-    let reserve = replayed_at_most::<T>(segments)
-        .saturating_mul(with_markup::<T>())
-        .saturating_mul(votes_possible::<T>());
-    let price =
-        multiply_by_rational_with_rounding(budget, n, n.saturating_add(reserve), Rounding::Down)
-            .unwrap_or(0);
+    let (numerator, denominator) = share(segments, replayed_at_most::<T>(segments), overhead_ppb);
+    // Everything in units of 10⁻¹⁸ of the price: the price itself, plus the reserve.
+    let whole = denominator.saturating_mul(BILLION);
+    let reserve =
+        numerator.saturating_mul(with_markup::<T>()).saturating_mul(votes_possible::<T>());
+    let price = multiply_by_rational_with_rounding(
+        budget,
+        whole,
+        whole.saturating_add(reserve),
+        Rounding::Down,
+    )
+    .unwrap_or(0);
     // The fees are rounded up one planck each: keep room for that.
     price.saturating_sub(votes_possible::<T>()).saturated_into()
 }
 
 /// What the owner has reserved for verification at `price`: every possible vote's fee.
-pub fn reserve<T: Config>(price: BalanceOf<T>, segments: u64) -> BalanceOf<T> {
-    let per_vote = vote_fee::<T>(price, segments, replayed_at_most::<T>(segments) as u32);
+pub fn reserve<T: Config>(price: BalanceOf<T>, segments: u64, overhead_ppb: u64) -> BalanceOf<T> {
+    let per_vote =
+        vote_fee::<T>(price, segments, replayed_at_most::<T>(segments) as u32, overhead_ppb);
     per_vote.saturating_mul(votes_possible::<T>().saturated_into())
 }

@@ -22,15 +22,18 @@
 //! 4. Verification rounds ([`verification`]): randomness that began after the commitment draws
 //!    `Verifiers` from the trainers who opted in ([`Pallet::set_verifier`]), weighted by their bond
 //!    (stake at risk, not ECP; never the trainer or the owner), each freezing `VerifierCollateral`
-//!    and each given `SegmentsPerRound` checkpoint segments of its own to replay (no two verifiers
-//!    the same, so no replay can be copied). Verifiers [`Pallet::commit_verdict`] then
-//!    [`Pallet::reveal_verdict`]; a fail names the segment it found wrong.
+//!    and each given `SegmentsPerRound` checkpoint segments to replay, every segment shared by
+//!    exactly two verifiers (a ring: no replay is shared by the round, every pass is cross-checked).
+//!    Verifiers [`Pallet::commit_verdict`] then [`Pallet::reveal_verdict`]; a fail names the segment
+//!    it found wrong, a pass carries a sketch of the weights inside each of its segments that only a
+//!    replay produces ([`ergon_protocol::evidence`]).
 //! 5. Settlement is by disputes, not majorities: a regular round whose revealed votes all pass, from
 //!    more than half of the drawn verifiers, passes the bundle. Any fail — even a lone one — opens a
 //!    dispute: a fresh draw of `DisputeVerifiers` (none of the earlier verifiers) replays the segments
-//!    the fails named, and 2/3 of its revealed votes (from more than half of it) decide. Whoever the
-//!    dispute proves wrong is slashed `VerifierSlash` of its collateral, paid to those proven right: a
-//!    fail that does not hold up, or a pass on a disputed segment that does. Everyone else who revealed
+//!    the fails named, and 2/3 of its revealed votes (from more than half of it) decide. Two passes
+//!    whose sketches of a segment disagree dispute it the same way. Whoever the dispute proves wrong
+//!    is slashed `VerifierSlash` of its collateral, paid to those proven right: a fail that does not
+//!    hold up, a pass on a disputed segment that does, or a pass whose sketch the dispute refutes. Everyone else who revealed
 //!    is paid its fee ([`fees`]: its replay at the trainer's rate, plus `VerifierFeeMarkup`); silent
 //!    verifiers are slashed at once. A dispute that splits escalates to another while rounds remain.
 //!    Pass pays the trainer its price less `PaymentBurn` (burnt) and credits T, at most
@@ -266,8 +269,8 @@ pub mod pallet {
         #[pallet::constant]
         type Retention: Get<BlockNumberFor<Self>>;
 
-        /// What a verifier earns above its replay's share of the price ([`fees::vote_fee`]): the
-        /// download, the rules and the collateral it freezes.
+        /// What a verifier earns above the share of the price its work is ([`fees::vote_fee`]: its
+        /// replay, the rules and the metrics): the download and the collateral it freezes.
         #[pallet::constant]
         type VerifierFeeMarkup: Get<Perbill>;
 
@@ -455,6 +458,9 @@ pub mod pallet {
         VerifierSet { who: T::AccountId, enabled: bool },
         /// The assigned trainer missed the deadline: its bid deposit went to the owner.
         BidDepositForfeited { job: JobId, trainer: T::AccountId, amount: BalanceOf<T> },
+        /// Two passes of a regular round sketched these segments differently: one of them did not
+        /// replay (or replayed wrongly); the segments are disputed like a fail's.
+        EvidenceContested { job: JobId, round: u32, segments: alloc::vec::Vec<u32> },
         /// A round's fails (or a split dispute) open a dispute: the next round re-checks `segments`
         /// with a larger draw before anyone is judged.
         DisputeOpened { job: JobId, round: u32, segments: alloc::vec::Vec<u32> },
@@ -557,6 +563,8 @@ pub mod pallet {
         CommitmentMismatch,
         /// A fail must name one of the segments the verifier was given.
         NotYourSegment,
+        /// A pass must carry one replay sketch per segment the verifier was given, in their order.
+        MissingEvidence,
         /// No attester with that index in the current set.
         NotAnAttester,
         /// The job's bundle is not under verification.
@@ -629,7 +637,7 @@ pub mod pallet {
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
             let min_price = Self::min_price_for(work_micro_ut);
             ensure!(
-                fees::max_price::<T>(budget, segments) >= min_price,
+                fees::max_price::<T>(budget, segments, spec_overhead_ppb(&spec)) >= min_price,
                 Error::<T>::BudgetBelowWorkPrice
             );
             ensure!(
@@ -832,7 +840,8 @@ pub mod pallet {
         }
 
         /// A drawn verifier commits to its verdict:
-        /// [`ergon_protocol::commitments::verdict`] of (job, round, verifier, verdict, evidence, salt).
+        /// [`ergon_protocol::commitments::verdict`] of (job, round, verifier, verdict, sketches,
+        /// report, salt).
         #[pallet::call_index(5)]
         #[pallet::weight(T::WeightInfo::commit_verdict())]
         pub fn commit_verdict(
@@ -844,20 +853,23 @@ pub mod pallet {
             Self::do_commit(job, who, commitment)
         }
 
-        /// A verifier reveals the verdict it committed to, with the hash of its evidence report and
-        /// the salt. A fail names one of the verifier's segments (its evidence, which a dispute
-        /// re-checks). The round settles as soon as every drawn verifier has revealed.
+        /// A verifier reveals the verdict it committed to, with its replay evidence, the hash of its
+        /// full report and the salt. A pass carries a sketch of every segment the verifier was given
+        /// ([`ergon_protocol::evidence`], in the order of its segments), compared with the other
+        /// verifier of each segment; a fail names one of the verifier's segments, which a dispute
+        /// re-checks. The round settles as soon as every drawn verifier has revealed.
         #[pallet::call_index(6)]
         #[pallet::weight(T::WeightInfo::reveal_verdict())]
         pub fn reveal_verdict(
             origin: OriginFor<T>,
             job: JobId,
             verdict: Verdict,
-            evidence_hash: H256,
+            evidence: Evidence<T>,
+            report: H256,
             salt: H256,
         ) -> DispatchResult {
             let who = ensure_signed(origin)?;
-            Self::do_reveal(job, who, verdict, evidence_hash, salt)
+            Self::do_reveal(job, who, verdict, evidence, report, salt)
         }
 
         /// An attester's verdict on the availability of a job's bundle, or of its data after the
@@ -964,7 +976,7 @@ pub mod pallet {
         /// Highest price a bid may ask: what leaves the fees of every possible vote in the budget
         /// ([`fees::max_price`]).
         pub fn max_price(job: &JobOf<T>) -> BalanceOf<T> {
-            fees::max_price::<T>(job.budget, job.segments())
+            fees::max_price::<T>(job.budget, job.segments(), job.overhead_ppb())
         }
 
         /// Least price of `work_micro_ut` of training: `MinPricePerUt` per ut, rounded up.

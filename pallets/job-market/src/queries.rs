@@ -28,6 +28,7 @@ impl<T: Config> Pallet<T> {
                     segments: v.segments.into_inner(),
                     commitment: v.commitment,
                     verdict: v.verdict,
+                    evidence: v.evidence.into_inner(),
                 })
                 .collect(),
             disputed: round.disputed.into_inner(),

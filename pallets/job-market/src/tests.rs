@@ -85,14 +85,71 @@ fn salt(who: u64) -> H256 {
     H256::repeat_byte(who as u8)
 }
 
-fn commit(job: JobId, who: u64, verdict: Verdict) {
+/// The sketch an honest replay of `segment` produces (every honest replay the same one).
+fn honest(segment: u32) -> Sketch {
+    Sketch { exponent: -30, deviation: [(segment as i32 + 1) << 20; 8], scale: 1 << 29 }
+}
+
+/// What a verifier that did not replay guesses: a straight trajectory, no deviation.
+fn blind() -> Sketch {
+    Sketch { exponent: -30, deviation: [0; 8], scale: 1 << 29 }
+}
+
+/// Evidence of `who`'s segments in the current round, each sketched by `sketch`.
+fn evidence_with(job: JobId, who: u64, sketch: impl Fn(u32) -> Sketch) -> Evidence<Test> {
+    Evidence::<Test>::truncate_from(segments_of(job, who).into_iter().map(sketch).collect())
+}
+
+/// An honest verifier's evidence for `verdict`: a sketch of each of its segments with a pass.
+fn evidence(job: JobId, who: u64, verdict: Verdict) -> Evidence<Test> {
+    if verdict.is_pass() {
+        evidence_with(job, who, honest)
+    } else {
+        Default::default()
+    }
+}
+
+fn commit_with(job: JobId, who: u64, verdict: Verdict, evidence: &Evidence<Test>) {
     let round = Rounds::<Test>::get(job).expect("round").number;
-    let c = verdict_commitment(job, round, &who, verdict, H256::zero(), salt(who));
+    let c = verdict_commitment(job, round, &who, verdict, evidence, H256::zero(), salt(who));
     assert_ok!(JobMarket::commit_verdict(origin(who), job, c));
 }
 
+fn reveal_with(job: JobId, who: u64, verdict: Verdict, evidence: Evidence<Test>) {
+    assert_ok!(JobMarket::reveal_verdict(
+        origin(who),
+        job,
+        verdict,
+        evidence,
+        H256::zero(),
+        salt(who)
+    ));
+}
+
+/// Every one of `voters` commits and then reveals a pass: `blind_voter` with the sketches of a
+/// straight trajectory (it did not replay), the others with honest ones.
+fn passes_with_one_blind(job: JobId, voters: &[u64], blind_voter: u64) {
+    let sketches = |v: u64| {
+        if v == blind_voter {
+            evidence_with(job, v, |_| blind())
+        } else {
+            evidence(job, v, Verdict::Pass)
+        }
+    };
+    for v in voters {
+        commit_with(job, *v, Verdict::Pass, &sketches(*v));
+    }
+    for v in voters {
+        reveal_with(job, *v, Verdict::Pass, sketches(*v));
+    }
+}
+
+fn commit(job: JobId, who: u64, verdict: Verdict) {
+    commit_with(job, who, verdict, &evidence(job, who, verdict));
+}
+
 fn reveal(job: JobId, who: u64, verdict: Verdict) {
-    assert_ok!(JobMarket::reveal_verdict(origin(who), job, verdict, H256::zero(), salt(who)));
+    reveal_with(job, who, verdict, evidence(job, who, verdict));
 }
 
 /// Each of `voters` commits its verdict (`verdicts` in the same order), then each reveals it.
@@ -244,7 +301,7 @@ fn cancel_before_assignment_refunds_in_full() {
 #[test]
 fn cancel_after_assignment_is_refused() {
     run(|| {
-        let job = assigned(1_000, 500);
+        let job = assigned(1_400, 500);
         assert_noop!(JobMarket::cancel_job(origin(OWNER), job), Error::<Test>::NotOpen);
     });
 }
@@ -258,19 +315,19 @@ fn bid_refusals() {
         assert_ok!(TrainerStaking::unbond(origin(9), BOND));
         assert_noop!(JobMarket::bid(origin(9), job, 10), Error::<Test>::NotEligible);
         assert_noop!(JobMarket::bid(origin(TRAINER), job, 0), Error::<Test>::ZeroPrice);
-        // The verification reserve (every possible vote's fee) leaves at most 648 of 1 000.
-        assert_noop!(JobMarket::bid(origin(TRAINER), job, 649), Error::<Test>::PriceAboveBudget);
-        assert_ok!(JobMarket::bid(origin(TRAINER), job, 648));
+        // The verification reserve (every possible vote's fee) leaves at most 451 of 1 000.
+        assert_noop!(JobMarket::bid(origin(TRAINER), job, 452), Error::<Test>::PriceAboveBudget);
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, 451));
         // A second bid replaces the first.
-        assert_ok!(JobMarket::bid(origin(TRAINER), job, 600));
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, 400));
         assert_eq!(
             Bids::<Test>::get(job).to_vec(),
-            vec![Bid { trainer: TRAINER, price: 600, deposit: 0 }]
+            vec![Bid { trainer: TRAINER, price: 400, deposit: 0 }]
         );
         for who in 3..=5 {
-            assert_ok!(JobMarket::bid(origin(who), job, 600));
+            assert_ok!(JobMarket::bid(origin(who), job, 400));
         }
-        assert_noop!(JobMarket::bid(origin(6), job, 600), Error::<Test>::TooManyBids);
+        assert_noop!(JobMarket::bid(origin(6), job, 400), Error::<Test>::TooManyBids);
         run_to_block(7);
         assert_noop!(JobMarket::bid(origin(3), job, 700), Error::<Test>::NotOpen);
     });
@@ -279,7 +336,7 @@ fn bid_refusals() {
 #[test]
 fn bid_after_the_window_is_refused() {
     run(|| {
-        let job = post(1_000);
+        let job = post(1_400);
         // The window's last block is 6; assignment runs at 7. Bids at 6 count.
         System::set_block_number(6);
         assert_ok!(JobMarket::bid(origin(3), job, 500));
@@ -324,7 +381,7 @@ fn no_bids_refunds() {
 #[test]
 fn accept_bid_assigns_early() {
     run(|| {
-        let job = post(1_000);
+        let job = post(1_400);
         assert_ok!(JobMarket::bid(origin(3), job, 200));
         assert_ok!(JobMarket::bid(origin(4), job, 600));
         assert_noop!(JobMarket::accept_bid(origin(3), job, 4), Error::<Test>::NotOwner);
@@ -341,7 +398,7 @@ fn accept_bid_assigns_early() {
 #[test]
 fn missed_deadline_slashes_and_refunds() {
     run(|| {
-        let job = assigned(1_000, 500);
+        let job = assigned(1_400, 500);
         run_to_block(21);
         assert!(matches!(state(job), JobState::Assigned { .. }));
         run_to_block(22);
@@ -370,7 +427,7 @@ fn missed_deadline_slashes_and_refunds() {
 #[test]
 fn submit_bundle_refusals() {
     run(|| {
-        let job = assigned(1_000, 500);
+        let job = assigned(1_400, 500);
         let submit_as = |who, uri: &[u8]| {
             JobMarket::submit_bundle(
                 origin(who),
@@ -391,10 +448,15 @@ fn submit_bundle_refusals() {
     });
 }
 
+/// What a verification of the example job (60 000 training samples, 1 epoch, 10 000 validation
+/// samples) spends on the rules and metrics, in parts per billion of its training:
+/// (10 000 + 16 × 256) / (3 × 60 000), rounded up.
+const OVERHEAD_PPB: u128 = 78_311_112;
+
 /// Fee of a vote that replayed `replayed` of the example job's 32 segments at price 600:
-/// 600 × replayed / 32 × 1.2, rounded up.
+/// 600 × (replayed / 32 + overhead) × 1.2, rounded up.
 fn fee(replayed: u128) -> u128 {
-    (600 * replayed * 12).div_ceil(32 * 10)
+    (600 * (replayed * 1_000_000_000 + OVERHEAD_PPB * 32) * 12).div_ceil(32 * 1_000_000_000 * 10)
 }
 
 #[test]
@@ -402,7 +464,7 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
     use pallet_compute_power::ComputePowerLedger;
     run(|| {
         let issuance = Balances::total_issuance();
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         assert!(matches!(state(job), JobState::Verifying { .. }));
         // Submitted at 1: the draw waits for randomness that began after it (mock: at 2, usable
@@ -413,12 +475,15 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
         let round = Rounds::<Test>::get(job).unwrap();
         assert_eq!(round.phase, Phase::Commit);
         assert!(!round.is_dispute());
-        // Each verifier replays 2 segments of its own: 6 distinct segments in the round.
+        // Each verifier replays 2 segments, each shared with one other verifier: 3 distinct
+        // segments in the round, every one replayed twice (its two sketches are compared).
         let mut all: Vec<u32> = round.votes.iter().flat_map(|v| v.segments.to_vec()).collect();
         assert!(round.votes.iter().all(|v| v.segments.len() == 2));
         all.sort_unstable();
-        all.dedup();
         assert_eq!(all.len(), 6);
+        assert!(all.chunks(2).all(|pair| pair[0] == pair[1]), "{all:?}");
+        all.dedup();
+        assert_eq!(all.len(), 3);
         assert!(all.iter().all(|s| *s < 32));
         let drawn = verifiers(job);
         assert_eq!(drawn.len(), 3);
@@ -433,12 +498,13 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
         for v in &drawn {
             reveal(job, *v, Verdict::Pass);
         }
-        // Settled on the last reveal. Each vote replayed 2 of 32 segments: 600 × 2/32 × 1.2 = 45.
+        // Settled on the last reveal. Each vote replayed 2 of 32 segments and ran the rules and the
+        // metrics: 600 × (2/32 + 0.0783) × 1.2 = 101.4, rounded up.
         let JobState::Completed { trainer, price, .. } = state(job) else {
             panic!("not completed")
         };
         assert_eq!((trainer, price), (TRAINER, 600));
-        assert_eq!(fee(2), 45);
+        assert_eq!(fee(2), 102);
         for (v, b) in drawn.iter().zip(before) {
             assert_eq!(Balances::balance(v), b + fee(2));
         }
@@ -466,18 +532,21 @@ fn the_budget_reserves_every_possible_fee() {
         let job = post(1_000);
         let record = Jobs::<Test>::get(job).unwrap();
         let max = JobMarket::max_price(&record);
-        // 1 000 × 32 / (32 + 2 × 1.2 × (3 + 4 votes)) = 655.7, less 7 planck of rounding room.
-        assert_eq!(max, 648);
+        // 1 000 / (1 + (2/32 + 0.0783) × 1.2 × (3 + 4 votes)) = 458.1, less 7 planck of rounding
+        // room.
+        assert_eq!(max, 451);
         assert_noop!(
             JobMarket::bid(origin(TRAINER), job, max + 1),
             Error::<Test>::PriceAboveBudget
         );
         assert_ok!(JobMarket::bid(origin(TRAINER), job, max));
-        let reserve = fees::reserve::<Test>(max, 32);
+        let reserve = fees::reserve::<Test>(max, 32, OVERHEAD_PPB as u64);
         assert!(max + reserve <= 1_000, "{max} + {reserve}");
-        // A vote's fee exceeds its replay's share of the price (what the replay costs at the
-        // trainer's own rate): 600 × 2/32 = 37.5.
-        assert!(fees::vote_fee::<Test>(600, 32, 2) as f64 > 600.0 * 2.0 / 32.0);
+        assert_eq!(record.overhead_ppb() as u128, OVERHEAD_PPB);
+        // A vote's fee exceeds the share of the price its work is (what the work costs at the
+        // trainer's own rate): 600 × (2/32 + 0.0783) = 84.5.
+        let work = 600.0 * (2.0 / 32.0 + OVERHEAD_PPB as f64 / 1e9);
+        assert!(fees::vote_fee::<Test>(600, 32, 2, OVERHEAD_PPB as u64) as f64 > work * 1.19);
     });
 }
 
@@ -494,7 +563,7 @@ fn fail(job: JobId, who: u64) -> Verdict {
 #[test]
 fn a_lone_fail_opens_a_dispute_even_without_a_quorum_and_the_silent_are_slashed() {
     run(|| {
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         run_to_block(3);
         let first = verifiers(job);
@@ -550,7 +619,7 @@ fn a_lone_fail_opens_a_dispute_even_without_a_quorum_and_the_silent_are_slashed(
 #[test]
 fn a_silent_verifier_is_slashed_at_once_and_does_not_block_a_decision() {
     run(|| {
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         run_to_block(3);
         let drawn = verifiers(job);
@@ -573,7 +642,7 @@ fn a_silent_verifier_is_slashed_at_once_and_does_not_block_a_decision() {
 #[test]
 fn attack_a_griefing_fail_is_refuted_by_its_dispute_and_slashed() {
     run(|| {
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         run_to_block(3);
         let first = verifiers(job);
@@ -607,7 +676,7 @@ fn attack_a_griefing_fail_is_refuted_by_its_dispute_and_slashed() {
 #[test]
 fn attack_lazy_passes_cannot_outvote_a_lone_honest_fail() {
     run(|| {
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         run_to_block(3);
         let first = verifiers(job);
@@ -629,10 +698,99 @@ fn attack_lazy_passes_cannot_outvote_a_lone_honest_fail() {
             JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
         );
         assert_eq!(bond_held(honest), BOND);
-        assert_eq!(Balances::balance(&honest), honest_before + fee(2));
         assert_eq!(bond_held(TRAINER), BOND - 600);
-        // The passes were on other segments: nothing proves them wrong, and they did replay them.
-        assert_eq!(bond_held(first[1]), BOND);
+        // Every segment has two verifiers: the pass on the segment the fail named is proven wrong
+        // and slashed 100, paid to those proven right (the four dispute votes and the honest fail,
+        // 20 each). The other pass was on other segments: nothing proves it wrong.
+        let named = verdicts[0].failed_segment().unwrap();
+        let (partner, other) = if segments_of_round0(&first, first[1]).contains(&named) {
+            (first[1], first[2])
+        } else {
+            (first[2], first[1])
+        };
+        assert_eq!(bond_held(partner), BOND - 100);
+        assert_eq!(bond_held(other), BOND);
+        assert_eq!(Balances::balance(&honest), honest_before + fee(2) + 20);
+    });
+}
+
+/// The segments `who` was given in round 0, from the `VerifiersDrawn` event.
+fn segments_of_round0(drawn: &[u64], who: u64) -> Vec<u32> {
+    assert!(drawn.contains(&who));
+    events()
+        .into_iter()
+        .find_map(|e| match e {
+            Event::VerifiersDrawn { round: 0, assignments, .. } => {
+                assignments.into_iter().find(|(v, _)| *v == who).map(|(_, s)| s)
+            }
+            _ => None,
+        })
+        .expect("drawn in round 0")
+}
+
+/// The lazy verifier: it votes pass on an honest bundle without replaying, guessing a straight
+/// trajectory for its sketches. Each of its segments has a second, honest verifier whose sketch
+/// disagrees: the segments are disputed, the dispute's sketches confirm the honest ones, and the
+/// lazy pass is slashed 100 (paid to those proven right) and earns no fee. The trainer is paid.
+#[test]
+fn attack_a_blind_pass_is_caught_by_its_second_verifier_and_slashed() {
+    run(|| {
+        let job = assigned(1_400, 600);
+        submit(job);
+        run_to_block(3);
+        let first = verifiers(job);
+        let lazy = first[1];
+        let lazy_segments = segments_of(job, lazy);
+        let lazy_before = Balances::balance(&lazy);
+        passes_with_one_blind(job, &first, lazy);
+        // Three passes, but the lazy one's sketches disagree with its partners' on both segments.
+        assert!(events().contains(&Event::EvidenceContested {
+            job,
+            round: 0,
+            segments: lazy_segments.clone()
+        }));
+        assert!(events().contains(&Event::DisputeOpened {
+            job,
+            round: 0,
+            segments: lazy_segments.clone()
+        }));
+        assert!(matches!(state(job), JobState::Verifying { .. }));
+        run_to_block(5);
+        let second = verifiers(job);
+        assert!(second.iter().all(|v| segments_of(job, *v) == lazy_segments));
+        vote(job, &second, &[Verdict::Pass; 4]);
+        assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+        assert_eq!(bond_held(lazy), BOND - 100);
+        assert_eq!(Balances::balance(&lazy), lazy_before, "no fee for a vote without a replay");
+        for v in first.iter().filter(|v| **v != lazy) {
+            assert_eq!(bond_held(*v), BOND);
+        }
+        // The honest partners (2 segments each) and the dispute (2 segments each) are paid, plus
+        // their share of the slash: 100 over 6 accounts.
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600 - 2 * fee(2) - 4 * fee(2));
+    });
+}
+
+/// Sketches are only as good as the dispute that checks them: a dispute voter whose sketch the
+/// others refute is not paid (it may have replayed on other hardware, so it is not slashed), and a
+/// dispute with no 2/3 on a sketch judges nobody's sketch.
+#[test]
+fn a_dispute_voter_whose_sketch_is_refuted_is_not_paid() {
+    run(|| {
+        let job = assigned(1_400, 600);
+        submit(job);
+        run_to_block(3);
+        let first = verifiers(job);
+        vote(job, &first, &[fail(job, first[0]), Verdict::Pass, Verdict::Pass]);
+        run_to_block(5);
+        let second = verifiers(job);
+        let odd = second[3];
+        let before = Balances::balance(&odd);
+        passes_with_one_blind(job, &second, odd);
+        assert!(matches!(state(job), JobState::Completed { .. }));
+        assert_eq!(bond_held(odd), BOND);
+        assert_eq!(Balances::balance(&odd), before);
+        assert_eq!(bond_held(first[0]), BOND - 100, "the griefing fail is refuted");
     });
 }
 
@@ -681,7 +839,7 @@ fn attack_a_lazy_pass_on_a_disputed_segment_is_slashed() {
 #[test]
 fn silent_verifiers_exhaust_the_rounds_and_the_owner_is_refunded() {
     run(|| {
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         run_to_block(3);
         let first = verifiers(job);
@@ -709,7 +867,7 @@ fn silent_verifiers_exhaust_the_rounds_and_the_owner_is_refunded() {
 fn without_any_possible_verifier_the_job_ends_inconclusive() {
     new_test_ext().execute_with(|| {
         bond(TRAINER);
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         run_to_block(3);
         // Round 0 drew nobody and settled at 3; round 1 draws nobody at block 5.
@@ -727,7 +885,7 @@ fn without_any_possible_verifier_the_job_ends_inconclusive() {
 fn the_draw_waits_for_fresh_randomness_and_never_falls_back_to_a_predictable_one() {
     run(|| {
         RandomnessAvailable::set(false);
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         run_to_block(6);
         assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Drawing);
@@ -750,7 +908,7 @@ fn the_draw_waits_for_fresh_randomness_and_never_falls_back_to_a_predictable_one
 #[test]
 fn commit_and_reveal_refusals() {
     run(|| {
-        let job = assigned(1_000, 600);
+        let job = assigned(1_400, 600);
         submit(job);
         assert_noop!(
             JobMarket::commit_verdict(origin(3), job, H256::zero()),
@@ -764,7 +922,14 @@ fn commit_and_reveal_refusals() {
             Error::<Test>::NotAVerifier
         );
         assert_noop!(
-            JobMarket::reveal_verdict(origin(drawn[0]), job, Verdict::Pass, H256::zero(), salt(1)),
+            JobMarket::reveal_verdict(
+                origin(drawn[0]),
+                job,
+                Verdict::Pass,
+                evidence(job, drawn[0], Verdict::Pass),
+                H256::zero(),
+                salt(1)
+            ),
             Error::<Test>::NotInRevealPhase
         );
         commit(job, drawn[0], Verdict::Pass);
@@ -773,24 +938,52 @@ fn commit_and_reveal_refusals() {
             Error::<Test>::AlreadyCommitted
         );
         commit(job, drawn[1], Verdict::Pass);
-        run_to_block(8);
+        // A pass committed without its sketches can never be revealed: it counts as silent.
+        let sketchless = Evidence::<Test>::default();
+        commit_with(job, drawn[2], Verdict::Pass, &sketchless);
+        // Everyone committed: the reveal phase opens at once.
         assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
         assert_noop!(
             JobMarket::reveal_verdict(
                 origin(drawn[2]),
                 job,
                 Verdict::Pass,
+                sketchless,
+                H256::zero(),
+                salt(drawn[2])
+            ),
+            Error::<Test>::MissingEvidence
+        );
+        Rounds::<Test>::mutate(job, |r| r.as_mut().unwrap().votes[2].commitment = None);
+        assert_noop!(
+            JobMarket::reveal_verdict(
+                origin(drawn[2]),
+                job,
+                Verdict::Pass,
+                evidence(job, drawn[2], Verdict::Pass),
                 H256::zero(),
                 salt(drawn[2])
             ),
             Error::<Test>::NotCommitted
         );
-        // A different verdict (or salt) than committed is refused.
+        // A different verdict (or salt, or sketch) than committed is refused.
         assert_noop!(
             JobMarket::reveal_verdict(
                 origin(drawn[0]),
                 job,
                 Verdict::Fail { segment: 0 },
+                Default::default(),
+                H256::zero(),
+                salt(drawn[0])
+            ),
+            Error::<Test>::CommitmentMismatch
+        );
+        assert_noop!(
+            JobMarket::reveal_verdict(
+                origin(drawn[0]),
+                job,
+                Verdict::Pass,
+                evidence_with(job, drawn[0], |_| blind()),
                 H256::zero(),
                 salt(drawn[0])
             ),
@@ -803,14 +996,22 @@ fn commit_and_reveal_refusals() {
         Rounds::<Test>::mutate(job, |r| {
             let vote =
                 r.as_mut().unwrap().votes.iter_mut().find(|v| v.verifier == drawn[1]).unwrap();
-            vote.commitment =
-                Some(verdict_commitment(job, 0, &drawn[1], misnamed, H256::zero(), salt(drawn[1])));
+            vote.commitment = Some(verdict_commitment(
+                job,
+                0,
+                &drawn[1],
+                misnamed,
+                &[],
+                H256::zero(),
+                salt(drawn[1]),
+            ));
         });
         assert_noop!(
             JobMarket::reveal_verdict(
                 origin(drawn[1]),
                 job,
                 misnamed,
+                Default::default(),
                 H256::zero(),
                 salt(drawn[1])
             ),
@@ -823,6 +1024,7 @@ fn commit_and_reveal_refusals() {
                 origin(drawn[0]),
                 job,
                 Verdict::Pass,
+                evidence(job, drawn[0], Verdict::Pass),
                 H256::zero(),
                 salt(drawn[0])
             ),
@@ -835,7 +1037,7 @@ fn commit_and_reveal_refusals() {
 fn queries_list_open_jobs_an_accounts_jobs_and_the_round() {
     run(|| {
         let a = post(1_000);
-        let b = assigned(1_000, 600);
+        let b = assigned(1_400, 600);
         let c = post(1_000);
         assert_ok!(JobMarket::bid(origin(5), c, 100));
         let open: Vec<JobId> = JobMarket::open_jobs(10).into_iter().map(|(id, _)| id).collect();
@@ -903,6 +1105,21 @@ mod properties {
         Verdict::Fail { segment }
     }
 
+    /// A pass's sketches: honest ones of the verifier's segments, blind ones from verifiers whose
+    /// account is odd (so that sketches disagree and disputes open); none for a fail.
+    fn sketches(job: JobId, verifier: u64, pass: bool) -> Evidence<Test> {
+        let segments = Rounds::<Test>::get(job)
+            .and_then(|r| {
+                r.votes.iter().find(|v| v.verifier == verifier).map(|v| v.segments.clone())
+            })
+            .unwrap_or_default();
+        if !pass {
+            return Default::default();
+        }
+        let sketch = |s: &u32| if verifier % 2 == 1 { blind() } else { honest(*s) };
+        Evidence::<Test>::truncate_from(segments.iter().map(sketch).collect())
+    }
+
     fn apply(a: &Action) {
         let now = System::block_number();
         // Refusals are fine (and roll back); only the invariants matter.
@@ -934,6 +1151,7 @@ mod properties {
                     round,
                     &verifier,
                     verdict(job, verifier, pass),
+                    &sketches(job, verifier, pass),
                     H256::zero(),
                     salt(verifier),
                 );
@@ -943,6 +1161,7 @@ mod properties {
                 origin(verifier),
                 job,
                 verdict(job, verifier, pass),
+                sketches(job, verifier, pass),
                 H256::zero(),
                 salt(verifier),
             ),
@@ -1032,7 +1251,7 @@ mod attacks {
                 JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 100, 5, 30),
                 Error::<Test>::BudgetBelowWorkPrice
             );
-            let budget = min * 2;
+            let budget = min * 3;
             let job = post(budget);
             // A sybil bid below the minimum price is refused too.
             assert_noop!(
@@ -1076,7 +1295,7 @@ mod attacks {
     fn attack_assigned_trainer_unbonds_everything_and_walks_away() {
         run(|| {
             BidDeposit::set(50);
-            let job = assigned(1_000, 500);
+            let job = assigned(1_400, 500);
             assert_noop!(
                 TrainerStaking::unbond(origin(TRAINER), BOND),
                 pallet_trainer_staking::Error::<Test>::BondObligated
@@ -1092,7 +1311,7 @@ mod attacks {
             // 500 slashed of the 1 000 left active, the 9 000 unbonding untouched.
             assert_eq!(bond_held(TRAINER), BOND - 500);
             assert_eq!(TrainerStaking::active_bond(&TRAINER), 500);
-            assert_eq!(Balances::balance(&OWNER), owner_before + 1_000 + 50);
+            assert_eq!(Balances::balance(&OWNER), owner_before + 1_400 + 50);
             assert!(events().contains(&Event::BidDepositForfeited {
                 job,
                 trainer: TRAINER,
@@ -1110,7 +1329,7 @@ mod attacks {
             MinPricePerUt::set(20_000);
             BidDeposit::set(50);
             let min = JobMarket::min_price_for(work());
-            let job = post(min * 2);
+            let job = post(min * 3);
             assert_noop!(JobMarket::bid(origin(TRAINER), job, 1), Error::<Test>::PriceBelowMinimum);
             assert_ok!(JobMarket::bid(origin(TRAINER), job, min));
             assert_eq!(
@@ -1169,7 +1388,7 @@ mod attacks {
     fn attack_sybil_verifiers_joining_after_the_commitment_are_never_drawn() {
         use frame_support::traits::fungible::Mutate;
         run(|| {
-            let job = assigned(1_000, 600);
+            let job = assigned(1_400, 600);
             submit(job);
             // Block 2: the randomness for the draw began. Eight heavily bonded sybils fill the pool.
             run_to_block(2);
@@ -1195,7 +1414,7 @@ mod attacks {
             ComputePower::credit(&9, pallet_compute_power::WorkKind::Training, u64::MAX as u128);
             assert_ok!(JobMarket::set_verifier(origin(9), false));
             for _ in 0..4 {
-                let job = assigned(1_000, 600);
+                let job = assigned(1_400, 600);
                 submit(job);
                 run_to_block(System::block_number() + 2);
                 let drawn = verifiers(job);

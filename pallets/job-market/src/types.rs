@@ -66,7 +66,10 @@ pub struct BundleCommitment<BlockNumber> {
     pub submitted_at: BlockNumber,
 }
 
-pub use ergon_protocol::Verdict;
+pub use ergon_protocol::{Sketch, Verdict};
+
+/// A vote's replay evidence: one [`Sketch`] per segment of the vote, in the vote's order.
+pub type Evidence<T> = BoundedVec<Sketch, <T as crate::Config>::SegmentsPerRound>;
 
 /// A trainer in the verifier pool.
 #[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
@@ -93,6 +96,8 @@ pub struct VerifierVote<T: crate::Config> {
     pub commitment: Option<H256>,
     /// The verdict, once revealed (matching the commitment).
     pub verdict: Option<Verdict>,
+    /// The replay evidence revealed with it: a sketch per segment (a pass must carry them).
+    pub evidence: Evidence<T>,
 }
 
 /// A revealed vote of an earlier round, waiting for the round that decides the job.
@@ -109,6 +114,8 @@ pub struct PendingVote<T: crate::Config> {
     pub segments: BoundedVec<u32, T::SegmentsPerRound>,
     /// Its verdict.
     pub verdict: Verdict,
+    /// Its replay evidence, a sketch per segment.
+    pub evidence: Evidence<T>,
 }
 
 /// Phase of a verification round.
@@ -262,6 +269,18 @@ impl<AccountId, Balance, BlockNumber> Job<AccountId, Balance, BlockNumber> {
     pub fn segments(&self) -> u64 {
         self.checkpoints.saturating_sub(1)
     }
+
+    /// What a verification of it spends besides its replay, in parts per billion of its training
+    /// ([`ergon_protocol::overhead::overhead_ppb`]).
+    pub fn overhead_ppb(&self) -> u64 {
+        spec_overhead_ppb(&self.spec)
+    }
+}
+
+/// What a verification of a job with `spec` spends besides its replay, in parts per billion of its
+/// training ([`ergon_protocol::overhead::overhead_ppb`]).
+pub fn spec_overhead_ppb(spec: &JobSpec) -> u64 {
+    ergon_protocol::overhead::overhead_ppb(spec.train.samples, spec.epochs, spec.validation.samples)
 }
 
 /// A drawn verifier's task and progress as clients read it (runtime API).
@@ -275,6 +294,8 @@ pub struct VoteInfo<AccountId> {
     pub commitment: Option<H256>,
     /// Its verdict, once revealed.
     pub verdict: Option<Verdict>,
+    /// Its replay evidence, once revealed: a sketch per segment.
+    pub evidence: alloc::vec::Vec<Sketch>,
 }
 
 /// A verification round as clients read it (runtime API).

@@ -2,10 +2,16 @@
 //! risk) and each one's own segments, the commit-reveal vote, disputes, and settlement from
 //! obligation collateral.
 //!
-//! **Every verifier replays segments of its own** ([`ergon_protocol::segments::assign`]): a round of
-//! `Verifiers` covers `Verifiers × SegmentsPerRound` distinct segments, so a trainer faking `k` of
-//! `N` segments is caught far more often than by a round whose verifiers all replay the same ones,
-//! and no verifier can vote from another's replay.
+//! **Every segment is replayed by two verifiers, every verifier's segments are its own mix**
+//! ([`ergon_protocol::segments::assign`]): a round of `Verifiers` covers `Verifiers ×
+//! SegmentsPerRound / 2` distinct segments, each shared by one pair, so no verifier can vote from
+//! a replay shared by the whole round, and every pass is cross-checked.
+//!
+//! **A pass carries evidence only a replay produces** ([`ergon_protocol::evidence`]): a sketch of
+//! the weights at a probe step inside each of its segments, which the bundle does not hold. The
+//! two sketches of a segment must agree; when they do not, one of the two passes did not replay
+//! (or replayed wrongly) and the segment is disputed like a fail. The dispute's verifiers sketch
+//! it too, and a pass whose sketch their 2/3 refute is slashed.
 //!
 //! **Disputes, not majorities.** Verifiers replaying different segments cannot outvote each other:
 //! a pass on segment 3 says nothing about segment 17. So any fail opens a dispute on the segment it
@@ -40,9 +46,9 @@ use sp_core::H256;
 use sp_runtime::traits::{One, SaturatedConversion, Saturating, Zero};
 
 use crate::{
-    weights::WeightInfo, BalanceOf, Bid, Config, Error, Event, FailureReason, HoldReason, JobId,
-    JobOf, JobState, Jobs, Pallet, PastVerifiers, PendingVote, PendingVotes, Phase, Round, RoundOf,
-    Rounds, Verdict, VerifierPool, VerifierVote,
+    weights::WeightInfo, BalanceOf, Bid, Config, Error, Event, Evidence, FailureReason, HoldReason,
+    JobId, JobOf, JobState, Jobs, Pallet, PastVerifiers, PendingVote, PendingVotes, Phase, Round,
+    RoundOf, Rounds, Sketch, Verdict, VerifierPool, VerifierVote,
 };
 
 /// Bound of [`crate::PastVerifiers`] and [`crate::PendingVotes`]: every verifier of every round.
@@ -77,16 +83,12 @@ pub fn verdict_commitment<AccountId: Encode>(
     round: u32,
     verifier: &AccountId,
     verdict: Verdict,
-    evidence_hash: H256,
+    sketches: &[Sketch],
+    report: H256,
     salt: H256,
 ) -> H256 {
     H256(ergon_protocol::commitments::verdict(
-        job,
-        round,
-        verifier,
-        verdict,
-        &evidence_hash.0,
-        &salt.0,
+        job, round, verifier, verdict, sketches, &report.0, &salt.0,
     ))
 }
 
@@ -254,6 +256,7 @@ fn draw<T: Config>(
                 segments: BoundedVec::truncate_from(own.clone()),
                 commitment: None,
                 verdict: None,
+                evidence: Default::default(),
             })
             .collect(),
     );
@@ -304,7 +307,8 @@ impl<T: Config> Pallet<T> {
         job: JobId,
         who: T::AccountId,
         verdict: Verdict,
-        evidence_hash: H256,
+        evidence: Evidence<T>,
+        report: H256,
         salt: H256,
     ) -> DispatchResult {
         let mut record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
@@ -316,20 +320,23 @@ impl<T: Config> Pallet<T> {
         let commitment = vote.commitment.ok_or(Error::<T>::NotCommitted)?;
         ensure!(vote.verdict.is_none(), Error::<T>::AlreadyRevealed);
         ensure!(
-            commitment == verdict_commitment(job, number, &who, verdict, evidence_hash, salt),
+            commitment == verdict_commitment(job, number, &who, verdict, &evidence, report, salt),
             Error::<T>::CommitmentMismatch
         );
-        // A fail's evidence is a segment the verifier replayed: a dispute re-checks it.
-        if let Some(segment) = verdict.failed_segment() {
-            ensure!(vote.segments.contains(&segment), Error::<T>::NotYourSegment);
+        match verdict.failed_segment() {
+            // A fail's evidence is a segment the verifier replayed: a dispute re-checks it.
+            Some(segment) => ensure!(vote.segments.contains(&segment), Error::<T>::NotYourSegment),
+            // A pass shows its replay: a sketch of every segment it was given.
+            None => ensure!(evidence.len() == vote.segments.len(), Error::<T>::MissingEvidence),
         }
         vote.verdict = Some(verdict);
+        vote.evidence = evidence;
         Self::deposit_event(Event::VerdictRevealed {
             job,
             round: number,
             verifier: who,
             verdict,
-            evidence: evidence_hash,
+            evidence: report,
         });
         let committed_all_revealed =
             round.votes.iter().all(|v| v.commitment.is_none() || v.verdict.is_some());
@@ -403,8 +410,8 @@ fn pay_verifier<T: Config>(
 ) {
     T::Staking::release(verifier, Obligation::Verification { job: id, round });
     let JobState::Verifying { price, .. } = &job.state else { return };
-    let fee =
-        crate::fees::vote_fee::<T>(*price, job.segments(), replayed.min(u32::MAX as usize) as u32);
+    let replayed = replayed.min(u32::MAX as usize) as u32;
+    let fee = crate::fees::vote_fee::<T>(*price, job.segments(), replayed, job.overhead_ppb());
     let paid = pay::<T>(job, verifier, fee);
     if !paid.is_zero() {
         Pallet::<T>::deposit_event(Event::VerifierPaid {
@@ -430,37 +437,104 @@ impl Decision {
     }
 }
 
-/// Whether a pending vote is proven wrong by `decision` on the `disputed` segments: a pass on a
-/// disputed segment when the fail is upheld, or a fail on a disputed segment when it is not. A vote
-/// on other segments is not refuted by a dispute about these.
-fn proven_wrong<T: Config>(vote: &PendingVote<T>, decision: Decision, disputed: &[u32]) -> bool {
-    match (vote.verdict, decision) {
-        (Verdict::Pass, Decision::Fail) => vote.segments.iter().any(|s| disputed.contains(s)),
-        (Verdict::Fail { segment }, Decision::Pass) => disputed.contains(&segment),
-        _ => false,
+/// What a deciding dispute found: its decision, the disputed segments, and for each disputed
+/// segment the sketch 2/3 of its revealed votes agree on, if any.
+struct Finding<'a> {
+    decision: Decision,
+    disputed: &'a [u32],
+    confirmed: Vec<(u32, Sketch)>,
+}
+
+impl Finding<'_> {
+    /// Whether a vote (on `segments`, with `evidence` aligned to them) is proven wrong: a pass on a
+    /// disputed segment when the fail is upheld, a fail on a disputed segment when it is not, or a
+    /// pass whose sketch of a disputed segment the confirmed sketch refutes. A vote on other
+    /// segments is not refuted by a dispute about these.
+    fn refutes(&self, verdict: &Verdict, segments: &[u32], evidence: &[Sketch]) -> bool {
+        match (verdict, self.decision) {
+            (Verdict::Pass, Decision::Fail) => segments.iter().any(|s| self.disputed.contains(s)),
+            (Verdict::Fail { segment }, Decision::Pass) => self.disputed.contains(segment),
+            (Verdict::Pass, Decision::Pass) => self.confirmed.iter().any(|(segment, truth)| {
+                segments.iter().zip(evidence).any(|(s, sketch)| {
+                    s == segment && !ergon_protocol::evidence::agree(sketch, truth)
+                })
+            }),
+            (Verdict::Fail { .. }, Decision::Fail) => false,
+        }
+    }
+
+    /// Whether a vote the finding does not refute touched a disputed segment: it is proven right.
+    fn touches(&self, segments: &[u32]) -> bool {
+        segments.iter().any(|s| self.disputed.contains(s))
     }
 }
 
-/// Judges the votes of earlier rounds by the deciding round's `decision` on the `disputed`
-/// segments: those it proves wrong are slashed `VerifierSlash` of their collateral, shared among
-/// `right` and the earlier voters it proves right; everyone else is paid its fee.
+/// For each of a dispute's `disputed` segments, a sketch that agrees with 2/3 of the `revealed`
+/// votes' sketches of it (a dispute's votes each carry one sketch per disputed segment, in order).
+fn confirmed_sketches<'a>(
+    disputed: &[u32],
+    votes: impl Iterator<Item = &'a [Sketch]> + Clone,
+    revealed: u32,
+) -> Vec<(u32, Sketch)> {
+    disputed
+        .iter()
+        .enumerate()
+        .filter_map(|(i, segment)| {
+            let sketches = votes.clone().filter_map(|e| e.get(i).copied());
+            sketches.clone().find_map(|candidate| {
+                let agreeing = sketches
+                    .clone()
+                    .filter(|s| ergon_protocol::evidence::agree(&candidate, s))
+                    .count() as u32;
+                (agreeing * 3 >= revealed * 2 && agreeing > 0).then_some((*segment, candidate))
+            })
+        })
+        .collect()
+}
+
+/// The segments of a regular round whose two passes' sketches disagree: one of them did not replay
+/// (or replayed wrongly), so the segment is disputed like a fail.
+fn contested<T: Config>(round: &RoundOf<T>) -> Vec<u32> {
+    let passes: Vec<&VerifierVote<T>> =
+        round.votes.iter().filter(|v| v.verdict.is_some_and(|d| d.is_pass())).collect();
+    let mut out = Vec::new();
+    for (i, a) in passes.iter().enumerate() {
+        for b in &passes[i + 1..] {
+            for (sa, ea) in a.segments.iter().zip(a.evidence.iter()) {
+                let Some(eb) =
+                    b.segments.iter().position(|s| s == sa).and_then(|j| b.evidence.get(j))
+                else {
+                    continue;
+                };
+                if !ergon_protocol::evidence::agree(ea, eb) && !out.contains(sa) {
+                    out.push(*sa);
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Judges the votes of earlier rounds by the deciding round's `finding` on the disputed segments:
+/// those it proves wrong are slashed `VerifierSlash` of their collateral, shared among `right` and
+/// the earlier voters it proves right; everyone else is paid its fee.
 fn judge_pending<T: Config>(
     id: JobId,
     job: &mut JobOf<T>,
-    decision: Decision,
-    disputed: &[u32],
+    finding: &Finding,
     mut right: Vec<T::AccountId>,
 ) {
     let pending = PendingVotes::<T>::take(id);
     right.extend(
         pending
             .iter()
-            .filter(|v| decision.agrees(&v.verdict))
-            .filter(|v| v.segments.iter().any(|s| disputed.contains(s)))
+            .filter(|v| finding.decision.agrees(&v.verdict) && finding.touches(&v.segments))
+            .filter(|v| !finding.refutes(&v.verdict, &v.segments, &v.evidence))
             .map(|v| v.verifier.clone()),
     );
     for vote in pending {
-        if proven_wrong(&vote, decision, disputed) {
+        if finding.refutes(&vote.verdict, &vote.segments, &vote.evidence) {
             T::Staking::slash_obligation_to(
                 &vote.verifier,
                 Obligation::Verification { job: id, round: vote.round },
@@ -475,10 +549,11 @@ fn judge_pending<T: Config>(
 }
 
 /// Ends a round. Silent verifiers are slashed at once. A regular round whose revealed votes all pass
-/// (from more than half of its verifiers) passes the bundle; any fail opens a dispute on the
-/// segments the fails name. A dispute decides by 2/3 of its revealed votes (from more than half of
-/// it), and a split or short one escalates to another dispute while rounds remain. Votes of a round
-/// that does not decide are kept pending for the one that does.
+/// (from more than half of its verifiers) and whose paired sketches all agree passes the bundle;
+/// any fail opens a dispute on the segments the fails name, and any disagreeing pair of sketches on
+/// that segment (fails first, at most `SegmentsPerRound`). A dispute decides by 2/3 of its revealed
+/// votes (from more than half of it), and a split or short one escalates to another dispute while
+/// rounds remain. Votes of a round that does not decide are kept pending for the one that does.
 fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
     let JobState::Verifying { trainer, price, bundle } = job.state.clone() else { return };
     let revealed_votes = || round.votes.iter().filter_map(|v| v.verdict.map(|d| (v, d)));
@@ -488,6 +563,14 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
     let drawn = round.votes.len() as u32;
     let silent = drawn - revealed;
     let quorum = revealed * 2 > drawn;
+    let contested = if round.is_dispute() { Vec::new() } else { contested::<T>(&round) };
+    if !contested.is_empty() {
+        Pallet::<T>::deposit_event(Event::EvidenceContested {
+            job: id,
+            round: round.number,
+            segments: contested.clone(),
+        });
+    }
     let decision = if round.is_dispute() {
         if quorum && pass * 3 >= revealed * 2 {
             Some(Decision::Pass)
@@ -496,7 +579,7 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
         } else {
             None
         }
-    } else if quorum && fail == 0 {
+    } else if quorum && fail == 0 && contested.is_empty() {
         Some(Decision::Pass)
     } else {
         None
@@ -531,6 +614,7 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
                     round: round.number,
                     segments: vote.segments.clone(),
                     verdict,
+                    evidence: vote.evidence.clone(),
                 };
                 if pending.try_push(kept).is_err() {
                     T::Staking::release(&vote.verifier, obligation);
@@ -538,8 +622,8 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
             }
         });
         if !last {
-            // Fails on the table (this round's, or a split dispute's) are disputed; otherwise the
-            // bundle is drawn for afresh.
+            // Fails and contested sketches on the table (this round's, or a split dispute's) are
+            // disputed; otherwise the bundle is drawn for afresh.
             let disputed = if round.is_dispute() {
                 round.disputed.clone()
             } else {
@@ -547,6 +631,7 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
                     revealed_votes().filter_map(|(_, d)| d.failed_segment()).collect();
                 named.sort_unstable();
                 named.dedup();
+                named.extend(contested.iter().filter(|s| !named.contains(s)).collect::<Vec<_>>());
                 BoundedVec::truncate_from(named)
             };
             if !disputed.is_empty() {
@@ -570,15 +655,24 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
         Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Inconclusive);
         return;
     };
-    // This round decides. Earlier rounds' votes are judged by it on the disputed segments; its own
-    // majority is paid, its own minority (only possible in the last round) is released unjudged.
-    let majority: Vec<T::AccountId> = revealed_votes()
-        .filter(|(_, d)| decision.agrees(d))
-        .map(|(v, _)| v.verifier.clone())
-        .collect();
-    judge_pending::<T>(id, job, decision, &round.disputed, majority);
+    // This round decides. Earlier rounds' votes are judged by it on the disputed segments (their
+    // verdicts, and their sketches against the one 2/3 of this round confirm); its own majority is
+    // paid, its own minority (only possible in the last round) is released unjudged, and so is a
+    // vote of its majority whose sketch the others refute (it may be a replay on other hardware).
+    let confirmed = confirmed_sketches(
+        &round.disputed,
+        revealed_votes().filter(|(_, d)| d.is_pass()).map(|(v, _)| &v.evidence[..]),
+        revealed,
+    );
+    let finding = Finding { decision, disputed: &round.disputed, confirmed };
+    let upheld = |vote: &VerifierVote<T>, verdict: &Verdict| {
+        decision.agrees(verdict) && !finding.refutes(verdict, &vote.segments, &vote.evidence)
+    };
+    let majority: Vec<T::AccountId> =
+        revealed_votes().filter(|(v, d)| upheld(v, d)).map(|(v, _)| v.verifier.clone()).collect();
+    judge_pending::<T>(id, job, &finding, majority);
     for (vote, verdict) in revealed_votes() {
-        if decision.agrees(&verdict) {
+        if upheld(vote, &verdict) {
             pay_verifier::<T>(id, job, &vote.verifier, round.number, vote.segments.len());
         } else {
             T::Staking::release(&vote.verifier, obligation);

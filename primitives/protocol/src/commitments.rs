@@ -1,6 +1,7 @@
 //! What a party commits to before it reveals: binding the job (task), the round and the party's
 //! account stops anyone from replaying another party's commitment as its own.
 
+use crate::evidence::Sketch;
 use crate::hash::{tagged, DRILL_RESULT, VERDICT};
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use scale_info::TypeInfo;
@@ -47,17 +48,21 @@ impl Verdict {
 }
 
 /// A verifier's commitment to `verdict` on job `job`, round `round`:
-/// `blake2_256(SCALE(("ergon/verdict/v2", job, round, verifier, verdict, evidence, salt)))`; a
-/// fail's segment is part of `verdict` (SCALE: `0x00` for pass, `0x01` and the `u32` for fail).
+/// `blake2_256(SCALE(("ergon/verdict/v3", job, round, verifier, verdict, sketches, report, salt)))`.
+/// A fail's segment is part of `verdict` (SCALE: `0x00` for pass, `0x01` and the `u32` for fail);
+/// `sketches` are the replay evidence of the verifier's segments in their order
+/// ([`crate::evidence`]; SCALE: a compact length, then each sketch); `report` is the hash of the
+/// verifier's full report.
 pub fn verdict<A: Encode + ?Sized>(
     job: u64,
     round: u32,
     verifier: &A,
     verdict: Verdict,
-    evidence: &[u8; 32],
+    sketches: &[Sketch],
+    report: &[u8; 32],
     salt: &[u8; 32],
 ) -> [u8; 32] {
-    tagged(VERDICT, &(job, round, verifier, verdict, evidence, salt))
+    tagged(VERDICT, &(job, round, verifier, verdict, sketches, report, salt))
 }
 
 /// A drilling executor's commitment to `result` of task `task`:
@@ -78,15 +83,19 @@ mod tests {
     #[test]
     fn commitments_bind_every_field() {
         let (who, other, e, s) = ([1u8; 32], [2u8; 32], [3u8; 32], [4u8; 32]);
-        let base = verdict(1, 0, &who, Verdict::Pass, &e, &s);
-        assert_ne!(base, verdict(2, 0, &who, Verdict::Pass, &e, &s));
-        assert_ne!(base, verdict(1, 1, &who, Verdict::Pass, &e, &s));
-        assert_ne!(base, verdict(1, 0, &other, Verdict::Pass, &e, &s));
-        let fail = verdict(1, 0, &who, Verdict::Fail { segment: 0 }, &e, &s);
+        let sk = [Sketch { exponent: -3, deviation: [1, 2, 3, 4, 5, 6, 7, 8], scale: 9 }];
+        let base = verdict(1, 0, &who, Verdict::Pass, &sk, &e, &s);
+        assert_ne!(base, verdict(2, 0, &who, Verdict::Pass, &sk, &e, &s));
+        assert_ne!(base, verdict(1, 1, &who, Verdict::Pass, &sk, &e, &s));
+        assert_ne!(base, verdict(1, 0, &other, Verdict::Pass, &sk, &e, &s));
+        let fail = verdict(1, 0, &who, Verdict::Fail { segment: 0 }, &sk, &e, &s);
         assert_ne!(base, fail);
-        assert_ne!(fail, verdict(1, 0, &who, Verdict::Fail { segment: 1 }, &e, &s));
-        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &s, &s));
-        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &e, &e));
+        assert_ne!(fail, verdict(1, 0, &who, Verdict::Fail { segment: 1 }, &sk, &e, &s));
+        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &[], &e, &s));
+        let other_sketch = [Sketch { scale: 10, ..sk[0] }];
+        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &other_sketch, &e, &s));
+        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &sk, &s, &s));
+        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &sk, &e, &e));
         // Same inputs under another rule never collide: the tags differ.
         assert_ne!(drill_result(1, &who, &e, &s), tagged(VERDICT, &(1u64, &who, &e, &s)));
     }

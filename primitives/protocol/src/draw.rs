@@ -155,6 +155,13 @@ pub fn weighted_order<A: Encode + Clone>(
     keyed.into_iter().map(|(_, _, id)| id).collect()
 }
 
+/// `items` in the order of an equal-weight race under `seed`: uniformly random, each item's place
+/// depending on its own key only (so removing one never moves the others).
+pub fn uniform_order<A: Encode + Clone>(seed: &[u8; 32], purpose: &[u8], items: &[A]) -> Vec<A> {
+    let weighted: Vec<(A, u64)> = items.iter().map(|a| (a.clone(), 1)).collect();
+    weighted_order(seed, purpose, &weighted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,12 @@
 //! - [`seed`]: a job's training seed, from the job id and the trainer's raw 32-byte account.
 //! - [`draw`]: random streams, uniform samples and shuffles, and the weighted order by an
 //!   exponential race in which each candidate's place depends only on its own key and weight.
-//! - [`segments`]: which checkpoint segments a verification round replays, and who replays which.
+//! - [`segments`]: which checkpoint segments a verification round replays, and who replays which
+//!   (every one by two verifiers).
+//! - [`evidence`]: the sketch of a state inside a segment that only a replay produces, and how two
+//!   sketches of one segment are compared.
+//! - [`overhead`]: what a verification does besides its replay (rules and metrics), as a share of
+//!   training, which the fees pay for.
 //! - [`commitments`]: what verifiers and drilling executors commit to before they reveal.
 //! - [`traits`] (feature `frame`): what the pallets ask of each other (bonds, obligations,
 //!   slashing, computing power, fresh randomness), so that no pallet depends on another's crate.
@@ -23,7 +28,9 @@ extern crate alloc;
 
 pub mod commitments;
 pub mod draw;
+pub mod evidence;
 pub mod hash;
+pub mod overhead;
 pub mod seed;
 pub mod segments;
 #[cfg(feature = "frame")]
@@ -33,4 +40,5 @@ pub mod traits;
 mod vectors;
 
 pub use commitments::Verdict;
+pub use evidence::Sketch;
 pub use seed::job_seed;

@@ -2,7 +2,7 @@
 //! `cargo test -p ergon-protocol` fails when the file and the code disagree; `ERGON_BLESS=1`
 //! rewrites it (a change of a rule is a protocol change: bump the rule's tag version).
 
-use crate::{commitments, draw, seed, segments, Verdict};
+use crate::{commitments, draw, evidence, seed, segments, Sketch, Verdict};
 use serde_json::{json, Value};
 
 fn hex(bytes: &[u8]) -> String {
@@ -19,7 +19,17 @@ fn vectors() -> Value {
         0xd6, 0x82, 0x2c, 0x85, 0x58, 0x85, 0x4c, 0xcd, 0xe3, 0x9a, 0x56, 0x84, 0xe7, 0xa5, 0x6d,
         0xa2, 0x7d,
     ];
-    let evidence = [0x11u8; 32];
+    let report = [0x11u8; 32];
+    let sketch = Sketch { exponent: -40, deviation: [1, -2, 3, -4, 5, -6, 7, -8], scale: 1 << 29 };
+    let root = [0x55u8; 32];
+    let evidence_key = evidence::key(&root, 4);
+    let mut projector = evidence::Projector::new(&evidence_key);
+    for i in 0..40 {
+        projector.push(i as f64 * 0.25 - 5.0);
+    }
+    let projected = projector.finish();
+    let (deviation, chord) = ([1.0, -0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25], [0.5; 8]);
+    let quantized = Sketch::quantize(deviation, chord);
     let salt = [0x22u8; 32];
     let result = [0x33u8; 32];
     let random = [0x44u8; 32];
@@ -33,12 +43,15 @@ fn vectors() -> Value {
         ],
         "verdict_commitment": [
             { "job": 7, "round": 0, "verifier": hex(&alice), "verdict": "Pass",
-              "evidence": hex(&evidence), "salt": hex(&salt),
-              "commitment": hex(&commitments::verdict(7, 0, &alice, Verdict::Pass, &evidence, &salt)) },
+              "sketches": [{ "exponent": sketch.exponent, "deviation": sketch.deviation,
+                             "scale": sketch.scale }],
+              "report": hex(&report), "salt": hex(&salt),
+              "commitment": hex(&commitments::verdict(7, 0, &alice, Verdict::Pass, &[sketch],
+                  &report, &salt)) },
             { "job": 7, "round": 1, "verifier": hex(&alice), "verdict": { "Fail": { "segment": 12 } },
-              "evidence": hex(&evidence), "salt": hex(&salt),
+              "sketches": [], "report": hex(&report), "salt": hex(&salt),
               "commitment": hex(&commitments::verdict(7, 1, &alice, Verdict::Fail { segment: 12 },
-                  &evidence, &salt)) },
+                  &[], &report, &salt)) },
         ],
         "drill_result_commitment": [
             { "task": 3, "executor": hex(&alice), "result": hex(&result), "salt": hex(&salt),
@@ -55,11 +68,35 @@ fn vectors() -> Value {
               "drawn": segments::draw(&draw_seed, 5, 9) },
         ],
         "assignment": [
-            { "seed": hex(&draw_seed), "segments": 30, "verifiers": 3, "per_verifier": 3,
-              "assigned": segments::assign(&draw_seed, 30, 3, 3) },
-            { "seed": hex(&draw_seed), "segments": 5, "verifiers": 3, "per_verifier": 3,
-              "assigned": segments::assign(&draw_seed, 5, 3, 3) },
+            { "seed": hex(&draw_seed), "segments": 30, "verifiers": 3, "per_verifier": 4,
+              "assigned": segments::assign(&draw_seed, 30, 3, 4) },
+            { "seed": hex(&draw_seed), "segments": 5, "verifiers": 3, "per_verifier": 4,
+              "assigned": segments::assign(&draw_seed, 5, 3, 4) },
+            { "seed": hex(&draw_seed), "segments": 30, "verifiers": 5, "per_verifier": 3,
+              "assigned": segments::assign(&draw_seed, 30, 5, 3) },
         ],
+        "replay_evidence": {
+            "root": hex(&root), "segment": 4, "key": hex(&evidence_key),
+            "probe_step": { "from": 120, "to": 150,
+                            "probe": evidence::probe_step(&evidence_key, 120, 150) },
+            "projection": { "values": "i * 0.25 - 5.0 for i in 0..40", "sums": projected },
+            "quantized": {
+                "deviation": deviation, "chord": chord,
+                "sketch": {
+                    "exponent": quantized.exponent,
+                    "deviation": quantized.deviation,
+                    "scale": quantized.scale,
+                },
+                "agrees_with_itself": evidence::agree(&quantized, &quantized),
+                "agrees_with_no_deviation": evidence::agree(&quantized,
+                    &Sketch { deviation: [0; 8], ..quantized }),
+            },
+            "tolerance_ppm": evidence::TOLERANCE_PPM,
+        },
+        "synthetic_task_seed": { "epoch_seed": hex(&draw_seed), "index": 2,
+            "seed": hex(&seed::synthetic_task(&draw_seed, 2)) },
+        "uniform_order": { "seed": hex(&draw_seed), "purpose": "executors", "items": [1, 2, 3, 4, 5],
+            "order": draw::uniform_order(&draw_seed, b"executors", &[1u32, 2, 3, 4, 5]) },
         "weighted_order": {
             "seed": hex(&draw_seed), "purpose": "verifiers",
             "candidates": [[1, 10], [2, 20], [3, 30], [4, 0]],

@@ -334,15 +334,17 @@ impl pallet_job_market::Config for Runtime {
     type MaxReplayWork = ConstU128<{ 100 * 1_000_000 }>;
     type VerifierCollateral = ConstU128<{ 100 * ERG }>;
     type MaxVerifierPool = ConstU32<1_000>;
-    // Three verifiers with three segments of their own each: 9 distinct segments per job.
+    // Three verifiers with four segments each, every segment shared by two of them (a ring): 6
+    // distinct segments per job, every pass's sketches compared with a second replay.
     type Verifiers = ConstU32<3>;
-    // A fail is re-checked by five others, all replaying the disputed segment.
+    // A fail (or two disagreeing sketches) is re-checked by five others, all replaying the
+    // disputed segments.
     type DisputeVerifiers = ConstU32<5>;
-    type SegmentsPerRound = ConstU32<3>;
-    // Each verifier replays 3 segments: with at least 30 in a spec, at most a tenth of training.
+    type SegmentsPerRound = ConstU32<4>;
+    // Each verifier replays 4 segments: with at least 30 in a spec, at most 13 % of training.
     type MinSegments = ConstU32<30>;
     // A regular round and one dispute (or a redraw): the owner's budget reserves the fees of all
-    // 3 + 5 possible votes, 0.96 of the price for a 30-segment job, refunded unless spent.
+    // 3 + 5 possible votes, 1.28 of the price for a 30-segment job, refunded unless spent.
     type MaxRounds = ConstU32<2>;
     // Replaying a few checkpoint segments of a CPU-sized job takes minutes.
     type CommitWindow = ConstU32<{ 30 * MINUTES }>;

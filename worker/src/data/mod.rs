@@ -6,6 +6,11 @@ mod formats;
 
 pub use fetch::{content_root, fetch, MAX_FILE_BYTES};
 
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+};
+
 use ergon_job_spec::{DataFormat, Dataset};
 
 use crate::error::{Error, Result};
@@ -44,18 +49,30 @@ impl Samples {
 /// A job's training and validation sets, loaded once each: a spec that validates on its training data
 /// names the same dataset twice, and it is fetched, hashed and decoded once.
 pub struct JobData {
-    train: Samples,
-    validation: Option<Samples>,
+    train: Arc<Samples>,
+    validation: Option<Arc<Samples>>,
 }
 
 impl JobData {
     /// Loads both sets of `spec` (see [`load`]).
     pub fn load(spec: &ergon_job_spec::JobSpec) -> Result<JobData> {
-        let train = load(&spec.train, "training data")?;
+        Self::load_with(spec, None)
+    }
+
+    /// Loads both sets of `spec`, taking those `cache` holds from it and keeping the others there.
+    pub fn load_with(
+        spec: &ergon_job_spec::JobSpec,
+        cache: Option<&DatasetCache>,
+    ) -> Result<JobData> {
+        let get = |d: &Dataset, what| match cache {
+            Some(c) => c.get_or_load(d, what),
+            None => load(d, what).map(Arc::new),
+        };
+        let train = get(&spec.train, "training data")?;
         let validation = if spec.validation == spec.train {
             None
         } else {
-            Some(load(&spec.validation, "validation data")?)
+            Some(get(&spec.validation, "validation data")?)
         };
         Ok(JobData { train, validation })
     }
@@ -67,7 +84,47 @@ impl JobData {
 
     /// The validation set.
     pub fn validation(&self) -> &Samples {
-        self.validation.as_ref().unwrap_or(&self.train)
+        self.validation.as_deref().unwrap_or(&self.train)
+    }
+}
+
+/// Decoded datasets kept between jobs, keyed by what decides their content: the content root (the
+/// files' bytes, checked when first loaded), the format and the sample count; where the files were
+/// fetched from does not matter. A verifier that checks many jobs on the same data (a daemon) loads
+/// each dataset once instead of fetching, hashing and decoding it for every job.
+#[derive(Default)]
+pub struct DatasetCache {
+    sets: Mutex<BTreeMap<([u8; 32], String, u64), Arc<Samples>>>,
+}
+
+impl DatasetCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `data`'s samples: from the cache, or loaded ([`load`], content root checked) and kept.
+    pub fn get_or_load(&self, data: &Dataset, what: &'static str) -> Result<Arc<Samples>> {
+        let key = (data.content_root.0, format!("{:?}", data.format), data.samples);
+        if let Some(hit) = self.sets.lock().ok().and_then(|sets| sets.get(&key).cloned()) {
+            return Ok(hit);
+        }
+        // Loaded outside the lock: another job may load another dataset meanwhile.
+        let loaded = Arc::new(load(data, what)?);
+        if let Ok(mut sets) = self.sets.lock() {
+            sets.insert(key, loaded.clone());
+        }
+        Ok(loaded)
+    }
+
+    /// Datasets held.
+    pub fn len(&self) -> usize {
+        self.sets.lock().map(|s| s.len()).unwrap_or_default()
+    }
+
+    /// Whether it holds no dataset.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
