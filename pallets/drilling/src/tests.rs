@@ -335,7 +335,7 @@ fn one_liar_of_three_is_judged_by_the_reissue_and_the_honest_pair_made_whole() {
         let fresh = executors(reissued);
         assert_eq!(fresh.len(), 5);
         assert!(fresh.iter().all(|w| !who.contains(w)));
-        let before: Vec<u128> = who[..2].iter().map(|w| Balances::free_balance(w)).collect();
+        let before: Vec<u128> = who[..2].iter().map(Balances::free_balance).collect();
         for w in &fresh {
             commit(reissued, *w, result);
         }

@@ -94,8 +94,11 @@ impl JobData {
 /// each dataset once instead of fetching, hashing and decoding it for every job.
 #[derive(Default)]
 pub struct DatasetCache {
-    sets: Mutex<BTreeMap<([u8; 32], String, u64), Arc<Samples>>>,
+    sets: Mutex<BTreeMap<DatasetKey, Arc<Samples>>>,
 }
+
+/// What decides a decoded dataset: content root, format (as text) and sample count.
+type DatasetKey = ([u8; 32], String, u64);
 
 impl DatasetCache {
     /// An empty cache.
