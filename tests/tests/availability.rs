@@ -42,7 +42,8 @@ fn committed_job(node: &Node, spec: &ergon_job_spec::JobSpec, root: [u8; 32], ur
     let known = node.call("ergon_jobsOf", json!([alice.public().to_ss58check()])).expect("jobsOf");
     let id = known.as_array().map_or(0, |a| a.len() as u64);
     let best = node.block_number(None).expect("best block");
-    node.send(&post_job_call(MARKET, spec, 10 * ERG, 10, best + 500), &alice, timeout);
+    // 20 ERG leave room for a 5 ERG price besides every possible verifier's fee.
+    node.send(&post_job_call(MARKET, spec, 20 * ERG, 10, best + 500), &alice, timeout);
     node.send(&bid_call(MARKET, id, 5 * ERG), &bob, timeout);
     node.send(&accept_bid_call(MARKET, id, &bob.public().0), &alice, timeout);
     node.send(&submit_bundle_call(MARKET, id, root, uri, [6; 32]), &bob, timeout);

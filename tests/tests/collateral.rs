@@ -46,7 +46,7 @@ fn an_assigned_trainer_who_unbonds_and_walks_away_loses_its_collateral() {
     // Bidding closes 2 blocks after posting; the deadline leaves the 20 blocks of training the
     // runtime asks for, with a little slack for inclusion.
     let best = node.block_number(None).expect("best block");
-    node.send(&post_job_call(MARKET, &spec, 10 * ERG, 2, best + 28), &alice, timeout);
+    node.send(&post_job_call(MARKET, &spec, 20 * ERG, 2, best + 28), &alice, timeout);
     node.send(&bid_call(MARKET, 0, 5 * ERG), &bob, timeout);
     node.send(&accept_bid_call(MARKET, 0, &bob.public().0), &alice, timeout);
     let job = node.call("ergon_job", json!([0])).expect("ergon_job");
@@ -70,8 +70,8 @@ fn an_assigned_trainer_who_unbonds_and_walks_away_loses_its_collateral() {
     assert_eq!(after.active, 1_000 * ERG - 5 * ERG, "the collateral is slashed");
     assert_eq!(after.unlocking.iter().map(|c| c.0).sum::<u128>(), 1_000 * ERG);
     assert_eq!((after.obligated, after.obligations), (0, 0));
-    // The owner's escrow (10 ERG) is released and Bob's 10 ERG bid deposit is hers.
+    // The owner's escrow (20 ERG) is released and Bob's 10 ERG bid deposit is hers.
     let alice_after = alice_account();
-    assert_eq!(alice_after.reserved, alice_before.reserved - 10 * ERG, "escrow released");
-    assert!(alice_after.free >= alice_before.free + 20 * ERG, "refund and forfeited deposit");
+    assert_eq!(alice_after.reserved, alice_before.reserved - 20 * ERG, "escrow released");
+    assert!(alice_after.free >= alice_before.free + 30 * ERG, "refund and forfeited deposit");
 }

@@ -2,9 +2,9 @@
 //!
 //! A bundle holds the checkpoints `Cᵢ` and `Cᵢ₊₁` of a segment, never the states in between. The
 //! evidence of a replayed segment is a *sketch* of the weights (every parameter tensor, in the order
-//! of their names as a checkpoint lists them, flattened) at a probe step strictly inside the
-//! segment: eight random ±1 projections of how far those weights are from the straight line between
-//! the two checkpoints (`W_probe − (Cᵢ + t·(Cᵢ₊₁ − Cᵢ))`, `t` the probe's place in the segment), with
+//! of their names as a checkpoint lists them, flattened) at a probe step in the second half of the
+//! segment ([`probe_step`]): eight random ±1 projections of how far those weights are from the
+//! straight line between the two checkpoints (`W_probe − (Cᵢ + t·(Cᵢ₊₁ − Cᵢ))`, `t` the probe's place in the segment), with
 //! the projections' size on the chord `Cᵢ₊₁ − Cᵢ` as the scale. A verifier that did not replay
 //! knows only the chord: its best guess of the deviation is zero, which is wrong by the deviation's
 //! whole size (minibatch noise makes a trajectory far from straight). Every segment a regular round
@@ -59,12 +59,17 @@ pub fn key(root: &[u8; 32], segment: u32) -> [u8; 32] {
     tagged(EVIDENCE_KEY, &(root, segment))
 }
 
-/// The probe step of a segment that runs from step `from` to step `to`: uniform strictly inside,
-/// `from < probe < to`. `None` for a segment of one step, which has no state the bundle lacks
-/// (such a segment's sketch is all zeros, see [`Sketch::quantize`]).
+/// The probe step of a segment that runs from step `from` to step `to`: uniform in its second half,
+/// strictly inside (`from + max(1, ⌊len / 2⌋) ≤ probe < to`, `len = to − from`). In the second half so
+/// that a verifier replaying only up to the probe (the key is public) still replays at least half of
+/// the segment, three quarters on average; not at the very end, where the deviation from the chord
+/// shrinks to one step's noise and a straight guess could pass. `None` for a segment of one step,
+/// which has no state the bundle lacks (such a segment's sketch is all zeros, see
+/// [`Sketch::quantize`]).
 pub fn probe_step(key: &[u8; 32], from: u64, to: u64) -> Option<u64> {
-    let inner = to.checked_sub(from)?.checked_sub(1).filter(|n| *n > 0)?;
-    Some(from + 1 + Stream::new(key, b"probe").below(inner))
+    let len = to.checked_sub(from).filter(|n| *n >= 2)?;
+    let first = from + (len / 2).max(1);
+    Some(first + Stream::new(key, b"probe").below(to - first))
 }
 
 /// Random ±1 projections of a vector streamed in order: value `i` enters projection `j` with the
@@ -190,16 +195,20 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_is_strictly_inside_and_one_step_segments_have_none() {
+    fn the_probe_is_in_the_second_half_strictly_inside_and_one_step_segments_have_none() {
         let k = key(&[1; 32], 3);
         assert_eq!(probe_step(&k, 30, 31), None);
         assert_eq!(probe_step(&k, 30, 30), None);
         assert_eq!(probe_step(&k, 30, 29), None);
         assert_eq!(probe_step(&k, 30, 32), Some(31));
-        for s in 0..200 {
+        assert!(matches!(probe_step(&k, 30, 33), Some(31 | 32)));
+        let mut seen = std::collections::BTreeSet::new();
+        for s in 0..300 {
             let p = probe_step(&key(&[2; 32], s), 60, 90).expect("inside");
-            assert!(p > 60 && p < 90);
+            assert!((75..90).contains(&p), "second half, strictly inside: {p}");
+            seen.insert(p);
         }
+        assert_eq!(seen.len(), 15, "every step of the second half: {seen:?}");
     }
 
     #[test]
