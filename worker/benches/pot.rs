@@ -102,11 +102,7 @@ fn blind_guesses(bundle: &Path, report: &Report) -> (u32, u32) {
         .expect("a report of a readable bundle has its root");
     let weights = |i: usize| -> Vec<f32> {
         let host = HostTensors::read(&bundle.join(&manifest.checkpoints[i].file)).unwrap();
-        host.0
-            .iter()
-            .filter(|(n, _)| n.starts_with("param."))
-            .flat_map(|(_, (_, v))| v.clone())
-            .collect()
+        verify::checkpoint_evidence_weights(&host)
     };
     let mut wrong = 0;
     for s in &report.sketches {

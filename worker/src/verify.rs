@@ -243,8 +243,8 @@ fn evidence_weights(model: &Model) -> Result<Vec<f32>> {
 }
 
 /// The weights of a checkpoint in the order the replay evidence projects them (see
-/// [`evidence_weights`]).
-fn checkpoint_evidence_weights(host: &HostTensors) -> Vec<f32> {
+/// [`evidence_weights`]): what a verifier that did not replay has of a segment's two ends.
+pub fn checkpoint_evidence_weights(host: &HostTensors) -> Vec<f32> {
     host.0
         .iter()
         .filter(|(n, _)| n.starts_with("param."))

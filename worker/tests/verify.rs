@@ -109,11 +109,7 @@ fn honest_replays_sketch_alike_and_a_verifier_that_did_not_replay_cannot_guess_t
     let m = manifest(&out);
     let weights = |i: usize| -> Vec<f32> {
         let host = HostTensors::read(&out.join(&m.checkpoints[i].file)).unwrap();
-        host.0
-            .iter()
-            .filter(|(n, _)| n.starts_with("param."))
-            .flat_map(|(_, (_, v))| v.clone())
-            .collect()
+        verify::checkpoint_evidence_weights(&host)
     };
     for s in &a.sketches {
         let i = s.segment as usize;
