@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The main job of the README: a development chain plus a worker doing a real training job end to end.
+# The main job of the README: a development chain and three trainer daemons doing a real training job
+# end to end, with no script choreographing them.
 #
 # Sets up the machine, builds the node and the worker, starts a dev chain (Alice validating, temporary
-# state, RPC on ws://127.0.0.1:9944), then drives the whole job with polkadot.js
-# (scripts/client/demo.mjs): Bob, Charlie and Dave bond; Alice posts the Fashion-MNIST MLP job; Bob
-# bids, trains it with ergon-worker, serves the bundle over HTTP (`ergon-worker serve`, port
-# BUNDLE_PORT, default 8700) and commits it; Alice's offchain worker attests that it is available;
-# the chain draws verifiers who download it and replay segments with `ergon-worker verify`, commit and
-# reveal; Bob is paid and credited. The chain keeps
-# running afterwards for polkadot.js apps (Ctrl-C stops it); DEMO_EXIT=1 stops right after the job.
+# state, RPC on ws://127.0.0.1:9944) and three `ergon-worker run` daemons: Bob as a trainer (bundles
+# served on BUNDLE_PORT, default 8700), Charlie and Dave as verifiers and drillers. Each bonds 2 000 ERG on its own
+# (the verifiers join the pool). Then Alice, as a user, posts the Fashion-MNIST job with the user
+# command line (scripts/client/ergon.mjs post-job) and watches it to settlement (watch-job): Bob's
+# daemon bids, wins the job when the bid window closes, trains it, serves and commits the bundle;
+# the validator's offchain worker attests it is available; the chain draws the verifiers, whose
+# daemons replay their segments, commit and reveal; Bob is paid and credited. Finally fetch-model
+# downloads the model, checks it against the committed root and prints its accuracy. The daemons'
+# logs are interleaved, prefixed with their names. The chain and the daemons keep running afterwards
+# for polkadot.js apps (Ctrl-C stops them); DEMO_EXIT=1 stops right after the job.
 # Another spec: scripts/demo.sh path/to/spec.json
 set -euo pipefail
 
@@ -18,22 +22,16 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 spec="$(realpath "${1:-worker/examples/fashion-mnist-mlp.json}")"
 
 scripts/setup.sh
-if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
-    echo "[demo] installing nodejs and npm (polkadot.js client)"
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
-fi
+source scripts/lib/client.sh
+install_client
 # Two invocations: built together, cargo would unify their features and rebuild both from scratch.
 cargo build --release --locked -p ergon-node
 cargo build --release --locked -p ergon-worker
-(cd scripts/client && npm ci --no-audit --no-fund --loglevel=error)
 
 work="$(mktemp -d)"
-node_pid=""
-serve_pid=""
+pids=()
 cleanup() {
-    for pid in $node_pid $serve_pid; do kill "$pid" 2>/dev/null; done
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
     wait 2>/dev/null
     rm -rf "$work"
 }
@@ -42,6 +40,7 @@ trap cleanup EXIT INT TERM
 echo "[demo] starting a dev chain (log: $work/node.log)"
 "$CARGO_TARGET_DIR/release/ergon-node" --dev --tmp --rpc-cors all --rpc-port 9944 > "$work/node.log" 2>&1 &
 node_pid=$!
+pids+=("$node_pid")
 for _ in $(seq 60); do
     curl -sf -H 'Content-Type: application/json' \
         -d '{"id":1,"jsonrpc":"2.0","method":"system_health","params":[]}' \
@@ -50,15 +49,38 @@ for _ in $(seq 60); do
     sleep 1
 done
 
-# Bob's bundles are served over HTTP, where verifiers and the validator's availability checks fetch them.
-bundle_addr="127.0.0.1:${BUNDLE_PORT:-8700}"
-mkdir -p "$work/bundles"
-"$CARGO_TARGET_DIR/release/ergon-worker" serve --dir "$work/bundles" --addr "$bundle_addr" > "$work/serve.log" 2>&1 &
-serve_pid=$!
+# daemon NAME ROLES PORT: `ergon-worker run` for the dev account //NAME, its log prefixed with its name.
+daemon() {
+    local name="$1" roles="$2" port="$3"
+    mkdir -p "$work/$name"
+    ERGON_DEV_KEY="//${name^}" ERGON_ROLES="$roles" ERGON_LISTEN="127.0.0.1:$port" \
+        ERGON_DATA_DIR="$work/$name" ERGON_BOND=2000 RUST_LOG="${RUST_LOG:-info}" \
+        "$CARGO_TARGET_DIR/release/ergon-worker" run > >(sed -u "s/^/[$name] /" > "$work/$name.log") 2>&1 &
+    pids+=("$!")
+}
+daemon bob trainer "${BUNDLE_PORT:-8700}"
+daemon charlie verifier,driller 0
+daemon dave verifier,driller 0
+tail -n +1 -F "$work/bob.log" "$work/charlie.log" "$work/dave.log" 2> /dev/null | grep --line-buffered -v '^==>' &
+pids+=("$!")
 
-node scripts/client/demo.mjs "$spec" "$CARGO_TARGET_DIR/release/ergon-worker" "$work/bundles" "http://$bundle_addr"
+echo "[demo] waiting for the daemons to bond and the verifiers to join the pool"
+for name in charlie dave; do
+    for _ in $(seq 120); do
+        grep -q "joining the verifier pool: in a block" "$work/$name.log" && break
+        sleep 1
+    done
+done
+
+cli() { node scripts/client/ergon.mjs "$@"; }
+echo "[demo] Alice posts the job ($spec) with 100 ERG in escrow"
+job="$(cli post-job "$spec" --key //Alice --budget 100 --bid-window 20 --deadline 600 | tee /dev/stderr | tail -1)"
+echo "[demo] watching job $job until it settles (the verifier draw waits 200-400 s for fresh randomness)"
+cli watch-job "$job"
+echo "[demo] fetching the trained model"
+cli fetch-model "$job" --out "$work/model"
 
 if [ "${DEMO_EXIT:-0}" != 1 ]; then
-    echo "[demo] the chain keeps running: connect polkadot.js apps to ws://127.0.0.1:9944 (Ctrl-C stops it)"
+    echo "[demo] the chain and the daemons keep running: connect polkadot.js apps to ws://127.0.0.1:9944 (Ctrl-C stops them)"
     wait "$node_pid"
 fi

@@ -11,6 +11,9 @@ cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 
 scripts/setup.sh
+# The integration tests drive the user CLI (polkadot.js) too.
+source scripts/lib/client.sh
+install_client
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -32,10 +35,14 @@ cargo test --release --locked -p pallet-drilling --features runtime-benchmarks b
 step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node
 
-step "integration tests: real nodes on loopback"
+step "integration tests: real nodes and trainer daemons on loopback"
+# The daemon test runs this build's worker (built by the first step).
 # Test binaries run one at a time: two networks of nodes at once would starve 2 cores of CPU
 # and make block production timing-dependent.
 cargo test --release --locked -p ergon-integration-tests -- --test-threads=1
 
-step "runtime tests (Proof-of-Hashrate weights, genesis bonds, equivocation slashing, block shares; native only)"
+step "chain client (subxt, generated from the runtime's metadata)"
+cargo test --release --locked -p ergon-client
+
+step "runtime tests (Proof-of-Hashrate weights, genesis bonds, equivocation slashing, block shares, the client's metadata is current; native only)"
 SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime

@@ -251,6 +251,15 @@ impl_runtime_apis! {
             pallet_job_market::Jobs::<Runtime>::get(id).map(|job| (job, JobMarket::round_info(id)))
         }
 
+        fn check_spec(
+            spec: pallet_job_market_runtime_api::JobSpec,
+        ) -> Result<
+            pallet_job_market_runtime_api::SpecSummary,
+            pallet_job_market_runtime_api::SpecRejection,
+        > {
+            pallet_job_market::spec_check::check::<Runtime>(&spec)
+        }
+
         fn jobs_of(who: AccountId, limit: u32) -> Vec<pallet_job_market::JobId> {
             JobMarket::jobs_of(&who, limit)
         }

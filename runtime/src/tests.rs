@@ -332,3 +332,28 @@ fn weights_drilling_epoch_share() {
         assert!(share(worst) < 25.0, "a drilling block may take {:.1}% of a block", share(worst));
     }
 }
+
+/// The chain client (`client/`, `ergon-client`) generates its typed calls, storage, events and
+/// runtime APIs from `client/metadata/ergon.scale` at compile time: a runtime change the file does not
+/// carry would build a client that encodes calls the chain rejects (or decodes events wrongly). This
+/// test fails until the file is regenerated:
+/// `ERGON_BLESS=1 SKIP_WASM_BUILD=1 cargo test --release -p ergon-runtime client_metadata_is_current`.
+#[test]
+fn client_metadata_is_current() {
+    /// The metadata version the client is generated from (subxt reads V14–V16).
+    const VERSION: u32 = 16;
+    let metadata = Runtime::metadata_at_version(VERSION).expect("the runtime serves V16 metadata");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/metadata/ergon.scale");
+    if std::env::var_os("ERGON_BLESS").is_some() {
+        std::fs::write(&path, &*metadata).expect("writing the client's metadata");
+        return;
+    }
+    let current = std::fs::read(&path).unwrap_or_default();
+    assert!(
+        current == *metadata,
+        "{} is not this runtime's metadata: regenerate it with `ERGON_BLESS=1 SKIP_WASM_BUILD=1 \
+         cargo test --release -p ergon-runtime client_metadata_is_current` and rebuild the client",
+        path.display()
+    );
+}

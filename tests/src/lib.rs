@@ -113,40 +113,13 @@ impl Node {
     }
 
     fn spawn(&mut self) {
-        let out = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .expect("log file can be created");
-        let err = out.try_clone().expect("log file handle clones");
-        let mut cmd = Command::new(node_binary());
-        cmd.args(&self.args).stdin(Stdio::null()).stdout(out).stderr(err);
-        // SAFETY: prctl is async-signal-safe; it asks the kernel to kill the child with its parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        self.child = Some(cmd.spawn().expect("ergon-node starts"));
+        self.child = Some(spawn_logged(&node_binary(), &self.args, &self.log));
     }
 
     /// Stops the process (SIGTERM, then SIGKILL after 10 s) and waits for it.
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // SAFETY: plain signal to a child we own and have not reaped.
-            unsafe {
-                libc::kill(child.id() as i32, libc::SIGTERM);
-            }
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
-                sleep(Duration::from_millis(100));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = self.child.take() {
+            terminate(child);
         }
     }
 
@@ -274,6 +247,138 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Starts `binary` with `args`, stdout and stderr appended to `log`; the kernel kills it if the test
+/// process dies.
+fn spawn_logged(binary: &Path, args: &[String], log: &Path) -> Child {
+    let out = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("log file can be created");
+    let err = out.try_clone().expect("log file handle clones");
+    let mut cmd = Command::new(binary);
+    cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err);
+    // SAFETY: prctl is async-signal-safe; it asks the kernel to kill the child with its parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap_or_else(|e| panic!("{} starts: {e}", binary.display()))
+}
+
+/// SIGTERM, then SIGKILL after 10 s; waits for the process.
+fn terminate(mut child: Child) {
+    // SAFETY: plain signal to a child we own and have not reaped.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Path of the `ergon-worker` binary under test: `$ERGON_WORKER`, or the target directory's.
+pub fn worker_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("ERGON_WORKER") {
+        return PathBuf::from(path);
+    }
+    let bin = node_binary().with_file_name("ergon-worker");
+    assert!(
+        bin.exists(),
+        "{} not found: build it first with `cargo build --release -p ergon-worker` (or set \
+         ERGON_WORKER)",
+        bin.display()
+    );
+    bin
+}
+
+/// Runs the user command line (`node scripts/client/ergon.mjs ARGS`) against the node whose RPC
+/// listens on `rpc_port`, with this build's worker for `fetch-model`; returns whether it succeeded
+/// and what it printed (stdout, then stderr). Needs nodejs and `npm ci` in `scripts/client`
+/// (`scripts/test.sh` does both).
+pub fn user_cli(rpc_port: u16, args: &[&str]) -> (bool, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/client/ergon.mjs");
+    let out = Command::new("node")
+        .arg(&script)
+        .arg("--ws")
+        .arg(format!("ws://127.0.0.1:{rpc_port}"))
+        .args(args)
+        .env("ERGON_WORKER", worker_binary())
+        .stdin(Stdio::null())
+        .output()
+        .expect("nodejs runs the user CLI (install nodejs, and `npm ci` in scripts/client)");
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// A running `ergon-worker run` daemon (killed when dropped).
+pub struct Daemon {
+    name: String,
+    args: Vec<String>,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Daemon {
+    /// Starts `ergon-worker run` with `args`; output goes to `log_dir/<name>.log`.
+    pub fn start(name: &str, args: &[String], log_dir: &Path) -> Daemon {
+        let mut all = vec!["run".to_string()];
+        all.extend(args.iter().cloned());
+        let log = log_dir.join(format!("{name}.log"));
+        let mut daemon = Daemon { name: name.into(), args: all, log, child: None };
+        daemon.child = Some(spawn_logged(&worker_binary(), &daemon.args, &daemon.log));
+        daemon
+    }
+
+    /// Kills it with SIGKILL, as a crash or an out-of-memory kill would: no clean shutdown.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again with the same arguments (and so the same data directory).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = Some(spawn_logged(&worker_binary(), &self.args, &self.log));
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Its log so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The last `lines` lines of its log, for failure messages.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = self.log();
+        let all: Vec<&str> = text.lines().collect();
+        format!("--- {} ---\n{}", self.name, all[all.len().saturating_sub(lines)..].join("\n"))
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            terminate(child);
+        }
     }
 }
 

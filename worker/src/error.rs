@@ -78,6 +78,14 @@ pub enum Error {
         /// The loss.
         loss: f32,
     },
+    /// A record of the daemon's store is unreadable or cannot be written.
+    #[error("daemon store {path}: {reason}")]
+    Store {
+        /// The record.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// An error inside candle (shapes, devices, CUDA).
     #[error("tensor computation: {0}")]
     Candle(#[from] candle_core::Error),

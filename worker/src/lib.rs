@@ -9,14 +9,18 @@
 //! - [`optim`]: SGD with momentum and AdamW with checkpointable state;
 //! - [`train`]: the resumable training loop;
 //! - [`bundle`]: checkpoints, manifest, Merkle root and inclusion proofs;
-//! - [`verify`]: the Proof-of-Training verifier (integrity, Init(seed), segment replay, metrics).
+//! - [`verify`]: the Proof-of-Training verifier (integrity, Init(seed), segment replay, metrics);
+//! - [`delivery`]: a completed job's model, fetched alone, checked against its root and evaluated;
+//! - [`daemon`]: `ergon-worker run`, the trainer daemon that takes part in the market on its own.
 //!
-//! It depends on no node crate: it builds and tests on its own.
+//! It depends on no node crate: the daemon reaches the chain through `ergon-client`, as any client does.
 
 #[cfg(feature = "attacks")]
 pub mod attacks;
 pub mod bundle;
+pub mod daemon;
 pub mod data;
+pub mod delivery;
 pub mod drill;
 pub mod error;
 pub mod full_pass;

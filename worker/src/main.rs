@@ -18,6 +18,19 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the trainer daemon: follow the chain, bid, train, serve, verify — until SIGINT/SIGTERM.
+    /// Every option is also an environment variable (ERGON_*); logs go to stderr (RUST_LOG).
+    Run(Box<ergon_worker::daemon::Config>),
+    /// Print what a daemon is doing and what it earned: from its store (as its metrics endpoint
+    /// counts) and from the chain (its jobs, ECP and bond).
+    Status {
+        /// The daemon's data directory.
+        #[arg(long, env = "ERGON_DATA_DIR")]
+        data_dir: PathBuf,
+        /// The node's WebSocket RPC.
+        #[arg(long, env = "ERGON_CHAIN", default_value = "ws://127.0.0.1:9944")]
+        chain: String,
+    },
     /// Train a job spec into a checkpoint bundle (resumes an interrupted run in the same directory).
     Train {
         /// The job spec (JSON).
@@ -93,6 +106,22 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Download a completed job's model (the bundle's manifest and final checkpoint), check it
+    /// against the committed root, and evaluate it on the spec's validation set.
+    FetchModel {
+        /// The job spec (JSON; `ergon_job` returns it).
+        #[arg(long)]
+        spec: PathBuf,
+        /// The URL the bundle is served at.
+        #[arg(long)]
+        bundle: String,
+        /// The committed Merkle root (64 hex digits).
+        #[arg(long)]
+        root: String,
+        /// Directory to write the manifest and the final checkpoint to.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Validate a job spec and print its parameter count and FLOPs.
     Check {
         /// The job spec (JSON).
@@ -160,8 +189,39 @@ fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
         .collect()
 }
 
+/// Runs the daemon on a multi-threaded async runtime; a fatal error exits with its own code.
+fn run_daemon(
+    config: ergon_worker::daemon::Config,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match runtime.block_on(ergon_worker::daemon::run(config)) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(fatal) => {
+            eprintln!("error: {fatal}");
+            Ok(ExitCode::from(fatal.exit_code()))
+        }
+    }
+}
+
 fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Run(config) => run_daemon(*config),
+        Command::Status { data_dir, chain } => {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let report =
+                runtime.block_on(ergon_worker::daemon::status::report(&data_dir, &chain))?;
+            print!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Train { spec, out, seed, job_id, trainer, threads, cuda, quiet } => {
             if let Some(t) = threads {
                 // Read by candle's CPU kernels at first use.
@@ -182,8 +242,11 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 summary.training_micro_ut() as f64 / 1e6,
                 data::hex(&seed)
             );
-            let opts =
-                train::TrainOptions { out, seed, device, progress: !quiet, halt_after_step: None };
+            let opts = train::TrainOptions {
+                device,
+                progress: !quiet,
+                ..train::TrainOptions::new(out, seed)
+            };
             match train::train(&spec, &opts)? {
                 train::Outcome::Finished(r) => {
                     println!("root {}", data::hex(&r.root));
@@ -370,6 +433,22 @@ fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 std::fs::write(&path, serde_json::to_vec_pretty(&verdict)?)?;
             }
             Ok(if verdict.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::FetchModel { spec, bundle: url, root, out } => {
+            let spec = load_spec(&spec)?;
+            let root = parse_seed(&root)?;
+            let model = ergon_worker::delivery::fetch_model(&spec, &url, &root, &out)?;
+            let claimed = &model.manifest.metrics;
+            println!("model       {} (step {})", model.file.display(), model.step);
+            println!("root        {} (matches the commitment)", data::hex(&root));
+            println!(
+                "validation  loss {:.4}, accuracy {:.2}% (claimed {:.4}, {:.2}%)",
+                model.validation_loss,
+                100.0 * model.validation_accuracy,
+                claimed.validation_loss,
+                100.0 * claimed.validation_accuracy
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::Check { spec } => {
             let spec = load_spec(&spec)?;

@@ -5,6 +5,10 @@ use std::{
     collections::BTreeMap,
     fs,
     path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
     time::Instant,
 };
 
@@ -38,6 +42,30 @@ pub struct TrainOptions {
     pub progress: bool,
     /// Stop (as if killed) after this many steps in total: used to test resuming.
     pub halt_after_step: Option<u64>,
+    /// Set by another thread to pause the training at its next checkpoint ([`Outcome::Halted`]): a
+    /// daemon lends the machine to a verification or a drill, then resumes from that checkpoint
+    /// without losing a step.
+    pub pause: Option<Arc<AtomicBool>>,
+    /// Steps done so far, updated after every step (for a daemon's progress and ETA).
+    pub steps_done: Option<Arc<AtomicU64>>,
+    /// Datasets kept between runs (a resumed or a later training does not fetch them again).
+    pub datasets: Option<Arc<data::DatasetCache>>,
+}
+
+impl TrainOptions {
+    /// Options to train into `out` under `seed` on the CPU, quietly, without interruptions.
+    pub fn new(out: PathBuf, seed: Seed) -> Self {
+        Self {
+            out,
+            seed,
+            device: Device::Cpu,
+            progress: false,
+            halt_after_step: None,
+            pause: None,
+            steps_done: None,
+            datasets: None,
+        }
+    }
 }
 
 /// What a finished training produced.
@@ -376,7 +404,7 @@ pub fn run_steps(
 /// run was interrupted. An uninterrupted and a resumed run produce the same bundle root.
 pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     let summary: SpecSummary = spec.validate()?;
-    let data = data::JobData::load(spec)?;
+    let data = data::JobData::load_with(spec, opts.datasets.as_deref())?;
     let (train_set, val_set) = (data.train(), data.validation());
     let (dir, device) = (&opts.out, &opts.device);
     fs::create_dir_all(dir).map_err(io("creating", dir))?;
@@ -452,7 +480,15 @@ pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
                 "loss {loss_value:.4} | {:.0} samples/s",
                 (done - start_step) as f64 * spec.batch_size as f64 / secs
             ));
+            if let Some(counter) = &opts.steps_done {
+                counter.store(done, Ordering::Relaxed);
+            }
             if opts.halt_after_step == Some(done) && done < summary.total_steps {
+                halted = Some(done);
+                return Ok(false);
+            }
+            let paused = opts.pause.as_ref().is_some_and(|p| p.load(Ordering::Acquire));
+            if paused && is_checkpoint_step(spec, &summary, done) && done < summary.total_steps {
                 halted = Some(done);
                 return Ok(false);
             }

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_core::Device;
 use ergon_job_spec::{
     Bounded, BoundedString, DataFormat, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
 };
@@ -49,13 +48,7 @@ fn text_spec(dir: &Path) -> JobSpec {
 }
 
 fn options(out: PathBuf, halt: Option<u64>) -> TrainOptions {
-    TrainOptions {
-        out,
-        seed: [42; 32],
-        device: Device::Cpu,
-        progress: false,
-        halt_after_step: halt,
-    }
+    TrainOptions { halt_after_step: halt, ..TrainOptions::new(out, [42; 32]) }
 }
 
 fn finished(outcome: Outcome) -> train::TrainReport {
@@ -109,6 +102,36 @@ fn csv_mlp_sgd_is_deterministic_and_resumes_to_the_same_root() {
         vec![0, 4, 8, 12, 16, 20, 24, 28, 30]
     );
     assert!(r.manifest.losses.last().unwrap() < &r.manifest.losses[0], "the loss goes down");
+}
+
+/// A daemon lends the machine to a verification by raising the pause flag: the training stops at
+/// its next checkpoint (after its first step, here) and resumes from it to the same root.
+#[test]
+fn a_paused_training_stops_at_a_checkpoint_and_resumes_to_the_same_root() {
+    use std::sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spec = csv_spec(dir.path());
+    let straight = finished(train::train(&spec, &options(dir.path().join("a"), None)).unwrap());
+    let pause = Arc::new(AtomicBool::new(true));
+    let steps = Arc::new(AtomicU64::new(0));
+    let paused = TrainOptions {
+        pause: Some(pause.clone()),
+        steps_done: Some(steps.clone()),
+        ..options(dir.path().join("b"), None)
+    };
+    // Checkpoints every 4 steps: the raised flag stops it at step 4, not before.
+    match train::train(&spec, &paused).unwrap() {
+        Outcome::Halted(step) => assert_eq!(step, 4),
+        Outcome::Finished(_) => panic!("should have paused"),
+    }
+    assert_eq!(steps.load(Ordering::Relaxed), 4);
+    pause.store(false, Ordering::Release);
+    let resumed = finished(train::train(&spec, &paused).unwrap());
+    assert_eq!(resumed.root, straight.root);
+    assert_eq!(steps.load(Ordering::Relaxed), 30);
 }
 
 #[test]

@@ -6,7 +6,6 @@ mod common;
 
 use std::path::Path;
 
-use candle_core::Device;
 use ergon_job_spec::JobSpec;
 use ergon_worker::{
     bundle::{self, checkpoint, HostTensors, Manifest, MANIFEST_FILE},
@@ -20,13 +19,7 @@ const SEED: [u8; 32] = [7; 32];
 /// Trains the CSV task (3 epochs of 10 steps, a checkpoint every 4 steps: 9 checkpoints) into `out`.
 fn honest(dir: &Path, out: &Path) -> (JobSpec, [u8; 32]) {
     let spec = common::csv_spec(dir);
-    let opts = TrainOptions {
-        out: out.into(),
-        seed: SEED,
-        device: Device::Cpu,
-        progress: false,
-        halt_after_step: None,
-    };
+    let opts = TrainOptions::new(out.into(), SEED);
     match train::train(&spec, &opts).expect("training works") {
         Outcome::Finished(r) => (spec, r.root),
         Outcome::Halted(_) => unreachable!("no halt requested"),

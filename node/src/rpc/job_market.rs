@@ -1,5 +1,5 @@
-//! `ergon_openJobs`, `ergon_job` and `ergon_jobsOf`: the training-job market in JSON, for the worker
-//! and for people. Balances and work amounts are decimal strings (they exceed JavaScript's safe
+//! `ergon_openJobs`, `ergon_job`, `ergon_jobsOf` and `ergon_checkSpec`: the training-job market in
+//! JSON, for the worker and for people. Balances and work amounts are decimal strings (they exceed JavaScript's safe
 //! integers); accounts are SS58; hashes are 0x-hex.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use ergon_job_spec::JobSpec;
 use ergon_runtime::{opaque::Block, AccountId, Balance, BlockNumber};
 use jsonrpsee::{core::RpcResult, proc_macros::rpc};
 use pallet_job_market::{BundleCommitment, JobState, Phase, Verdict};
-use pallet_job_market_runtime_api::{Job, JobId, JobMarketApi, RoundInfo};
+use pallet_job_market_runtime_api::{Job, JobId, JobMarketApi, RoundInfo, SpecRejection};
 use serde::Serialize;
 use sp_api::ProvideRuntimeApi;
 use sp_blockchain::HeaderBackend;
@@ -207,6 +207,56 @@ pub fn job_view(
     }
 }
 
+/// What `ergon_checkSpec` says of a spec.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecCheckView {
+    /// Whether `postJob` takes the spec (the budget, windows and caps aside).
+    pub valid: bool,
+    /// The `jobMarket` error `postJob` would fail with (e.g. `LayerShapeMismatch`), if invalid.
+    pub error: Option<String>,
+    /// What is wrong, in words (naming the layer where one is at fault), if invalid.
+    pub reason: Option<String>,
+    /// Training work (micro-ut, decimal string), if valid.
+    pub work_micro_ut: Option<String>,
+    /// Checkpoints of its bundle (C0 included), if valid.
+    pub checkpoints: Option<u64>,
+    /// Trainable parameters, if valid.
+    pub parameters: Option<u64>,
+    /// Optimizer steps, if valid.
+    pub steps: Option<u64>,
+}
+
+/// The view of a check's outcome.
+pub fn spec_check_view(
+    result: Result<ergon_job_spec::SpecSummary, SpecRejection>,
+) -> SpecCheckView {
+    match result {
+        Ok(s) => SpecCheckView {
+            valid: true,
+            error: None,
+            reason: None,
+            work_micro_ut: Some(s.training_micro_ut().to_string()),
+            checkpoints: Some(s.checkpoints),
+            parameters: Some(s.parameters),
+            steps: Some(s.total_steps),
+        },
+        Err(rejection) => {
+            let error: &'static str =
+                pallet_job_market::Error::<ergon_runtime::Runtime>::from(rejection).into();
+            SpecCheckView {
+                valid: false,
+                error: Some(error.to_string()),
+                reason: Some(rejection.to_string()),
+                work_micro_ut: None,
+                checkpoints: None,
+                parameters: None,
+                steps: None,
+            }
+        }
+    }
+}
+
 /// The job-market RPC methods.
 #[rpc(server)]
 pub trait JobMarketRpc<BlockHash> {
@@ -217,6 +267,11 @@ pub trait JobMarketRpc<BlockHash> {
     /// Job `id` with its current verification round; null if there is no such job (any more).
     #[method(name = "ergon_job")]
     fn job(&self, id: JobId, at: Option<BlockHash>) -> RpcResult<Option<JobView>>;
+
+    /// Whether `postJob` would take `spec` (the worker's JSON form), and if not which rule it
+    /// breaks, in words; if so its work and checkpoints.
+    #[method(name = "ergon_checkSpec")]
+    fn check_spec(&self, spec: JobSpec, at: Option<BlockHash>) -> RpcResult<SpecCheckView>;
 
     /// Ids of the jobs `who` owns, bids on, trains or verifies.
     #[method(name = "ergon_jobsOf")]
@@ -258,6 +313,12 @@ where
         let at = at.unwrap_or_else(|| self.client.info().best_hash);
         let job = self.client.runtime_api().job(at, id).map_err(runtime_error)?;
         Ok(job.map(|(job, round)| job_view(id, job, round)))
+    }
+
+    fn check_spec(&self, spec: JobSpec, at: Option<Hash>) -> RpcResult<SpecCheckView> {
+        let at = at.unwrap_or_else(|| self.client.info().best_hash);
+        let result = self.client.runtime_api().check_spec(at, spec).map_err(runtime_error)?;
+        Ok(spec_check_view(result))
     }
 
     fn jobs_of(

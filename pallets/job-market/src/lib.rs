@@ -59,6 +59,7 @@ pub mod availability;
 mod benchmarking;
 pub mod fees;
 pub mod queries;
+pub mod spec_check;
 pub mod types;
 pub mod verification;
 pub mod weights;
@@ -411,8 +412,16 @@ pub mod pallet {
     #[pallet::event]
     #[pallet::generate_deposit(pub(super) fn deposit_event)]
     pub enum Event<T: Config> {
-        /// A job was posted; `budget` is held in escrow; its training work is `work_micro_ut`.
-        JobPosted { job: JobId, owner: T::AccountId, budget: BalanceOf<T>, work_micro_ut: u128 },
+        /// A job was posted; `budget` is held in escrow; its training work is `work_micro_ut`; bids
+        /// are taken until block `bid_window_end` and the bundle is due by block `deadline`.
+        JobPosted {
+            job: JobId,
+            owner: T::AccountId,
+            budget: BalanceOf<T>,
+            work_micro_ut: u128,
+            bid_window_end: BlockNumberFor<T>,
+            deadline: BlockNumberFor<T>,
+        },
         /// A trainer bid (or changed its bid).
         BidPlaced { job: JobId, trainer: T::AccountId, price: BalanceOf<T> },
         /// A trainer was assigned; it must commit a bundle by `deadline`.
@@ -482,8 +491,39 @@ pub mod pallet {
 
     #[pallet::error]
     pub enum Error<T> {
-        /// The job spec is invalid (shapes, bounds or data description).
-        InvalidSpec,
+        /// The spec's model has no layers.
+        EmptyModel,
+        /// A size, count or hyper-parameter of the spec is zero or beyond its bound (the bounds are
+        /// the `MaxLayers`, `MaxUriLength`, `MaxParameters`, `MaxCheckpoints`, `MaxEpochs` and
+        /// `MaxBatchSize` constants); `ergon_checkSpec` says which.
+        SpecOutOfBounds,
+        /// A dataset lists the wrong number of files for its format (IDX: images and labels; CSV
+        /// and text: one).
+        WrongFileCount,
+        /// A dataset URI is empty, not UTF-8, or neither a path nor an http(s) URL.
+        BadDataUri,
+        /// Training and validation data have different formats.
+        DataFormatMismatch,
+        /// A dataset has no samples (or a text sample does not fit in it).
+        NoSamples,
+        /// A layer cannot take the shape the previous one produces (`ergon_checkSpec` names the
+        /// layer).
+        LayerShapeMismatch,
+        /// An embedding must be the first layer, on token (text) input; other layers take float
+        /// input.
+        TokenInputMismatch,
+        /// The model's output does not match the target (the classes, or `[seq_len, 256]` for
+        /// text).
+        OutputMismatch,
+        /// More trainable parameters than `MaxParameters`.
+        TooManyParameters,
+        /// More checkpoints than `MaxCheckpoints`: raise the checkpoint interval.
+        TooManyCheckpoints,
+        /// A hyper-parameter is out of range: a learning rate of 0, momentum or a β of 1 or more,
+        /// an ε of 0 (real numbers are parts per billion: `lr: 1000000` is 0.001).
+        BadHyperParameter,
+        /// The spec's FLOP count overflows.
+        WorkOverflow,
         /// The spec trains nothing (zero FLOPs) or has fewer than two checkpoints.
         NothingToTrain,
         /// The spec has fewer than `MinSegments` checkpoint segments: lower its checkpoint interval.
@@ -579,6 +619,54 @@ pub mod pallet {
         DataNotCheckable,
     }
 
+    /// The job spec's limits (`ergon_job_spec`), in the metadata so that clients check a spec
+    /// before signing: a spec beyond them is refused (and one beyond a length bound does not even
+    /// decode).
+    #[pallet::extra_constants]
+    impl<T: Config> Pallet<T> {
+        /// Most layers in a model.
+        #[pallet::constant_name(MaxLayers)]
+        fn max_layers() -> u32 {
+            ergon_job_spec::MAX_LAYERS
+        }
+
+        /// Longest data URI, in bytes.
+        #[pallet::constant_name(MaxUriLength)]
+        fn max_uri_length() -> u32 {
+            ergon_job_spec::MAX_URI_LEN
+        }
+
+        /// Most files per dataset.
+        #[pallet::constant_name(MaxDataFiles)]
+        fn max_data_files() -> u32 {
+            ergon_job_spec::MAX_DATA_FILES
+        }
+
+        /// Most trainable parameters.
+        #[pallet::constant_name(MaxParameters)]
+        fn max_parameters() -> u64 {
+            ergon_job_spec::MAX_PARAMETERS
+        }
+
+        /// Most checkpoints in a bundle (C0 included).
+        #[pallet::constant_name(MaxCheckpoints)]
+        fn max_checkpoints() -> u64 {
+            ergon_job_spec::MAX_CHECKPOINTS
+        }
+
+        /// Most epochs.
+        #[pallet::constant_name(MaxEpochs)]
+        fn max_epochs() -> u32 {
+            ergon_job_spec::MAX_EPOCHS
+        }
+
+        /// Largest batch.
+        #[pallet::constant_name(MaxBatchSize)]
+        fn max_batch_size() -> u32 {
+            ergon_job_spec::MAX_BATCH_SIZE
+        }
+    }
+
     #[pallet::hooks]
     impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
         fn on_initialize(now: BlockNumberFor<T>) -> Weight {
@@ -623,27 +711,14 @@ pub mod pallet {
             deadline: BlockNumberFor<T>,
         ) -> DispatchResult {
             let owner = ensure_signed(origin)?;
-            let summary = spec.validate().map_err(|e| {
-                log::debug!(target: LOG_TARGET, "invalid spec: {e:?}");
-                Error::<T>::InvalidSpec
-            })?;
+            let summary = spec_check::check::<T>(&spec).map_err(Error::<T>::from)?;
             let work_micro_ut = summary.training_micro_ut();
-            ensure!(
-                summary.training_flops > 0 && summary.checkpoints >= 2,
-                Error::<T>::NothingToTrain
-            );
             let segments = summary.checkpoints.saturating_sub(1);
-            ensure!(segments >= T::MinSegments::get() as u64, Error::<T>::TooFewCheckpoints);
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
             let min_price = Self::min_price_for(work_micro_ut);
             ensure!(
                 fees::max_price::<T>(budget, segments, spec_overhead_ppb(&spec)) >= min_price,
                 Error::<T>::BudgetBelowWorkPrice
-            );
-            ensure!(
-                verification::replay_work(work_micro_ut, segments, T::SegmentsPerRound::get())
-                    <= T::MaxReplayWork::get(),
-                Error::<T>::VerificationTooLong
             );
             ensure!(
                 bid_window >= T::MinBidWindow::get() && bid_window <= T::MaxBidWindow::get(),
@@ -706,7 +781,14 @@ pub mod pallet {
             OpenJobsOf::<T>::mutate(&owner, |n| n.saturating_inc());
             NextJobId::<T>::put(id.saturating_add(1));
             Jobs::<T>::insert(id, job);
-            Self::deposit_event(Event::JobPosted { job: id, owner, budget, work_micro_ut });
+            Self::deposit_event(Event::JobPosted {
+                job: id,
+                owner,
+                budget,
+                work_micro_ut,
+                bid_window_end,
+                deadline,
+            });
             Ok(())
         }
 

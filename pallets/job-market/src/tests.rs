@@ -182,7 +182,42 @@ fn post_job_validates_and_holds_the_budget() {
         bad.batch_size = 0;
         assert_noop!(
             JobMarket::post_job(origin(OWNER), Box::new(bad), 1_000, 5, 30),
-            Error::<Test>::InvalidSpec
+            Error::<Test>::SpecOutOfBounds
+        );
+        // Each rule a spec breaks has its own error, which says what to change.
+        let mut empty = example_spec();
+        empty.model.layers = ergon_job_spec::Bounded::new(vec![]).unwrap();
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(empty), 1_000, 5, 30),
+            Error::<Test>::EmptyModel
+        );
+        let mut no_epochs = example_spec();
+        no_epochs.epochs = 0;
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(no_epochs), 1_000, 5, 30),
+            Error::<Test>::SpecOutOfBounds
+        );
+        let mut bad_lr = example_spec();
+        bad_lr.optimizer = ergon_job_spec::Optimizer::Sgd {
+            lr: ergon_job_spec::Ppb(0),
+            momentum: ergon_job_spec::Ppb(0),
+            weight_decay: ergon_job_spec::Ppb(0),
+        };
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(bad_lr), 1_000, 5, 30),
+            Error::<Test>::BadHyperParameter
+        );
+        let mut wide = example_spec();
+        let mut layers = wide.model.layers.clone().into_inner();
+        if let Some(ergon_job_spec::Layer::Linear { in_features, .. }) =
+            layers.iter_mut().find(|l| matches!(l, ergon_job_spec::Layer::Linear { .. }))
+        {
+            *in_features += 1;
+        }
+        wide.model.layers = ergon_job_spec::Bounded::new(layers).unwrap();
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(wide), 1_000, 5, 30),
+            Error::<Test>::LayerShapeMismatch
         );
         // 938 steps checkpointed every 50: 19 segments, fewer than the 20 a verifier needs to replay
         // at most a tenth of them.
@@ -223,7 +258,14 @@ fn post_job_validates_and_holds_the_budget() {
         assert!(work > 0);
         assert_eq!(
             events().last(),
-            Some(&Event::JobPosted { job, owner: OWNER, budget: 1_000, work_micro_ut: work })
+            Some(&Event::JobPosted {
+                job,
+                owner: OWNER,
+                budget: 1_000,
+                work_micro_ut: work,
+                bid_window_end: 6,
+                deadline: 21
+            })
         );
         assert_eq!(escrow_held(OWNER), 1_000);
         let record = Jobs::<Test>::get(job).unwrap();

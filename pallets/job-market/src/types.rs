@@ -42,6 +42,7 @@ pub struct Bid<AccountId, Balance> {
     MaxEncodedLen,
     Default,
 )]
+#[scale_info(capture_docs = "always")]
 pub struct ClaimedMetrics {
     /// Mean training loss of the last epoch, in millionths.
     pub train_loss_micro: u64,

@@ -74,6 +74,7 @@ pub fn content_root(file_digests: impl IntoIterator<Item = [u8; 32]>) -> [u8; 32
     TypeInfo,
     MaxEncodedLen,
 )]
+#[scale_info(capture_docs = "always")]
 pub struct Hash32(pub [u8; 32]);
 
 /// A non-negative real number in parts per billion: `Ppb(1_000_000)` is 0.001. JSON: a plain number.
@@ -90,6 +91,7 @@ pub struct Hash32(pub [u8; 32]);
     TypeInfo,
     MaxEncodedLen,
 )]
+#[scale_info(capture_docs = "always")]
 pub struct Ppb(pub u32);
 
 impl Ppb {
@@ -116,6 +118,7 @@ impl Ppb {
 )]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
 pub enum Layer {
     /// `y = x·Wᵀ + b` over the last dimension: `[…, in] → […, out]`.
     Linear {
@@ -191,6 +194,7 @@ pub enum Layer {
 )]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
 pub struct Model {
     /// The layers, applied in order.
     pub layers: Bounded<Layer, MAX_LAYERS>,
@@ -202,6 +206,7 @@ pub struct Model {
 )]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
 pub enum DataFormat {
     /// IDX files (MNIST format; gzip allowed): `files = [images, labels]`; samples are `[1, height, width]`
     /// images scaled to [0, 1], targets class labels `< classes`.
@@ -234,6 +239,7 @@ pub enum DataFormat {
 )]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
 pub struct Dataset {
     /// Layout of the files.
     pub format: DataFormat,
@@ -251,6 +257,7 @@ pub struct Dataset {
 )]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
 pub enum Optimizer {
     /// SGD with (heavy-ball) momentum and L2 weight decay: `v = μ·v + g + λ·w; w -= lr·v`.
     Sgd {
@@ -282,6 +289,7 @@ pub enum Optimizer {
 )]
 #[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "std", serde(deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
 pub struct JobSpec {
     /// The model to train.
     pub model: Model,
@@ -301,6 +309,7 @@ pub struct JobSpec {
 
 /// What [`JobSpec::validate`] derives from a valid spec.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Encode, Decode, TypeInfo, MaxEncodedLen)]
+#[scale_info(capture_docs = "always")]
 pub struct SpecSummary {
     /// Trainable parameters.
     pub parameters: u64,

@@ -11,6 +11,7 @@ use crate::{
 
 /// Why a spec is invalid. Each variant names what is wrong; `layer` is the 0-based layer index.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Encode, Decode, TypeInfo)]
+#[scale_info(capture_docs = "always")]
 pub enum SpecError {
     /// The model has no layers.
     EmptyModel,

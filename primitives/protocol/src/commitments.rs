@@ -19,6 +19,7 @@ use scale_info::TypeInfo;
     TypeInfo,
     MaxEncodedLen,
 )]
+#[scale_info(capture_docs = "always")]
 pub enum Verdict {
     /// Every check passed.
     Pass,

@@ -43,6 +43,7 @@ pub const TOLERANCE_PPM: u64 = 1_000;
     MaxEncodedLen,
     Default,
 )]
+#[scale_info(capture_docs = "always")]
 pub struct Sketch {
     /// The shared power-of-two exponent of every field.
     pub exponent: i16,

@@ -43,7 +43,17 @@ pub use ergon_bundle::parse_hash;
 /// Downloads the bundle served at `url` (its `manifest.json` and every checkpoint file it lists)
 /// into the directory `into`. Names that would escape the directory are refused; what the files
 /// contain is for [`inspect`] and the verifier to judge.
-pub fn fetch(url: &str, into: &Path) -> Result<()> {
+pub fn fetch(url: &str, into: &Path) -> Result<Manifest> {
+    fetch_selected(url, into, |m| (0..m.checkpoints.len()).collect())
+}
+
+/// Like [`fetch`], but downloads only the checkpoints `select` picks from the manifest (by index;
+/// the manifest always): a model's user needs the last one only.
+pub fn fetch_selected(
+    url: &str,
+    into: &Path,
+    select: impl FnOnce(&Manifest) -> Vec<usize>,
+) -> Result<Manifest> {
     let base = url.trim_end_matches('/');
     std::fs::create_dir_all(into).map_err(io("creating", into))?;
     let manifest_bytes = crate::data::fetch(&format!("{base}/{MANIFEST_FILE}"))?;
@@ -51,7 +61,7 @@ pub fn fetch(url: &str, into: &Path) -> Result<()> {
         .map_err(|e| Error::Bundle { path: url.into(), reason: format!("manifest: {e}") })?;
     let path = into.join(MANIFEST_FILE);
     std::fs::write(&path, &manifest_bytes).map_err(io("writing", &path))?;
-    for entry in &manifest.checkpoints {
+    for entry in select(&manifest).iter().filter_map(|i| manifest.checkpoints.get(*i)) {
         if !ergon_bundle::index::is_plain_file_name(&entry.file) {
             return Err(Error::Bundle {
                 path: url.into(),
@@ -62,7 +72,7 @@ pub fn fetch(url: &str, into: &Path) -> Result<()> {
         let path = into.join(&entry.file);
         std::fs::write(&path, bytes).map_err(io("writing", &path))?;
     }
-    Ok(())
+    Ok(manifest)
 }
 
 /// What `inspect` found in a bundle directory.

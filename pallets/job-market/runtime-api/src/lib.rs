@@ -1,5 +1,5 @@
-//! Runtime API of the job-market pallet: what the `ergon_openJobs`, `ergon_job` and `ergon_jobsOf`
-//! RPCs, the worker and polkadot.js read.
+//! Runtime API of the job-market pallet: what the `ergon_openJobs`, `ergon_job`, `ergon_jobsOf` and
+//! `ergon_checkSpec` RPCs, the worker and polkadot.js read.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 
@@ -7,7 +7,8 @@ extern crate alloc;
 
 use alloc::vec::Vec;
 use codec::Codec;
-pub use pallet_job_market::{Job, JobId, RoundInfo};
+pub use ergon_job_spec::{JobSpec, SpecSummary};
+pub use pallet_job_market::{spec_check::SpecRejection, Job, JobId, RoundInfo};
 
 sp_api::decl_runtime_apis! {
     /// The training-job market.
@@ -19,5 +20,8 @@ sp_api::decl_runtime_apis! {
         /// Ids of the jobs `who` owns, bid on, trains or verifies (current round), lowest first, at
         /// most `limit`.
         fn jobs_of(who: AccountId, limit: u32) -> Vec<JobId>;
+        /// Whether `post_job` would take `spec` (as far as the spec goes: the budget, windows and
+        /// caps are checked at posting): its summary (work, checkpoints), or the rule it breaks.
+        fn check_spec(spec: JobSpec) -> Result<SpecSummary, SpecRejection>;
     }
 }

@@ -1,0 +1,183 @@
+//! A connection to a node: reads at the finalized block, submissions that wait for inclusion and
+//! report the runtime's error in words, and the node's `ergon_*` RPCs.
+
+use std::time::Duration;
+
+use subxt::{
+    config::DefaultExtrinsicParamsBuilder as Params,
+    error::{DispatchError, TransactionEventsError},
+    rpcs::{client::ReconnectingRpcClient, LegacyRpcMethods, RpcClient},
+    transactions::{Payload, TransactionStatus},
+    utils::AccountId32,
+    OnlineClient, SubstrateConfig,
+};
+
+use crate::{
+    error::{Error, Result},
+    keys::Signer,
+    runtime::{self, runtime_types::pallet_job_market::types},
+};
+
+/// A job as the runtime API returns it.
+pub type Job = types::Job<AccountId32, u128, u32>;
+/// Where a job stands.
+pub type JobState = types::JobState<AccountId32, u128, u32>;
+/// A verification round as the runtime API returns it.
+pub type RoundInfo = types::RoundInfo<AccountId32>;
+/// A round's phase.
+pub use types::Phase;
+
+/// The client's view of the chain at a finalized block.
+pub type AtBlock = subxt::client::OnlineClientAtBlock<SubstrateConfig>;
+
+/// How long a submission may wait to be included in a block.
+const INCLUSION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A connection to one node (it reconnects by itself when the node restarts).
+#[derive(Clone)]
+pub struct Chain {
+    api: OnlineClient<SubstrateConfig>,
+    rpc: RpcClient,
+    /// One submission at a time per client: nonces are taken from the pool in order.
+    submitting: std::sync::Arc<tokio::sync::Mutex<()>>,
+}
+
+/// What a submission left on chain.
+pub struct Included {
+    /// The block it is in.
+    pub block: subxt::utils::H256,
+    /// The events it emitted.
+    pub events: subxt::extrinsics::ExtrinsicEvents<SubstrateConfig>,
+}
+
+impl Chain {
+    /// Connects to the node at `url` (`ws://` or `wss://`) and checks that it runs the runtime this
+    /// client was generated for.
+    pub async fn connect(url: &str) -> Result<Chain> {
+        let inner = ReconnectingRpcClient::builder()
+            .build(url)
+            .await
+            .map_err(|e| Error::Unreachable(format!("{url}: {e}")))?;
+        let rpc = RpcClient::new(inner);
+        let api = OnlineClient::<SubstrateConfig>::from_rpc_client(rpc.clone()).await?;
+        let chain = Chain { api, rpc, submitting: Default::default() };
+        chain.check_runtime().await?;
+        Ok(chain)
+    }
+
+    /// Fails with [`Error::Incompatible`] unless the finalized block's runtime is the one this
+    /// client's calls were generated from.
+    pub async fn check_runtime(&self) -> Result<()> {
+        let at = self.at().await?;
+        if runtime::is_codegen_valid_for(at.metadata_ref()) {
+            Ok(())
+        } else {
+            Err(Error::Incompatible(format!("metadata at block {}", at.block_number())))
+        }
+    }
+
+    /// The subxt client (typed storage, constants, runtime APIs, blocks).
+    pub fn api(&self) -> &OnlineClient<SubstrateConfig> {
+        &self.api
+    }
+
+    /// The chain at its latest finalized block.
+    pub async fn at(&self) -> Result<AtBlock> {
+        Ok(self.api.at_current_block().await?)
+    }
+
+    /// Calls one of the node's RPC methods (`ergon_job`, `system_health`, …).
+    pub async fn rpc<R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: subxt::rpcs::client::RpcParams,
+    ) -> Result<R> {
+        Ok(self.rpc.request(method, params).await?)
+    }
+
+    /// Signs `call` with `signer`, submits it and waits until it is in a block; a call the runtime
+    /// refuses is an [`Error::Rejected`] naming the pallet's error and its documentation.
+    pub async fn submit<C: Payload>(&self, call: &C, signer: &Signer) -> Result<Included> {
+        let mut progress = {
+            // The pool's next nonce counts this account's transactions still in the pool, so
+            // submissions made one after another never reuse a nonce.
+            let _one_at_a_time = self.submitting.lock().await;
+            let account: AccountId32 = signer.public_key().to_account_id();
+            let legacy = LegacyRpcMethods::<subxt::config::RpcConfigFor<SubstrateConfig>>::new(
+                self.rpc.clone(),
+            );
+            let nonce = legacy.system_account_next_index(&account).await?;
+            let params = Params::<SubstrateConfig>::new().nonce(nonce).build();
+            let mut tx = self.at().await?.transactions();
+            tx.sign_and_submit_then_watch(call, signer, params).await.map_err(|e| {
+                // A pool refusal (bad nonce, invalid at this state) comes back at submission.
+                let e = Error::from(e);
+                match e {
+                    Error::Other(text) => Error::NotIncluded(text),
+                    e => e,
+                }
+            })?
+        };
+        let wait = async {
+            while let Some(status) = progress.next().await {
+                match status? {
+                    TransactionStatus::InBestBlock(b) | TransactionStatus::InFinalizedBlock(b) => {
+                        let block = b.block_hash();
+                        return match b.wait_for_success().await {
+                            Ok(events) => Ok(Included { block, events }),
+                            Err(e) => Err(dispatch_error(e)),
+                        };
+                    }
+                    TransactionStatus::Error { message }
+                    | TransactionStatus::Invalid { message }
+                    | TransactionStatus::Dropped { message } => {
+                        return Err(Error::NotIncluded(message))
+                    }
+                    _ => {}
+                }
+            }
+            Err(Error::NotIncluded("the node stopped reporting on the transaction".into()))
+        };
+        tokio::time::timeout(INCLUSION_TIMEOUT, wait).await.map_err(|_| {
+            Error::NotIncluded(format!("not in a block after {} s", INCLUSION_TIMEOUT.as_secs()))
+        })?
+    }
+
+    /// Job `id` and its current round, at the finalized block.
+    pub async fn job(&self, id: u64) -> Result<Option<(Job, Option<RoundInfo>)>> {
+        let call = runtime::runtime_apis().job_market_api().job(id);
+        Ok(self.at().await?.runtime_apis().call(call).await?)
+    }
+
+    /// Ids of the jobs `who` owns, bid on, trains or verifies.
+    pub async fn jobs_of(&self, who: &AccountId32, limit: u32) -> Result<Vec<u64>> {
+        let call = runtime::runtime_apis().job_market_api().jobs_of(*who, limit);
+        Ok(self.at().await?.runtime_apis().call(call).await?)
+    }
+
+    /// Jobs taking bids, lowest id first.
+    pub async fn open_jobs(&self, limit: u32) -> Result<Vec<(u64, Job)>> {
+        let call = runtime::runtime_apis().job_market_api().open_jobs(limit);
+        Ok(self.at().await?.runtime_apis().call(call).await?)
+    }
+}
+
+/// The runtime's refusal in words: `JobMarket.PriceAboveBudget: The price exceeds …`.
+fn dispatch_error(e: TransactionEventsError) -> Error {
+    match e {
+        TransactionEventsError::ExtrinsicFailed(DispatchError::Module(m)) => match m.details() {
+            Ok(d) => Error::Rejected {
+                pallet: d.pallet.name().to_string(),
+                error: d.variant.name.clone(),
+                docs: d.variant.docs.join(" "),
+            },
+            Err(_) => Error::Other(m.to_string()),
+        },
+        TransactionEventsError::ExtrinsicFailed(other) => Error::Rejected {
+            pallet: "System".into(),
+            error: format!("{other:?}"),
+            docs: other.to_string(),
+        },
+        other => Error::from(subxt::Error::from(other)),
+    }
+}

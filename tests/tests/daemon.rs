@@ -1,0 +1,303 @@
+//! The trainer daemon on a live dev chain, with no script in the loop: Bob runs `ergon-worker run`
+//! as a trainer, Charlie and Dave as verifiers; Alice, a user, posts the Fashion-MNIST job with the
+//! user command line (`scripts/client/ergon.mjs`), after it refused a malformed spec with the
+//! runtime's own error and nothing signed. Bob's daemon prices the job, bids, wins it when the bid
+//! window closes, trains it, serves and commits the bundle; the verifiers' daemons replay the
+//! segments they are drawn for, commit and reveal; the job settles, and the CLI watches it and
+//! fetches the model, checked against the committed root.
+//!
+//! Meanwhile Alice publishes a drilling task for two executors: Charlie's and Dave's daemons, also
+//! drillers, compute it, commit and reveal, and both are credited.
+//!
+//! On the way, both crashes a daemon must survive: Bob's daemon is killed with SIGKILL in the
+//! middle of the training and restarted (it resumes from its last checkpoint), and Charlie's is
+//! killed between its commitment and its reveal and restarted (it reveals from its store instead of
+//! being slashed as silent); and the node itself is restarted under the running daemons, which
+//! reconnect. Nothing is submitted twice across the restarts.
+//!
+//! The draw waits for randomness from an epoch that began after the commitment (200–400 s), so
+//! this test takes about ten minutes.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use ergon_drill::MatmulChain;
+use ergon_integration_tests::{
+    dev_pair,
+    extrinsic::{
+        approve_publisher_call, publish_matmul_task_call, register_publisher_call,
+        staking_ledger_key, sudo_call, system_account_key, AccountInfo, StakingLedger,
+    },
+    free_port, user_cli, wait_for, Daemon, Node, Ports,
+};
+use serde_json::{json, Value};
+use sp_core::{crypto::Ss58Codec, Pair};
+
+const ERG: u128 = 1_000_000_000_000;
+/// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
+const SUDO: u8 = 12;
+const DRILLING: u8 = 14;
+
+/// `ergon-worker run` arguments for `key` with `roles`, its data under `dir/name`.
+fn daemon_args(node: &Node, key: &str, roles: &str, dir: &Path, name: &str) -> Vec<String> {
+    [
+        "--chain",
+        &format!("ws://127.0.0.1:{}", node.ports.rpc),
+        "--dev-key",
+        key,
+        "--roles",
+        roles,
+        "--listen",
+        &format!("127.0.0.1:{}", free_port()),
+        "--data-dir",
+        &dir.join(name).to_string_lossy(),
+        "--bond",
+        "2000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A JSON record of a daemon's store, if written.
+fn record(dir: &Path, path: &str) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(dir.join(path)).ok()?).ok()
+}
+
+fn job_view(node: &Node, job: u64) -> Value {
+    node.call("ergon_job", json!([job])).expect("ergon_job")
+}
+
+/// Panics with every daemon's log tail if `cond` fails.
+fn check(cond: bool, what: &str, daemons: &[&Daemon]) {
+    if !cond {
+        let logs: Vec<String> = daemons.iter().map(|d| d.log_tail(40)).collect();
+        panic!("{what}\n{}", logs.join("\n"));
+    }
+}
+
+#[test]
+fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A base path, not --tmp: the node is restarted under the running daemons below.
+    let chain_dir = dir.path().join("chain").to_string_lossy().to_string();
+    let args: Vec<String> =
+        ["--dev", "--base-path", &chain_dir].iter().map(|s| s.to_string()).collect();
+    let mut node = Node::start("dev", Ports::free(), &args, dir.path());
+    node.wait_finalized(1, Duration::from_secs(180));
+
+    let mut bob = Daemon::start(
+        "bob",
+        &daemon_args(&node, "//Bob", "trainer", dir.path(), "bob"),
+        dir.path(),
+    );
+    let mut charlie = Daemon::start(
+        "charlie",
+        &daemon_args(&node, "//Charlie", "verifier,driller", dir.path(), "charlie"),
+        dir.path(),
+    );
+    let dave = Daemon::start(
+        "dave",
+        &daemon_args(&node, "//Dave", "verifier,driller", dir.path(), "dave"),
+        dir.path(),
+    );
+
+    // The daemons bond and join the pool on their own before the job exists (a draw only takes
+    // verifiers that joined before its randomness began).
+    for (who, daemon) in [("//Bob", &bob), ("//Charlie", &charlie), ("//Dave", &dave)] {
+        let key = staking_ledger_key(&dev_pair(who).public().0);
+        wait_for(&format!("{who}'s daemon to bond"), Duration::from_secs(180), || {
+            node.storage_decoded::<StakingLedger>(&key).filter(|l| l.active >= 2_000 * ERG)
+        });
+        let _ = daemon;
+    }
+    for daemon in [&charlie, &dave] {
+        wait_for("the verifiers to join the pool and drill", Duration::from_secs(120), || {
+            let log = daemon.log();
+            (log.contains("joining the verifier pool: in a block")
+                && log.contains("registering as a driller: in a block"))
+            .then_some(())
+        });
+    }
+
+    // Alice publishes a matrix-chain task for two executors (the registered drillers).
+    let alice_pair = dev_pair("//Alice");
+    let timeout = Duration::from_secs(120);
+    node.send(&register_publisher_call(DRILLING), &alice_pair, timeout);
+    node.send(
+        &sudo_call(SUDO, &approve_publisher_call(DRILLING, &alice_pair.public().0)),
+        &alice_pair,
+        timeout,
+    );
+    let chain = MatmulChain { seed: [0x42; 32], dim: 128, length: 4 };
+    node.send(&publish_matmul_task_call(DRILLING, &chain, 2), &alice_pair, timeout);
+
+    // A malformed spec (its second layer does not take the first one's output) is refused by the
+    // CLI before anything is signed, with the runtime's error and the reason in words.
+    let spec_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../worker/examples/fashion-mnist-mlp.json");
+    let mut bad: Value =
+        serde_json::from_slice(&std::fs::read(&spec_path).expect("example spec")).unwrap();
+    bad["model"]["layers"][1]["in_features"] = json!(785);
+    let bad_path = dir.path().join("bad-spec.json");
+    std::fs::write(&bad_path, bad.to_string()).unwrap();
+    let alice = system_account_key(&dev_pair("//Alice").public().0);
+    let before = node.storage_decoded::<AccountInfo>(&alice).expect("Alice exists");
+    let (ok, out) =
+        user_cli(node.ports.rpc, &["post-job", &bad_path.to_string_lossy(), "--budget", "100"]);
+    assert!(
+        !ok && out.contains("jobMarket.LayerShapeMismatch") && out.contains("layer 1"),
+        "{out}"
+    );
+    let after = node.storage_decoded::<AccountInfo>(&alice).expect("Alice exists");
+    assert_eq!(
+        (after.nonce, after.reserved),
+        (before.nonce, before.reserved),
+        "nothing signed or held"
+    );
+
+    // Alice posts the job: 100 ERG budget, bids for 20 blocks, 400 blocks to deliver.
+    let (ok, out) = user_cli(
+        node.ports.rpc,
+        &[
+            "post-job",
+            &spec_path.to_string_lossy(),
+            "--key",
+            "//Alice",
+            "--budget",
+            "100",
+            "--bid-window",
+            "20",
+            "--deadline",
+            "400",
+        ],
+    );
+    assert!(ok, "{out}");
+    let job: u64 = out.lines().last().and_then(|l| l.trim().parse().ok()).expect("the job id");
+    // Where the post → settled latency goes (printed with --nocapture).
+    let posted = Instant::now();
+    let mark = |what: &str| {
+        eprintln!("[daemon test] {what}: {:.0} s after posting", posted.elapsed().as_secs_f64())
+    };
+
+    // Bob's daemon bids; the chain assigns the job to the cheapest bid when the window closes.
+    wait_for("Bob's daemon to be assigned the job", Duration::from_secs(300), || {
+        let view = job_view(&node, job);
+        (view["state"]["status"] == "assigned").then_some(())
+    });
+
+    mark("assigned (bid window closed)");
+
+    // Mid-training: a few checkpoints written, then SIGKILL and a restart.
+    let progress = dir.path().join(format!("bob/bundles/job-{job}/progress.json"));
+    wait_for("Bob's training to write checkpoints", Duration::from_secs(300), || {
+        let p: Value = serde_json::from_slice(&std::fs::read(&progress).ok()?).ok()?;
+        (p["checkpoints"].as_array()?.len() >= 3).then_some(())
+    });
+    bob.kill();
+    let killed_at = serde_json::from_slice::<Value>(&std::fs::read(&progress).expect("journal"))
+        .expect("journal parses")["checkpoints"]
+        .as_array()
+        .map(|c| c.len())
+        .unwrap_or_default();
+    bob.restart();
+
+    // The node restarts under the running daemons (Bob resumes training and wants to commit while
+    // it is down): they reconnect, and nothing is sent twice (counted below).
+    let (_, before_restart) = node.finalized().expect("finalized block");
+    node.restart();
+    node.wait_finalized(before_restart + 2, Duration::from_secs(180));
+
+    // The bundle is committed: the training resumed rather than starting again.
+    wait_for("Bob's bundle commitment", Duration::from_secs(600), || {
+        (job_view(&node, job)["state"]["status"] == "verifying").then_some(())
+    });
+    mark("bundle committed (after a daemon and a node restart)");
+    let bob_log = bob.log();
+    check(
+        bob_log.matches("resumes from the last checkpoint").count() >= 2,
+        "the restarted daemon trains again",
+        &[&bob],
+    );
+    check(killed_at >= 3, "killed after three checkpoints", &[&bob]);
+
+    // Charlie's daemon is killed once its commitment is in a block and before it reveals.
+    let vote_file = &format!("charlie/store/votes/{job}-0.json");
+    let deadline = Instant::now() + Duration::from_secs(900);
+    loop {
+        if let Some(v) = record(dir.path(), vote_file) {
+            if v["committed"] == true {
+                check(v["revealed"] == false, "killed before the reveal", &[&charlie]);
+                charlie.kill();
+                break;
+            }
+        }
+        check(Instant::now() < deadline, "Charlie's commitment in time", &[&bob, &charlie, &dave]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    mark("Charlie committed (killed)");
+    std::thread::sleep(Duration::from_secs(2));
+    charlie.restart();
+
+    let done = wait_for("the job to settle", Duration::from_secs(900), || {
+        let view = job_view(&node, job);
+        let status = view["state"]["status"].as_str()?.to_string();
+        (status == "completed" || status == "failed").then_some(view)
+    });
+    mark("settled");
+    check(
+        done["state"]["status"] == "completed",
+        &format!("the job completes: {done}"),
+        &[&bob, &charlie, &dave],
+    );
+
+    // Charlie revealed after its restart (no silent slash: its bond is whole), and every chain
+    // action was sent once.
+    let charlie_vote = record(dir.path(), vote_file).expect("Charlie's vote");
+    check(charlie_vote["revealed"] == true, "Charlie revealed", &[&charlie]);
+    let ledger = node
+        .storage_decoded::<StakingLedger>(&staking_ledger_key(&dev_pair("//Charlie").public().0))
+        .expect("Charlie is bonded");
+    assert_eq!(ledger.active, 2_000 * ERG, "Charlie was not slashed");
+    let (bob_log, charlie_log) = (bob.log(), charlie.log());
+    assert_eq!(bob_log.matches("bid: in a block").count(), 1, "one bid");
+    assert_eq!(bob_log.matches("bundle commitment: in a block").count(), 1, "one commitment");
+    assert_eq!(charlie_log.matches("verdict commitment: in a block").count(), 1, "one commitment");
+    assert_eq!(charlie_log.matches("verdict reveal: in a block").count(), 1, "one reveal");
+
+    // The user's view: the CLI sees the settled job and fetches the model (only its manifest and
+    // final checkpoint), checked against the committed root.
+    let (ok, out) = user_cli(node.ports.rpc, &["watch-job", &job.to_string()]);
+    assert!(ok && out.contains("completed"), "{out}");
+    let model_dir = dir.path().join("model");
+    let (ok, out) = user_cli(
+        node.ports.rpc,
+        &["fetch-model", &job.to_string(), "--out", &model_dir.to_string_lossy()],
+    );
+    assert!(ok && out.contains("matches the commitment") && out.contains("accuracy"), "{out}");
+    let checkpoints = std::fs::read_dir(&model_dir)
+        .expect("model dir")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().starts_with("ckpt-")))
+        .count();
+    assert_eq!(checkpoints, 1, "only the final checkpoint is downloaded");
+
+    // The drillers computed the task, agreed and were credited D.
+    for who in ["//Charlie", "//Dave"] {
+        let account = dev_pair(who).public().to_ss58check();
+        let rate = wait_for(&format!("{who}'s drilling record"), Duration::from_secs(600), || {
+            let r = node.call("ergon_hashrate", json!([account])).ok()?;
+            (!r.is_null()).then_some(r)
+        });
+        assert_eq!(rate["tasks"], 1, "{rate}");
+        assert_eq!(rate["difficultyMicroUt"], chain.difficulty_micro_ut().to_string(), "{rate}");
+    }
+
+    // Bob was credited the training work.
+    let ecp = node
+        .call("ergon_ecp", json!([dev_pair("//Bob").public().to_ss58check()]))
+        .expect("ergon_ecp");
+    let training: u128 = ecp["training"].as_str().and_then(|s| s.parse().ok()).unwrap_or_default();
+    assert!(training > 0, "Bob's T grew: {ecp}");
+}

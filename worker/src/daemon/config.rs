@@ -1,0 +1,136 @@
+//! The daemon's command line. Every option is also an environment variable (`ERGON_*`), so a
+//! service manager or a container needs no wrapper script; nothing is asked interactively.
+
+use std::path::PathBuf;
+
+use ergon_client::keys;
+
+use super::policy::{self, Policy, ERG};
+
+/// What the daemon does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// Bids on open jobs it can train in time, trains the ones it wins, serves and commits bundles.
+    Trainer,
+    /// Joins the verifier pool and replays the segments it is drawn for; commits and reveals.
+    Verifier,
+    /// Takes Proof-of-Drilling tasks at the declared capacity; computes, commits and reveals.
+    Driller,
+}
+
+/// `ergon-worker run` options.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Config {
+    /// The node's WebSocket RPC.
+    #[arg(long, env = "ERGON_CHAIN", default_value = "ws://127.0.0.1:9944")]
+    pub chain: String,
+    /// File whose first line is the account's secret URI (a mnemonic, or a 0x seed).
+    #[arg(long, env = "ERGON_KEY_FILE", required_unless_present = "dev_key")]
+    pub key_file: Option<PathBuf>,
+    /// A well-known development key instead (`//Alice`, `//Bob`…): dev chains only.
+    #[arg(long, env = "ERGON_DEV_KEY", conflicts_with = "key_file")]
+    pub dev_key: Option<String>,
+    /// Roles, comma-separated.
+    #[arg(
+        long,
+        env = "ERGON_ROLES",
+        value_delimiter = ',',
+        default_value = "trainer,verifier,driller"
+    )]
+    pub roles: Vec<Role>,
+    /// Address the bundle server listens on.
+    #[arg(long, env = "ERGON_LISTEN", default_value = "127.0.0.1:8700")]
+    pub listen: String,
+    /// URL verifiers and validators fetch bundles from (default: `http://<listen>`).
+    #[arg(long, env = "ERGON_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Directory for bundles, the store and downloads.
+    #[arg(long, env = "ERGON_DATA_DIR")]
+    pub data_dir: PathBuf,
+    /// Bond this many ERG in all at start (0: bond nothing; the roles need the minimum bond).
+    #[arg(long, env = "ERGON_BOND", default_value_t = 0)]
+    pub bond: u128,
+    /// Asking price per ut of training work, in ERG.
+    #[arg(long, env = "ERGON_PRICE_PER_UT", default_value_t = 100)]
+    pub price_per_ut: u128,
+    /// What an hour of this machine costs, in milli-ERG (bids never go below it plus the margin).
+    #[arg(long, env = "ERGON_COST_PER_HOUR", default_value_t = 1_000)]
+    pub cost_per_hour_milli: u128,
+    /// Least margin over the cost, in percent.
+    #[arg(long, env = "ERGON_MIN_MARGIN", default_value_t = 20)]
+    pub min_margin: u32,
+    /// Training throughput in ut per hour, for the deadline check (default: measured at start).
+    #[arg(long, env = "ERGON_THROUGHPUT")]
+    pub throughput: Option<f64>,
+    /// Drilling capacity to declare, in ut per hour (default: half the measured f32 peak). Tasks are
+    /// sized to it: declaring more than the machine does makes it miss commit windows (slashed).
+    #[arg(long, env = "ERGON_DRILL_CAPACITY")]
+    pub drill_capacity: Option<f64>,
+    /// Serve Prometheus metrics at this address (e.g. 127.0.0.1:9616); off when not given.
+    #[arg(long, env = "ERGON_METRICS")]
+    pub metrics: Option<String>,
+    /// Memory a training may use, in MiB (default: what the kernel reports available at start).
+    #[arg(long, env = "ERGON_MEMORY_MIB")]
+    pub memory_mib: Option<u64>,
+}
+
+impl Config {
+    /// Whether the daemon has `role`.
+    pub fn has(&self, role: Role) -> bool {
+        self.roles.contains(&role)
+    }
+
+    /// The signing key (from the key file, or the dev key).
+    pub fn signer(&self) -> ergon_client::Result<keys::Signer> {
+        match (&self.key_file, &self.dev_key) {
+            (Some(file), _) => keys::from_file(file),
+            (None, Some(uri)) => keys::dev(uri),
+            (None, None) => Err(ergon_client::Error::Key("give --key-file or --dev-key".into())),
+        }
+    }
+
+    /// The URL the bundles are served at.
+    pub fn public_url(&self) -> String {
+        self.public_url.clone().unwrap_or_else(|| format!("http://{}", self.listen))
+    }
+
+    /// The drilling capacity to declare, in micro-ut per hour.
+    pub fn drill_capacity(&self) -> u128 {
+        match self.drill_capacity {
+            Some(ut) => (ut * 1e6) as u128,
+            None => (peak_micro_ut_per_hour() as f64 * 0.5) as u128,
+        }
+    }
+
+    /// The bidding policy: prices from the options, capacity from the options or measured.
+    pub fn policy(&self) -> Policy {
+        let micro_ut_per_hour = match self.throughput {
+            Some(ut) => (ut * 1e6) as u128,
+            // A training step reaches a fraction of the f32 peak (small layers, the backward pass,
+            // data movement): a quarter, conservatively.
+            None => peak_micro_ut_per_hour() / 4,
+        };
+        let memory_bytes = match self.memory_mib {
+            Some(mib) => mib << 20,
+            None => policy::available_memory().unwrap_or(1 << 30),
+        };
+        Policy {
+            price_per_ut: self.price_per_ut.saturating_mul(ERG),
+            cost_per_hour: self.cost_per_hour_milli.saturating_mul(ERG / 1_000),
+            min_margin_percent: self.min_margin,
+            micro_ut_per_hour,
+            memory_bytes,
+            deadline_use_percent: 50,
+        }
+    }
+}
+
+/// The machine's f32 matrix-product peak in micro-ut per hour, measured once (half a second).
+fn peak_micro_ut_per_hour() -> u128 {
+    static PEAK: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    *PEAK.get_or_init(|| {
+        let ops =
+            crate::drill::peak_f32_ops_per_second(&candle_core::Device::Cpu, 0.5).unwrap_or(1e9);
+        (ops * 3600.0 / ergon_job_spec::FLOPS_PER_UT as f64 * 1e6) as u128
+    })
+}

@@ -1,0 +1,326 @@
+//! `ergon-worker run`: the trainer daemon. It follows the chain's finalized blocks and takes part in
+//! the market on its own — bids, trains, serves bundles, verifies — with no script in the loop.
+//!
+//! - [`config`]: the command line (every option also an `ERGON_*` environment variable);
+//! - [`trainer`]: the bidder and trainer roles (pricing policy in [`policy`]);
+//! - [`verifier`]: the verifier role (replay, commit, reveal);
+//! - [`driller`]: the driller role (Proof of Drilling: compute, commit, reveal);
+//! - [`compute`]: the machine shared by one training at a time and the work that preempts it;
+//! - [`metrics`] and [`status`]: what it does and earned, for Prometheus and for its operator;
+//! - [`store`]: what the daemon decided, on disk before it is sent, so a restart resumes it.
+//!
+//! Roles read the chain and submit; they never compute themselves (that goes through [`compute`] to
+//! the engine: [`crate::train`], [`crate::verify`]), and the engine knows nothing of the chain. Every
+//! decision is taken again from the finalized state at each block (level-triggered): a daemon
+//! restarted at any point looks at the chain and its store and goes on.
+
+pub mod compute;
+pub mod config;
+pub mod driller;
+pub mod metrics;
+pub mod policy;
+pub mod status;
+pub mod store;
+pub mod trainer;
+pub mod verifier;
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use ergon_client::subxt::transactions::Payload;
+use ergon_client::{keys, runtime, AccountId32, Chain};
+use tracing::{info, warn};
+
+pub use config::Config;
+
+use crate::data::DatasetCache;
+
+/// Seconds per block on average (BABE: 2-second slots, one in three won).
+pub const BLOCK_SECONDS: u64 = 6;
+
+/// Why the daemon stopped (each a distinct exit code).
+#[derive(Debug, thiserror::Error)]
+pub enum Fatal {
+    /// The configuration is unusable (key, data directory, listen address).
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The chain cannot be used by this build (another runtime).
+    #[error("chain: {0}")]
+    Chain(ergon_client::Error),
+    /// The local store is unreadable or unwritable: going on could lose a commitment's salt.
+    #[error("store: {0}")]
+    Store(crate::Error),
+}
+
+impl Fatal {
+    /// The process exit code: 2 configuration, 3 chain, 4 store.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Fatal::Config(_) => 2,
+            Fatal::Chain(_) => 3,
+            Fatal::Store(_) => 4,
+        }
+    }
+}
+
+/// What every role shares.
+pub struct Ctx {
+    /// The chain.
+    pub chain: Chain,
+    /// This daemon's key.
+    pub signer: keys::Signer,
+    /// Its account.
+    pub me: AccountId32,
+    /// The durable store.
+    pub store: store::Store,
+    /// The machine.
+    pub compute: compute::Compute,
+    /// Datasets kept between jobs.
+    pub datasets: Arc<DatasetCache>,
+    /// The configuration.
+    pub config: Config,
+    /// The bidding policy.
+    pub policy: policy::Policy,
+    /// Gauges for the metrics endpoint.
+    pub metrics: Arc<metrics::Metrics>,
+}
+
+impl Ctx {
+    /// This daemon's account bytes (the seed and commitments bind them).
+    pub fn me_bytes(&self) -> [u8; 32] {
+        self.me.0
+    }
+
+    /// Where served bundles live: `<data-dir>/bundles/job-<id>`.
+    pub fn bundles_dir(&self) -> PathBuf {
+        self.config.data_dir.join("bundles")
+    }
+
+    /// Submits `call` (about `job`, if it is about one) and logs the outcome; the error is
+    /// returned for the caller to sort.
+    pub async fn send<C: Payload>(
+        &self,
+        call: C,
+        job: Option<u64>,
+        what: &str,
+    ) -> ergon_client::Result<()> {
+        match self.chain.submit(&call, &self.signer).await {
+            Ok(included) => {
+                info!(job, block = ?included.block, "{what}: in a block");
+                Ok(())
+            }
+            Err(e) => {
+                warn!(job, error = %e, "{what}: not done");
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Connects, retrying while the node is unreachable (it may still be starting).
+async fn connect(url: &str) -> Result<Chain, Fatal> {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        match Chain::connect(url).await {
+            Ok(chain) => return Ok(chain),
+            Err(e) if e.is_retryable() || matches!(e, ergon_client::Error::Other(_)) => {
+                warn!(error = %e, "connecting to {url}; retrying in {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+            Err(e) => return Err(Fatal::Chain(e)),
+        }
+    }
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+pub async fn run(config: Config) -> Result<(), Fatal> {
+    let signer = config.signer().map_err(|e| Fatal::Config(e.to_string()))?;
+    let me = signer.public_key().to_account_id();
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| Fatal::Config(format!("data dir {}: {e}", config.data_dir.display())))?;
+    let store = store::Store::open(&config.data_dir).map_err(Fatal::Store)?;
+    store.claim(&me.to_string()).map_err(|e| Fatal::Config(e.to_string()))?;
+    let policy = config.policy();
+    info!(account = %me, roles = ?config.roles, data_dir = %config.data_dir.display(), "starting");
+
+    // The bundle server answers verifiers and availability checks for as long as the daemon runs.
+    let bundles = config.data_dir.join("bundles");
+    std::fs::create_dir_all(&bundles)
+        .map_err(|e| Fatal::Config(format!("bundle dir {}: {e}", bundles.display())))?;
+    if config.has(config::Role::Trainer) {
+        let server = crate::serve::Server::bind(&config.listen, &bundles)
+            .map_err(|e| Fatal::Config(format!("listening on {}: {e}", config.listen)))?;
+        info!(url = %config.public_url(), "serving bundles");
+        std::thread::spawn(move || server.run());
+    }
+
+    let chain = connect(&config.chain).await?;
+    let ctx = Arc::new(Ctx {
+        chain: chain.clone(),
+        signer,
+        me,
+        store,
+        compute: compute::Compute::new(),
+        datasets: Arc::new(DatasetCache::new()),
+        config,
+        policy,
+        metrics: Default::default(),
+    });
+    if let Some(addr) = ctx.config.metrics.clone() {
+        let (m, store) = (ctx.metrics.clone(), ctx.store.clone());
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|e| Fatal::Config(format!("metrics on {addr}: {e}")))?;
+        tokio::spawn(async move {
+            if let Err(e) = metrics::serve(listener, m, store).await {
+                warn!(error = %e, "the metrics endpoint stopped");
+            }
+        });
+    }
+    startup(&ctx).await?;
+
+    let mut trainer = trainer::Trainer::new(ctx.clone());
+    let mut verifier = verifier::Verifier::new(ctx.clone());
+    let mut driller = driller::Driller::new(ctx.clone());
+    let mut follower = ergon_client::follow::Follower::new(chain);
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| Fatal::Config(format!("installing the SIGTERM handler: {e}")))?;
+    loop {
+        let block = tokio::select! {
+            block = follower.next() => block.map_err(Fatal::Chain)?,
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
+        };
+        let now = block.number as u32;
+        observe(&ctx, &block).await;
+        // A role's failure to read or send is retried at the next block; only a fatal one stops us.
+        let results =
+            [trainer.on_block(now).await, verifier.on_block(now).await, driller.on_block().await];
+        for result in results {
+            match result {
+                Err(RoleError::Chain(e)) if e.is_fatal() => return Err(Fatal::Chain(e)),
+                Err(RoleError::Store(e)) => return Err(Fatal::Store(e)),
+                Err(RoleError::Chain(e)) => warn!(block = now, error = %e, "will retry"),
+                Ok(()) => {}
+            }
+        }
+    }
+    info!("stopping: trainings resume from their last checkpoint at the next start");
+    Ok(())
+}
+
+/// What a role's step can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum RoleError {
+    /// Reading or writing the chain.
+    #[error(transparent)]
+    Chain(#[from] ergon_client::Error),
+    /// The store (fatal: a salt could be lost).
+    #[error(transparent)]
+    Store(#[from] crate::Error),
+}
+
+/// Bonds up to `--bond` and joins the verifier pool, as the roles need.
+async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
+    let at = ctx.chain.at().await.map_err(Fatal::Chain)?;
+    let ledger = at
+        .storage()
+        .try_fetch(runtime::storage().trainer_staking().ledgers(), (ctx.me,))
+        .await
+        .map_err(|e| Fatal::Chain(e.into()))?;
+    let active = match ledger {
+        Some(v) => {
+            v.decode().map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?.active
+        }
+        None => 0,
+    };
+    let want = ctx.config.bond.saturating_mul(policy::ERG);
+    if want > active {
+        let call = runtime::tx().trainer_staking().bond(want - active);
+        ctx.send(call, None, "bond").await.map_err(Fatal::Chain)?;
+        info!(bonded = want / policy::ERG, "bonded");
+    }
+    if ctx.config.has(config::Role::Verifier) {
+        let entry = at
+            .storage()
+            .try_fetch(runtime::storage().job_market().verifier_pool(), (ctx.me,))
+            .await
+            .map_err(|e| Fatal::Chain(e.into()))?;
+        if entry.is_none() {
+            let call = runtime::tx().job_market().set_verifier(true);
+            ctx.send(call, None, "joining the verifier pool").await.map_err(Fatal::Chain)?;
+        }
+    }
+    if ctx.config.has(config::Role::Driller) {
+        let entry = at
+            .storage()
+            .try_fetch(runtime::storage().drilling().drillers(), (ctx.me,))
+            .await
+            .map_err(|e| Fatal::Chain(e.into()))?;
+        if entry.is_none() {
+            let capacity = ctx.config.drill_capacity();
+            let call = runtime::tx().drilling().set_driller(Some(capacity));
+            ctx.send(call, None, "registering as a driller").await.map_err(Fatal::Chain)?;
+            info!(ut_per_hour = capacity / 1_000_000, "drilling capacity declared");
+        }
+    }
+    Ok(())
+}
+
+/// Records the block in the metrics, and logs the events that concern this daemon's account (its
+/// payments also go to the store, for `status`).
+async fn observe(ctx: &Ctx, block: &ergon_client::follow::Block) {
+    use std::sync::atomic::Ordering;
+    ctx.metrics.finalized.store(block.number, Ordering::Relaxed);
+    if let Ok(at) = ctx.chain.at().await {
+        if let Ok(Some(ts)) = at.storage().try_fetch(runtime::storage().timestamp().now(), ()).await
+        {
+            if let Ok(ms) = ts.decode() {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or_default();
+                ctx.metrics.head_lag_ms.store(now.saturating_sub(ms), Ordering::Relaxed);
+            }
+        }
+    }
+    log_events(ctx, block);
+}
+
+/// Logs the events that concern this daemon's account; its payments also go to the store.
+fn log_events(ctx: &Ctx, block: &ergon_client::follow::Block) {
+    use runtime::job_market::Event as M;
+    let earned = |job: u64, kind: &str, amount: u128, micro_ut: u128| {
+        let e = store::Earning { job, kind: kind.into(), amount, micro_ut, block: block.number };
+        if let Err(err) = ctx.store.put_earning(&e) {
+            warn!(job, error = %err, "cannot record a payment");
+        }
+    };
+    for event in &block.events {
+        let runtime::Event::JobMarket(e) = event else { continue };
+        match e {
+            M::JobPosted { job, work_micro_ut, .. } => {
+                info!(job, work_micro_ut, "job posted")
+            }
+            M::JobAssigned { job, trainer, price, deadline } if *trainer == ctx.me => {
+                info!(job, price, deadline, "assigned to us")
+            }
+            M::VerifiersDrawn { job, round, assignments } => {
+                if let Some((_, segments)) = assignments.iter().find(|(v, _)| *v == ctx.me) {
+                    info!(job, round, ?segments, "drawn to verify")
+                }
+            }
+            M::JobCompleted { job, trainer, price, burnt, work_micro_ut } if *trainer == ctx.me => {
+                info!(job, price, burnt, work_micro_ut, "job completed: paid");
+                earned(*job, "training", price.saturating_sub(*burnt), *work_micro_ut);
+            }
+            M::VerifierPaid { job, verifier, amount } if *verifier == ctx.me => {
+                info!(job, amount, "verifier fee paid");
+                earned(*job, "verification", *amount, 0);
+            }
+            M::JobFailed { job, reason, .. } => info!(job, ?reason, "job failed"),
+            _ => {}
+        }
+    }
+}

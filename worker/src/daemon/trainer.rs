@@ -1,0 +1,318 @@
+//! The bidder and trainer roles: bid on open jobs this machine can train in time, train the jobs
+//! assigned to it (resuming from the last checkpoint after a restart), serve the bundle and commit
+//! it before the deadline.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::{atomic::AtomicU64, Arc},
+};
+
+use ergon_client::{chain::JobState, runtime, H256};
+use tokio::task::JoinHandle;
+use tracing::{error, info, warn};
+
+use super::{config::Role, store::Training, Ctx, RoleError, BLOCK_SECONDS};
+use crate::{
+    bundle,
+    data::hex,
+    train::{self, Outcome, TrainOptions},
+    Error,
+};
+
+/// Most jobs looked at per block.
+const LIMIT: u32 = 256;
+
+/// The trainer role's memory between blocks (everything that must survive a restart is in the
+/// store or on chain).
+pub struct Trainer {
+    ctx: Arc<Ctx>,
+    /// Open jobs already priced (bid on, or declined): each is considered once.
+    considered: BTreeSet<u64>,
+    /// Trainings in progress, with their step counters.
+    running: BTreeMap<u64, (JoinHandle<()>, Arc<AtomicU64>)>,
+}
+
+impl Trainer {
+    /// The role for `ctx`.
+    pub fn new(ctx: Arc<Ctx>) -> Self {
+        Trainer { ctx, considered: BTreeSet::new(), running: BTreeMap::new() }
+    }
+
+    /// One block's work: bid, then train and commit.
+    pub async fn on_block(&mut self, now: u32) -> Result<(), RoleError> {
+        if !self.ctx.config.has(Role::Trainer) {
+            return Ok(());
+        }
+        self.running.retain(|_, (task, _)| !task.is_finished());
+        self.bid(now).await?;
+        self.train(now).await
+    }
+
+    /// Bids on the open jobs the policy takes.
+    async fn bid(&mut self, now: u32) -> Result<(), RoleError> {
+        let ctx = &self.ctx;
+        let open = ctx.chain.open_jobs(LIMIT).await?;
+        let fresh: Vec<_> =
+            open.into_iter().filter(|(id, _)| !self.considered.contains(id)).collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let min_price_per_ut = ctx
+            .chain
+            .at()
+            .await?
+            .constants()
+            .entry(runtime::constants().job_market().min_price_per_ut())
+            .map_err(|e| ergon_client::Error::from(ergon_client::subxt::Error::from(e)))?;
+        for (id, job) in fresh {
+            if job.owner == ctx.me || now > job.bid_window_end {
+                self.considered.insert(id);
+                continue;
+            }
+            // Bid before a restart: the record says so (and at what price).
+            if ctx.store.training(id)?.is_some() {
+                self.considered.insert(id);
+                continue;
+            }
+            let seconds_left = job.deadline.saturating_sub(now) as u64 * BLOCK_SECONDS;
+            let price = match ctx.policy.price(
+                &job.spec.0,
+                job.work_micro_ut,
+                seconds_left,
+                min_price_per_ut,
+            ) {
+                Ok(price) => price,
+                Err(why) => {
+                    info!(job = id, "no bid: {why}");
+                    self.considered.insert(id);
+                    continue;
+                }
+            };
+            let mut record = Training::new(id, price);
+            ctx.store.put_training(&record)?;
+            match ctx.send(runtime::tx().job_market().bid(id, price), Some(id), "bid").await {
+                Ok(()) => {
+                    info!(job = id, price, work_micro_ut = job.work_micro_ut, "bid placed");
+                    self.considered.insert(id);
+                }
+                Err(e) if e.rejected_as().is_some() => {
+                    record.failure = Some(format!("bid refused: {e}"));
+                    ctx.store.put_training(&record)?;
+                    self.considered.insert(id);
+                }
+                // Not sent, or not known to be included: looked at again next block.
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Trains the jobs assigned to this daemon and commits their bundles.
+    async fn train(&mut self, now: u32) -> Result<(), RoleError> {
+        let ctx = self.ctx.clone();
+        for id in ctx.chain.jobs_of(&ctx.me, LIMIT).await? {
+            let Some((job, _)) = ctx.chain.job(id).await? else { continue };
+            let JobState::Assigned { trainer, price } = &job.state else {
+                // Committed (or over): nothing more to send for it.
+                if let Some(mut t) = ctx.store.training(id)? {
+                    let ours = matches!(&job.state, JobState::Verifying { trainer, .. } if *trainer == ctx.me);
+                    if ours && !t.submitted {
+                        t.submitted = true;
+                        ctx.store.put_training(&t)?;
+                    }
+                }
+                continue;
+            };
+            if *trainer != ctx.me || now > job.deadline {
+                continue;
+            }
+            let mut record = ctx.store.training(id)?.unwrap_or(Training::new(id, *price));
+            if record.submitted || record.failure.is_some() {
+                continue;
+            }
+            match (&record.root, &record.final_model_hash, record.metrics) {
+                (Some(root), Some(model), Some((train_loss, val_loss, accuracy))) => {
+                    let (Some(root), Some(model)) =
+                        (bundle::parse_hash(root), bundle::parse_hash(model))
+                    else {
+                        error!(
+                            job = id,
+                            "the store's root or model hash is not hex: cannot commit"
+                        );
+                        continue;
+                    };
+                    let uri = format!("{}/job-{id}", ctx.config.public_url());
+                    let metrics =
+                        runtime::runtime_types::pallet_job_market::types::ClaimedMetrics {
+                            train_loss_micro: train_loss,
+                            validation_loss_micro: val_loss,
+                            validation_accuracy_ppm: accuracy,
+                        };
+                    let call = runtime::tx().job_market().submit_bundle(
+                        id,
+                        H256(root),
+                        runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec(
+                            uri.into_bytes(),
+                        ),
+                        H256(model),
+                        metrics,
+                    );
+                    match ctx.send(call, Some(id), "bundle commitment").await {
+                        Ok(()) => {
+                            record.submitted = true;
+                            ctx.store.put_training(&record)?;
+                        }
+                        Err(e) if e.rejected_as().is_some() => {
+                            record.failure = Some(format!("commitment refused: {e}"));
+                            ctx.store.put_training(&record)?;
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                _ if !self.running.contains_key(&id) => {
+                    let steps = Arc::new(AtomicU64::new(0));
+                    let spec = job.spec.0.clone();
+                    let task = tokio::spawn(training(ctx.clone(), id, spec, steps.clone()));
+                    self.running.insert(id, (task, steps));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Jobs training now, with the steps done.
+    pub fn progress(&self) -> Vec<(u64, u64)> {
+        self.running
+            .iter()
+            .map(|(id, (_, steps))| (*id, steps.load(std::sync::atomic::Ordering::Relaxed)))
+            .collect()
+    }
+}
+
+/// Whether a training error is the job's fault (its data, its spec): retrying cannot help.
+fn is_jobs_fault(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Spec(_) | Error::ContentRoot { .. } | Error::Data { .. } | Error::Diverged { .. }
+    )
+}
+
+/// Trains job `id` to the end, giving the machine up at checkpoints while urgent work waits, and
+/// records the bundle's root (or why it failed) in the store.
+async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: Arc<AtomicU64>) {
+    let seed = ergon_protocol::seed::job_seed(id, &ctx.me_bytes());
+    let out = ctx.bundles_dir().join(format!("job-{id}"));
+    let mut attempts = 0u32;
+    let outcome = loop {
+        let slot = ctx.compute.for_training().await;
+        info!(job = id, "training (resumes from the last checkpoint if there is one)");
+        let opts = TrainOptions {
+            pause: Some(ctx.compute.pause_flag()),
+            steps_done: Some(steps.clone()),
+            datasets: Some(ctx.datasets.clone()),
+            ..TrainOptions::new(out.clone(), seed)
+        };
+        let (spec2, out2) = (spec.clone(), out.clone());
+        let work = tokio::task::spawn_blocking(move || finished_or_train(&spec2, &out2, &opts));
+        let result = report_progress(&ctx, id, &spec, &steps, work).await;
+        drop(slot);
+        match result {
+            Ok(Ok(Outcome::Halted(step))) => {
+                info!(job = id, step, "paused at a checkpoint for a verification or drill");
+            }
+            Ok(Ok(Outcome::Finished(report))) => break Ok(report),
+            Ok(Err(e)) if is_jobs_fault(&e) => break Err(e.to_string()),
+            Ok(Err(e)) => {
+                attempts += 1;
+                warn!(job = id, error = %e, attempts, "training failed; retrying");
+                if attempts >= 5 {
+                    break Err(e.to_string());
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(5 << attempts.min(4))).await;
+            }
+            Err(panic) => break Err(format!("the training crashed: {panic}")),
+        }
+    };
+    let Ok(Some(mut record)) = ctx.store.training(id) else {
+        error!(job = id, "no training record to complete");
+        return;
+    };
+    match outcome {
+        Ok(report) => {
+            let m = &report.manifest.metrics;
+            let micro = |x: f32| (x as f64 * 1e6).round().clamp(0.0, u64::MAX as f64) as u64;
+            record.root = Some(hex(&report.root));
+            record.final_model_hash = Some(report.manifest.final_model_hash.clone());
+            record.metrics = Some((
+                micro(m.final_train_loss),
+                micro(m.validation_loss),
+                (m.validation_accuracy as f64 * 1e6).round().clamp(0.0, 1e6) as u32,
+            ));
+            info!(job = id, root = %hex(&report.root), accuracy = m.validation_accuracy, "trained");
+        }
+        Err(why) => {
+            error!(job = id, "training failed for good: {why}");
+            record.failure = Some(why);
+        }
+    }
+    if let Err(e) = ctx.store.put_training(&record) {
+        error!(job = id, error = %e, "cannot record the training's outcome");
+    }
+}
+
+/// How often a running training logs its progress.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Awaits `work`, logging job `id`'s steps done, speed and ETA every [`PROGRESS_EVERY`].
+async fn report_progress<T>(
+    ctx: &Ctx,
+    id: u64,
+    spec: &ergon_job_spec::JobSpec,
+    steps: &AtomicU64,
+    work: JoinHandle<T>,
+) -> Result<T, tokio::task::JoinError> {
+    let total = spec.validate().map(|s| s.total_steps).unwrap_or(0).max(1);
+    let started = (std::time::Instant::now(), steps.load(std::sync::atomic::Ordering::Relaxed));
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            result = &mut work => return result,
+            _ = tokio::time::sleep(PROGRESS_EVERY) => {
+                let done = steps.load(std::sync::atomic::Ordering::Relaxed);
+                let rate = (done.saturating_sub(started.1)) as f64 / started.0.elapsed().as_secs_f64();
+                let eta_s = if rate > 0.0 { ((total - done.min(total)) as f64 / rate) as u64 } else { 0 };
+                info!(job = id, step = done, total, steps_per_s = format!("{rate:.1}"), eta_s, "training");
+                let m = &ctx.metrics;
+                m.steps_per_second_milli.store((rate * 1e3) as u64, std::sync::atomic::Ordering::Relaxed);
+                m.eta_seconds.store(eta_s, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Trains into `out`, or, when a previous run finished the bundle but died before recording it,
+/// reads the finished bundle.
+fn finished_or_train(
+    spec: &ergon_job_spec::JobSpec,
+    out: &std::path::Path,
+    opts: &TrainOptions,
+) -> crate::Result<Outcome> {
+    let manifest_path = out.join(bundle::MANIFEST_FILE);
+    if manifest_path.exists() && !out.join(train::PROGRESS_FILE).exists() {
+        let inspection = bundle::inspect(out)?;
+        if !inspection.problems.is_empty() {
+            return Err(Error::Bundle {
+                path: out.into(),
+                reason: format!("finished bundle is damaged: {}", inspection.problems.join("; ")),
+            });
+        }
+        return Ok(Outcome::Finished(train::TrainReport {
+            root: inspection.root,
+            manifest: inspection.manifest,
+            train_seconds: 0.0,
+            checkpoint_seconds: 0.0,
+        }));
+    }
+    train::train(spec, opts)
+}

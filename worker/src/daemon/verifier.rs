@@ -1,0 +1,265 @@
+//! The verifier role: stay in the verifier pool, replay the segments the chain draws this daemon for,
+//! commit to the verdict and reveal it in time.
+//!
+//! The verdict, its sketches and the salt are written to the store before the commitment is sent,
+//! and the reveal reads them from there: a daemon killed between commit and reveal reveals after its
+//! restart instead of being slashed as silent.
+
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
+
+use ergon_client::{
+    chain::{Job, JobState, Phase},
+    runtime, Static, H256,
+};
+use tokio::task::JoinHandle;
+use tracing::{error, info, warn};
+
+use super::{config::Role, store::Vote, Ctx, RoleError};
+use crate::{
+    bundle,
+    data::hex,
+    verify::{self, VerifyOptions},
+};
+
+/// Most jobs looked at per block.
+const LIMIT: u32 = 256;
+/// Downloads tried before a bundle that cannot be fetched is voted a fail.
+const MAX_ATTEMPTS: u32 = 3;
+
+/// The verifier role's memory between blocks.
+pub struct Verifier {
+    ctx: Arc<Ctx>,
+    /// Verifications running, by (job, round).
+    running: BTreeMap<(u64, u32), JoinHandle<()>>,
+    /// Failed attempts to verify, by (job, round).
+    attempts: BTreeMap<(u64, u32), u32>,
+    /// Rounds that could not be revealed (the store lost the vote): logged once.
+    lost: std::collections::BTreeSet<(u64, u32)>,
+}
+
+impl Verifier {
+    /// The role for `ctx`.
+    pub fn new(ctx: Arc<Ctx>) -> Self {
+        Verifier {
+            ctx,
+            running: BTreeMap::new(),
+            attempts: BTreeMap::new(),
+            lost: Default::default(),
+        }
+    }
+
+    /// One block's work: start the verifications drawn, commit the finished ones, reveal.
+    pub async fn on_block(&mut self, _now: u32) -> Result<(), RoleError> {
+        if !self.ctx.config.has(Role::Verifier) {
+            return Ok(());
+        }
+        let finished: Vec<_> =
+            self.running.iter().filter(|(_, t)| t.is_finished()).map(|(k, _)| *k).collect();
+        for key in finished {
+            if let Some(task) = self.running.remove(&key) {
+                if task.await.is_err() {
+                    error!(job = key.0, round = key.1, "the verification crashed");
+                }
+            }
+        }
+        let ctx = self.ctx.clone();
+        for id in ctx.chain.jobs_of(&ctx.me, LIMIT).await? {
+            let Some((job, Some(round))) = ctx.chain.job(id).await? else { continue };
+            let Some(seat) = round.votes.iter().find(|v| v.verifier == ctx.me) else { continue };
+            let key = (id, round.number);
+            let stored = ctx.store.vote(id, round.number)?;
+            match round.phase {
+                Phase::Commit if seat.commitment.is_none() => match stored {
+                    Some(vote) if !vote.committed => self.commit(vote).await?,
+                    // Committed: the finalized state shows it a few blocks later.
+                    Some(_) => {}
+                    None if !self.running.contains_key(&key) => {
+                        let attempts = self.attempts.entry(key).or_insert(0);
+                        *attempts += 1;
+                        let task = tokio::spawn(verification(
+                            ctx.clone(),
+                            job,
+                            id,
+                            round.number,
+                            seat.segments.clone(),
+                            *attempts,
+                        ));
+                        self.running.insert(key, task);
+                    }
+                    None => {}
+                },
+                Phase::Reveal if seat.commitment.is_some() && seat.verdict.is_none() => {
+                    match stored {
+                        Some(vote) if !vote.revealed => self.reveal(vote).await?,
+                        Some(_) => {}
+                        None => {
+                            if self.lost.insert(key) {
+                                error!(
+                                    job = id,
+                                    round = round.number,
+                                    "committed, but the store holds no vote to reveal"
+                                );
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    async fn commit(&self, mut vote: Vote) -> Result<(), RoleError> {
+        let ctx = &self.ctx;
+        let commitment = ergon_protocol::commitments::verdict(
+            vote.job,
+            vote.round,
+            &ctx.me_bytes(),
+            vote.verdict(),
+            &vote.evidence(),
+            &vote.report_bytes()?,
+            &vote.salt_bytes()?,
+        );
+        let call = runtime::tx().job_market().commit_verdict(vote.job, H256(commitment));
+        match ctx.send(call, Some(vote.job), "verdict commitment").await {
+            Ok(()) => {
+                vote.committed = true;
+                ctx.store.put_vote(&vote)?;
+                Ok(())
+            }
+            // Refused (the window closed, already committed): nothing to retry.
+            Err(e) if e.rejected_as().is_some() => {
+                vote.committed = true;
+                ctx.store.put_vote(&vote)?;
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn reveal(&self, mut vote: Vote) -> Result<(), RoleError> {
+        let ctx = &self.ctx;
+        let evidence = vote.evidence().into_iter().map(Static).collect();
+        let call = runtime::tx().job_market().reveal_verdict(
+            vote.job,
+            Static(vote.verdict()),
+            runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec(evidence),
+            H256(vote.report_bytes()?),
+            H256(vote.salt_bytes()?),
+        );
+        match ctx.send(call, Some(vote.job), "verdict reveal").await {
+            Ok(()) => {
+                info!(job = vote.job, round = vote.round, verdict = ?vote.verdict(), "revealed");
+                vote.revealed = true;
+                ctx.store.put_vote(&vote)?;
+                Ok(())
+            }
+            Err(e) if e.rejected_as().is_some() => {
+                vote.revealed = true;
+                ctx.store.put_vote(&vote)?;
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Replays `segments` of job `id`'s bundle and stores the vote (salt included) for the commitment.
+async fn verification(
+    ctx: Arc<Ctx>,
+    job: Job,
+    id: u64,
+    round: u32,
+    segments: Vec<u32>,
+    attempt: u32,
+) {
+    let JobState::Verifying { trainer, bundle: commitment, .. } = &job.state else { return };
+    let uri = String::from_utf8_lossy(&commitment.uri.0).into_owned();
+    let (root, trainer) = (commitment.root.0, trainer.0);
+    let dir = ctx.config.data_dir.join("verify").join(format!("job-{id}-round-{round}"));
+    let slot = ctx.compute.urgently().await;
+    info!(job = id, round, ?segments, %uri, "verifying");
+    let (spec, datasets, segs) = (job.spec.0.clone(), ctx.datasets.clone(), segments.clone());
+    let replay = tokio::task::spawn_blocking(move || {
+        let result = replay(&spec, &uri, &dir, root, id, trainer, segs, datasets);
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    })
+    .await;
+    drop(slot);
+    let (failed_segment, sketches, report) = match replay {
+        Ok(Ok(report)) => {
+            let sketches =
+                report.evidence().iter().map(|s| (s.exponent, s.deviation, s.scale)).collect();
+            let failed = report.failed_segment();
+            if let Some(check) = report.first_failure() {
+                warn!(job = id, round, check = %check.name, measured = %check.measured, "the bundle fails");
+            }
+            (failed, if failed.is_none() { sketches } else { Vec::new() }, report.evidence_hash())
+        }
+        // The bundle could not be fetched (or read): retried while attempts remain, then a fail on
+        // the first segment (a dispute's verifiers will try to fetch it too).
+        Ok(Err(e)) if attempt < MAX_ATTEMPTS => {
+            warn!(job = id, round, attempt, error = %e, "verification failed; retrying next block");
+            return;
+        }
+        Ok(Err(e)) => {
+            warn!(job = id, round, error = %e, "the bundle cannot be verified: voting fail");
+            let report = error_report_hash(&e.to_string());
+            (Some(segments.first().copied().unwrap_or(0)), Vec::new(), report)
+        }
+        Err(panic) => {
+            error!(job = id, round, "the verification crashed: {panic}");
+            return;
+        }
+    };
+    let salt = match super::store::random_salt() {
+        Ok(salt) => salt,
+        Err(e) => {
+            error!(job = id, error = %e, "no salt");
+            return;
+        }
+    };
+    let vote = Vote {
+        job: id,
+        round,
+        segments,
+        failed_segment,
+        sketches,
+        report: hex(&report),
+        salt: hex(&salt),
+        committed: false,
+        revealed: false,
+    };
+    info!(job = id, round, verdict = ?vote.verdict(), "verified");
+    if let Err(e) = ctx.store.put_vote(&vote) {
+        error!(job = id, round, error = %e, "cannot store the vote: it will not be committed");
+    }
+}
+
+/// The hash a fail without a report reveals: of the error's text.
+fn error_report_hash(text: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// Downloads the bundle and replays `segments` (blocking).
+#[allow(clippy::too_many_arguments)]
+fn replay(
+    spec: &ergon_job_spec::JobSpec,
+    uri: &str,
+    dir: &PathBuf,
+    root: [u8; 32],
+    job: u64,
+    trainer: [u8; 32],
+    segments: Vec<u32>,
+    datasets: Arc<crate::data::DatasetCache>,
+) -> crate::Result<verify::Report> {
+    let _ = std::fs::remove_dir_all(dir);
+    bundle::fetch(uri, dir)?;
+    let mut opts = VerifyOptions::new(dir.clone(), ergon_protocol::seed::job_seed(job, &trainer));
+    opts.segments = segments;
+    opts.expected_root = Some(root);
+    opts.datasets = Some(datasets);
+    verify::verify(spec, &opts)
+}

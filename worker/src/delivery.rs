@@ -1,0 +1,72 @@
+//! A delivered model, as its owner gets it: the final checkpoint of a completed job's bundle,
+//! downloaded alone, checked against the root committed on chain, and evaluated on the spec's
+//! validation set.
+
+use std::path::Path;
+
+use candle_core::{DType, Device};
+use ergon_job_spec::JobSpec;
+
+use crate::{
+    bundle::{self, Manifest, MANIFEST_FILE},
+    data::{self, hex},
+    error::{io, Error, Result},
+    model::Model,
+    optim::Optimizer,
+    train,
+};
+
+/// What [`fetch_model`] found.
+pub struct Delivered {
+    /// The manifest (claimed metrics, environment, losses).
+    pub manifest: Manifest,
+    /// The step of the final checkpoint.
+    pub step: u64,
+    /// The final checkpoint's file in the output directory.
+    pub file: std::path::PathBuf,
+    /// Validation loss measured here.
+    pub validation_loss: f32,
+    /// Validation accuracy measured here.
+    pub validation_accuracy: f32,
+}
+
+/// Downloads the manifest and the final checkpoint of the bundle served at `url` into `into`,
+/// checks the manifest against the committed `root` and the checkpoint against the manifest, and
+/// evaluates the model on `spec`'s validation set.
+pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> Result<Delivered> {
+    let manifest = bundle::fetch_selected(url, into, |m| {
+        m.checkpoints.len().checked_sub(1).into_iter().collect()
+    })?;
+    let manifest_path = into.join(MANIFEST_FILE);
+    let bytes = std::fs::read(&manifest_path).map_err(io("reading", &manifest_path))?;
+    let found = bundle::root_of(&bytes)?;
+    if &found != root {
+        return Err(Error::Bundle {
+            path: manifest_path,
+            reason: format!("root {} is not the committed {}", hex(&found), hex(root)),
+        });
+    }
+    if manifest.spec_hash != hex(&train::spec_hash(spec)) {
+        return Err(Error::Bundle { path: manifest_path, reason: "trained another spec".into() });
+    }
+    let last = manifest.checkpoints.last().ok_or_else(|| Error::Bundle {
+        path: manifest_path.clone(),
+        reason: "no checkpoint".into(),
+    })?;
+    // The digest check ties the weights to the manifest, and so to the root.
+    let host = train::read_checkpoint(into, last)?;
+    let device = Device::Cpu;
+    let model = Model::new(spec, &[0; 32], &device, DType::F32)?;
+    let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+    train::load_state(&into.join(&last.file), &host, last.step, &model, &mut opt)?;
+    let data = data::JobData::load(spec)?;
+    let (validation_loss, validation_accuracy) =
+        train::evaluate(&model, data.validation(), &device)?;
+    Ok(Delivered {
+        step: last.step,
+        file: into.join(&last.file),
+        manifest,
+        validation_loss,
+        validation_accuracy,
+    })
+}
