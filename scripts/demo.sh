@@ -61,7 +61,7 @@ daemon() {
 daemon bob trainer "${BUNDLE_PORT:-8700}"
 daemon charlie verifier,driller 0
 daemon dave verifier,driller 0
-tail -n +1 -F "$work/bob.log" "$work/charlie.log" "$work/dave.log" 2> /dev/null | grep --line-buffered -v '^==>' &
+tail -q -n +1 -F "$work/bob.log" "$work/charlie.log" "$work/dave.log" 2> /dev/null | grep --line-buffered -v -e '^==>' -e '^$' &
 pids+=("$!")
 
 echo "[demo] waiting for the daemons to bond and the verifiers to join the pool"

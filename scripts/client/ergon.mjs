@@ -130,6 +130,7 @@ async function watchJob(api, [idText]) {
             if (event.section !== 'jobMarket' || !event.data.job || event.data.job.toNumber() !== id) continue;
             const d = event.data;
             switch (event.method) {
+              case 'JobPosted': say(`#${n} posted: ${erg(d.budget)} in escrow, bids until #${d.bidWindowEnd}, due by #${d.deadline}`); break;
               case 'BidPlaced': say(`#${n} bid ${erg(d.price)} by ${d.trainer.toString()}`); break;
               case 'JobAssigned': say(`#${n} assigned to ${d.trainer.toString()} at ${erg(d.price)}, due by #${d.deadline}`); break;
               case 'BundleSubmitted': say(`#${n} bundle committed: root ${d.root.toHex()}`); break;
@@ -142,7 +143,8 @@ async function watchJob(api, [idText]) {
               default: say(`#${n} ${event.method}`);
             }
           }
-          const view = (await api.rpc.ergon.job(id)).toJSON();
+          // The job as of this finalized block, so its state and the block's events agree.
+          const view = (await api.rpc.ergon.job(id, hash)).toJSON();
           if (!view) throw new Error(`no job ${id}`);
           const line = describe(view);
           if (line !== last) say(`#${n} ${line}`);
