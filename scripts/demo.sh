@@ -74,7 +74,9 @@ done
 
 cli() { node scripts/client/ergon.mjs "$@"; }
 echo "[demo] Alice posts the job ($spec) with 100 ERG in escrow"
-job="$(cli post-job "$spec" --key //Alice --budget 100 --bid-window 20 --deadline 600 | tee /dev/stderr | tail -1)"
+posted="$(cli post-job "$spec" --key //Alice --budget 100 --bid-window 20 --deadline 600)"
+echo "$posted"
+job="$(tail -1 <<< "$posted")"
 echo "[demo] watching job $job until it settles (the verifier draw waits 200-400 s for fresh randomness)"
 cli watch-job "$job"
 echo "[demo] fetching the trained model"

@@ -99,6 +99,9 @@ async function listJobs(api) {
   if (mine.length) say(`jobs of ${who().address}: ${mine.join(', ')}`);
 }
 
+/** Whether an `ergon_job` answer is a job (null when there is none at that block). */
+const exists = (view) => Boolean(view && view.state);
+
 /** One line for what changed in a job since the last view. */
 function describe(j) {
   const s = j.state;
@@ -117,6 +120,7 @@ function describe(j) {
 async function watchJob(api, [idText]) {
   const id = Number(idText);
   if (!Number.isInteger(id)) throw new Error('usage: watch-job ID');
+  if (!exists((await api.rpc.ergon.job(id)).toJSON())) throw new Error(`no job ${id}`);
   let last = '';
   return new Promise((resolve, reject) => {
     let unsub;
@@ -145,7 +149,8 @@ async function watchJob(api, [idText]) {
           }
           // The job as of this finalized block, so its state and the block's events agree.
           const view = (await api.rpc.ergon.job(id, hash)).toJSON();
-          if (!view) throw new Error(`no job ${id}`);
+          // Posted in a block not final yet: nothing to show at this one.
+          if (!exists(view)) return;
           const line = describe(view);
           if (line !== last) say(`#${n} ${line}`);
           last = line;
@@ -178,7 +183,7 @@ function workerBinary() {
 async function fetchModel(api, [idText]) {
   const id = Number(idText);
   const view = (await api.rpc.ergon.job(id)).toJSON();
-  if (!view) throw new Error(`no job ${id}`);
+  if (!exists(view)) throw new Error(`no job ${id}`);
   if (view.state.status !== 'completed') throw new Error(`job ${id} is ${view.state.status}, not completed`);
   const out = opts.out || mkdtempSync(join(tmpdir(), `ergon-model-${id}-`));
   mkdirSync(out, { recursive: true });
