@@ -64,28 +64,38 @@ impl Trainer {
             .constants()
             .entry(runtime::constants().job_market().min_price_per_ut())
             .map_err(|e| ergon_client::Error::from(ergon_client::subxt::Error::from(e)))?;
+        // The jobs this account has a bid on (among others), at the finalized block.
+        let mine = ctx.chain.jobs_of(&ctx.me, LIMIT).await?;
         for (id, job) in fresh {
             if job.owner == ctx.me || now > job.bid_window_end {
                 self.considered.insert(id);
                 continue;
             }
-            // Bid before a restart: the record says so (and at what price).
-            if ctx.store.training(id)?.is_some() {
-                self.considered.insert(id);
-                continue;
-            }
-            let seconds_left = job.deadline.saturating_sub(now) as u64 * BLOCK_SECONDS;
-            let price = match ctx.policy.price(
-                &job.spec.0,
-                job.work_micro_ut,
-                seconds_left,
-                min_price_per_ut,
-            ) {
-                Ok(price) => price,
-                Err(why) => {
-                    info!(job = id, "no bid: {why}");
+            let price = match ctx.store.training(id)? {
+                // Bid before (a restart, or a submission whose outcome was unknown) and seen on
+                // chain, or refused: done.
+                Some(t) if t.failure.is_some() || mine.contains(&id) => {
                     self.considered.insert(id);
                     continue;
+                }
+                // Recorded but not seen on chain: sent again at the recorded price (a repeated
+                // bid at the same price changes nothing).
+                Some(t) => t.price,
+                None => {
+                    let seconds_left = job.deadline.saturating_sub(now) as u64 * BLOCK_SECONDS;
+                    match ctx.policy.price(
+                        &job.spec.0,
+                        job.work_micro_ut,
+                        seconds_left,
+                        min_price_per_ut,
+                    ) {
+                        Ok(price) => price,
+                        Err(why) => {
+                            info!(job = id, "no bid: {why}");
+                            self.considered.insert(id);
+                            continue;
+                        }
+                    }
                 }
             };
             let mut record = Training::new(id, price);
