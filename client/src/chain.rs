@@ -155,6 +155,27 @@ impl Chain {
         Ok(self.at().await?.runtime_apis().call(call).await?)
     }
 
+    /// The jobs `who` owns, bids on, trains or verifies, each with its current round, all read at
+    /// one finalized block (what a daemon looks at once per block).
+    pub async fn jobs_of_with_rounds(
+        &self,
+        who: &AccountId32,
+        limit: u32,
+    ) -> Result<Vec<(u64, Job, Option<RoundInfo>)>> {
+        let at = self.at().await?;
+        let apis = at.runtime_apis();
+        let ids = apis.call(runtime::runtime_apis().job_market_api().jobs_of(*who, limit)).await?;
+        let mut jobs = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some((job, round)) =
+                apis.call(runtime::runtime_apis().job_market_api().job(id)).await?
+            {
+                jobs.push((id, job, round));
+            }
+        }
+        Ok(jobs)
+    }
+
     /// Jobs taking bids, lowest id first.
     pub async fn open_jobs(&self, limit: u32) -> Result<Vec<(u64, Job)>> {
         let call = runtime::runtime_apis().job_market_api().open_jobs(limit);

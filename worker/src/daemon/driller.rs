@@ -88,15 +88,14 @@ impl Driller {
 
     async fn commit(&self, mut d: Drill) -> Result<(), RoleError> {
         let ctx = &self.ctx;
-        let (result, salt) = (parse(&d.result)?, parse(&d.salt)?);
-        let commitment =
-            ergon_protocol::commitments::drill_result(d.task, &ctx.me_bytes(), &result, &salt);
+        let commitment = ergon_protocol::commitments::drill_result(
+            d.task,
+            &ctx.me_bytes(),
+            &d.result_bytes()?,
+            &d.salt_bytes()?,
+        );
         let call = runtime::tx().drilling().commit_result(d.task, H256(commitment));
-        match ctx.send(call, None, &format!("drill {} commitment", d.task)).await {
-            Ok(()) => {}
-            Err(e) if e.rejected_as().is_some() => {}
-            Err(e) => return Err(e.into()),
-        }
+        ctx.send_duty(call, None, &format!("drill {} commitment", d.task)).await?;
         d.committed = true;
         ctx.store.put_drill(&d)?;
         Ok(())
@@ -104,24 +103,13 @@ impl Driller {
 
     async fn reveal(&self, mut d: Drill) -> Result<(), RoleError> {
         let ctx = &self.ctx;
-        let (result, salt) = (parse(&d.result)?, parse(&d.salt)?);
+        let (result, salt) = (d.result_bytes()?, d.salt_bytes()?);
         let call = runtime::tx().drilling().reveal_result(d.task, H256(result), H256(salt));
-        match ctx.send(call, None, &format!("drill {} reveal", d.task)).await {
-            Ok(()) => {}
-            Err(e) if e.rejected_as().is_some() => {}
-            Err(e) => return Err(e.into()),
-        }
+        ctx.send_duty(call, None, &format!("drill {} reveal", d.task)).await?;
         d.revealed = true;
         ctx.store.put_drill(&d)?;
         Ok(())
     }
-}
-
-fn parse(hex: &str) -> crate::Result<[u8; 32]> {
-    crate::bundle::parse_hash(hex).ok_or_else(|| crate::Error::Store {
-        path: "drill".into(),
-        reason: format!("{hex:?} is not 32 bytes of hex"),
-    })
 }
 
 /// The chain's task as the engine's.

@@ -111,10 +111,8 @@ pub fn render(metrics: &Metrics, store: &Store) -> String {
     );
     match totals(store) {
         Ok(t) => {
-            let jobs: Vec<_> =
-                t.jobs.iter().map(|(s, n)| (format!("{{state=\"{s}\"}}"), n.to_string())).collect();
-            let jobs: Vec<(&str, String)> =
-                jobs.iter().map(|(l, v)| (l.as_str(), v.clone())).collect();
+            let labels = t.jobs.map(|(state, n)| (format!("{{state=\"{state}\"}}"), n.to_string()));
+            let jobs = labels.each_ref().map(|(l, n)| (l.as_str(), n.clone()));
             gauge("jobs", "Jobs this daemon bid on, by state.", &jobs);
             gauge(
                 "verifications",

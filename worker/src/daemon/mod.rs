@@ -37,6 +37,12 @@ use crate::data::DatasetCache;
 /// Seconds per block on average (BABE: 2-second slots, one in three won).
 pub const BLOCK_SECONDS: u64 = 6;
 
+/// Most jobs of this account looked at per block.
+pub const JOBS_LIMIT: u32 = 256;
+
+/// This account's jobs at a finalized block, each with its current round.
+pub type MyJobs = [(u64, ergon_client::chain::Job, Option<ergon_client::chain::RoundInfo>)];
+
 /// Why the daemon stopped (each a distinct exit code).
 #[derive(Debug, thiserror::Error)]
 pub enum Fatal {
@@ -93,6 +99,21 @@ impl Ctx {
     /// Where served bundles live: `<data-dir>/bundles/job-<id>`.
     pub fn bundles_dir(&self) -> PathBuf {
         self.config.data_dir.join("bundles")
+    }
+
+    /// Submits `call` for a duty that is over once sent: in a block, or refused by the runtime
+    /// (a closed window, done already: sending again cannot change that). Only an unknown outcome
+    /// is an error, for the caller to retry at the next block.
+    pub async fn send_duty<C: Payload>(
+        &self,
+        call: C,
+        job: Option<u64>,
+        what: &str,
+    ) -> ergon_client::Result<()> {
+        match self.send(call, job, what).await {
+            Err(e) if e.rejected_as().is_none() => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Submits `call` (about `job`, if it is about one) and logs the outcome; the error is
@@ -195,8 +216,20 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         let now = block.number as u32;
         observe(&ctx, &block).await;
         // A role's failure to read or send is retried at the next block; only a fatal one stops us.
-        let results =
-            [trainer.on_block(now).await, verifier.on_block(now).await, driller.on_block().await];
+        // The jobs this account is in, read once for the roles that look at them.
+        let mine = match ctx.chain.jobs_of_with_rounds(&ctx.me, JOBS_LIMIT).await {
+            Ok(mine) => mine,
+            Err(e) if e.is_fatal() => return Err(Fatal::Chain(e)),
+            Err(e) => {
+                warn!(block = now, error = %e, "reading our jobs; will retry");
+                continue;
+            }
+        };
+        let results = [
+            trainer.on_block(now, &mine).await,
+            verifier.on_block(&mine).await,
+            driller.on_block().await,
+        ];
         for result in results {
             match result {
                 Err(RoleError::Chain(e)) if e.is_fatal() => return Err(Fatal::Chain(e)),

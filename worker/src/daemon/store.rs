@@ -150,6 +150,18 @@ pub struct Drill {
     pub revealed: bool,
 }
 
+impl Drill {
+    /// The result hash as bytes.
+    pub fn result_bytes(&self) -> Result<[u8; 32]> {
+        parse32(&self.result, "result")
+    }
+
+    /// The salt as bytes.
+    pub fn salt_bytes(&self) -> Result<[u8; 32]> {
+        parse32(&self.salt, "salt")
+    }
+}
+
 /// A payment seen in a finalized block's events: a job's price (after the burn) or a verifier fee.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Earning {

@@ -11,7 +11,7 @@ use ergon_client::{chain::JobState, runtime, H256};
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
-use super::{config::Role, store::Training, Ctx, RoleError, BLOCK_SECONDS};
+use super::{config::Role, store::Training, Ctx, MyJobs, RoleError, BLOCK_SECONDS};
 use crate::{
     bundle,
     data::hex,
@@ -39,17 +39,17 @@ impl Trainer {
     }
 
     /// One block's work: bid, then train and commit.
-    pub async fn on_block(&mut self, now: u32) -> Result<(), RoleError> {
+    pub async fn on_block(&mut self, now: u32, mine: &MyJobs) -> Result<(), RoleError> {
         if !self.ctx.config.has(Role::Trainer) {
             return Ok(());
         }
         self.running.retain(|_, (task, _)| !task.is_finished());
-        self.bid(now).await?;
-        self.train(now).await
+        self.bid(now, mine).await?;
+        self.train(now, mine).await
     }
 
     /// Bids on the open jobs the policy takes.
-    async fn bid(&mut self, now: u32) -> Result<(), RoleError> {
+    async fn bid(&mut self, now: u32, mine: &MyJobs) -> Result<(), RoleError> {
         let ctx = &self.ctx;
         let open = ctx.chain.open_jobs(LIMIT).await?;
         let fresh: Vec<_> =
@@ -64,8 +64,6 @@ impl Trainer {
             .constants()
             .entry(runtime::constants().job_market().min_price_per_ut())
             .map_err(|e| ergon_client::Error::from(ergon_client::subxt::Error::from(e)))?;
-        // The jobs this account has a bid on (among others), at the finalized block.
-        let mine = ctx.chain.jobs_of(&ctx.me, LIMIT).await?;
         for (id, job) in fresh {
             if job.owner == ctx.me || now > job.bid_window_end {
                 self.considered.insert(id);
@@ -74,7 +72,7 @@ impl Trainer {
             let price = match ctx.store.training(id)? {
                 // Bid before (a restart, or a submission whose outcome was unknown) and seen on
                 // chain, or refused: done.
-                Some(t) if t.failure.is_some() || mine.contains(&id) => {
+                Some(t) if t.failure.is_some() || mine.iter().any(|(j, ..)| *j == id) => {
                     self.considered.insert(id);
                     continue;
                 }
@@ -118,10 +116,10 @@ impl Trainer {
     }
 
     /// Trains the jobs assigned to this daemon and commits their bundles.
-    async fn train(&mut self, now: u32) -> Result<(), RoleError> {
+    async fn train(&mut self, now: u32, mine: &MyJobs) -> Result<(), RoleError> {
         let ctx = self.ctx.clone();
-        for id in ctx.chain.jobs_of(&ctx.me, LIMIT).await? {
-            let Some((job, _)) = ctx.chain.job(id).await? else { continue };
+        for (id, job, _) in mine {
+            let id = *id;
             let JobState::Assigned { trainer, price } = &job.state else {
                 // Committed (or over): nothing more to send for it.
                 if let Some(mut t) = ctx.store.training(id)? {
@@ -189,14 +187,6 @@ impl Trainer {
             }
         }
         Ok(())
-    }
-
-    /// Jobs training now, with the steps done.
-    pub fn progress(&self) -> Vec<(u64, u64)> {
-        self.running
-            .iter()
-            .map(|(id, (_, steps))| (*id, steps.load(std::sync::atomic::Ordering::Relaxed)))
-            .collect()
     }
 }
 

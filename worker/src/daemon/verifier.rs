@@ -14,15 +14,13 @@ use ergon_client::{
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
-use super::{config::Role, store::Vote, Ctx, RoleError};
+use super::{config::Role, store::Vote, Ctx, MyJobs, RoleError};
 use crate::{
     bundle,
     data::hex,
     verify::{self, VerifyOptions},
 };
 
-/// Most jobs looked at per block.
-const LIMIT: u32 = 256;
 /// Downloads tried before a bundle that cannot be fetched is voted a fail.
 const MAX_ATTEMPTS: u32 = 3;
 
@@ -49,7 +47,7 @@ impl Verifier {
     }
 
     /// One block's work: start the verifications drawn, commit the finished ones, reveal.
-    pub async fn on_block(&mut self, _now: u32) -> Result<(), RoleError> {
+    pub async fn on_block(&mut self, mine: &MyJobs) -> Result<(), RoleError> {
         if !self.ctx.config.has(Role::Verifier) {
             return Ok(());
         }
@@ -63,8 +61,8 @@ impl Verifier {
             }
         }
         let ctx = self.ctx.clone();
-        for id in ctx.chain.jobs_of(&ctx.me, LIMIT).await? {
-            let Some((job, Some(round))) = ctx.chain.job(id).await? else { continue };
+        for (id, job, round) in mine {
+            let (id, Some(round)) = (*id, round) else { continue };
             let Some(seat) = round.votes.iter().find(|v| v.verifier == ctx.me) else { continue };
             let key = (id, round.number);
             let stored = ctx.store.vote(id, round.number)?;
@@ -74,11 +72,12 @@ impl Verifier {
                     // Committed: the finalized state shows it a few blocks later.
                     Some(_) => {}
                     None if !self.running.contains_key(&key) => {
+                        let Some(target) = Target::of(job) else { continue };
                         let attempts = self.attempts.entry(key).or_insert(0);
                         *attempts += 1;
                         let task = tokio::spawn(verification(
                             ctx.clone(),
-                            job,
+                            target,
                             id,
                             round.number,
                             seat.segments.clone(),
@@ -121,20 +120,10 @@ impl Verifier {
             &vote.salt_bytes()?,
         );
         let call = runtime::tx().job_market().commit_verdict(vote.job, H256(commitment));
-        match ctx.send(call, Some(vote.job), "verdict commitment").await {
-            Ok(()) => {
-                vote.committed = true;
-                ctx.store.put_vote(&vote)?;
-                Ok(())
-            }
-            // Refused (the window closed, already committed): nothing to retry.
-            Err(e) if e.rejected_as().is_some() => {
-                vote.committed = true;
-                ctx.store.put_vote(&vote)?;
-                Ok(())
-            }
-            Err(e) => Err(e.into()),
-        }
+        ctx.send_duty(call, Some(vote.job), "verdict commitment").await?;
+        vote.committed = true;
+        ctx.store.put_vote(&vote)?;
+        Ok(())
     }
 
     async fn reveal(&self, mut vote: Vote) -> Result<(), RoleError> {
@@ -147,39 +136,49 @@ impl Verifier {
             H256(vote.report_bytes()?),
             H256(vote.salt_bytes()?),
         );
-        match ctx.send(call, Some(vote.job), "verdict reveal").await {
-            Ok(()) => {
-                info!(job = vote.job, round = vote.round, verdict = ?vote.verdict(), "revealed");
-                vote.revealed = true;
-                ctx.store.put_vote(&vote)?;
-                Ok(())
-            }
-            Err(e) if e.rejected_as().is_some() => {
-                vote.revealed = true;
-                ctx.store.put_vote(&vote)?;
-                Ok(())
-            }
-            Err(e) => Err(e.into()),
-        }
+        ctx.send_duty(call, Some(vote.job), "verdict reveal").await?;
+        info!(job = vote.job, round = vote.round, verdict = ?vote.verdict(), "revealed");
+        vote.revealed = true;
+        ctx.store.put_vote(&vote)?;
+        Ok(())
+    }
+}
+
+/// What a verification of a job under verification replays against.
+struct Target {
+    spec: ergon_job_spec::JobSpec,
+    uri: String,
+    root: [u8; 32],
+    trainer: [u8; 32],
+}
+
+impl Target {
+    /// The bundle commitment of `job`, if it is being verified.
+    fn of(job: &Job) -> Option<Target> {
+        let JobState::Verifying { trainer, bundle, .. } = &job.state else { return None };
+        Some(Target {
+            spec: job.spec.0.clone(),
+            uri: String::from_utf8_lossy(&bundle.uri.0).into_owned(),
+            root: bundle.root.0,
+            trainer: trainer.0,
+        })
     }
 }
 
 /// Replays `segments` of job `id`'s bundle and stores the vote (salt included) for the commitment.
 async fn verification(
     ctx: Arc<Ctx>,
-    job: Job,
+    target: Target,
     id: u64,
     round: u32,
     segments: Vec<u32>,
     attempt: u32,
 ) {
-    let JobState::Verifying { trainer, bundle: commitment, .. } = &job.state else { return };
-    let uri = String::from_utf8_lossy(&commitment.uri.0).into_owned();
-    let (root, trainer) = (commitment.root.0, trainer.0);
+    let Target { spec, uri, root, trainer } = target;
     let dir = ctx.config.data_dir.join("verify").join(format!("job-{id}-round-{round}"));
     let slot = ctx.compute.urgently().await;
     info!(job = id, round, ?segments, %uri, "verifying");
-    let (spec, datasets, segs) = (job.spec.0.clone(), ctx.datasets.clone(), segments.clone());
+    let (datasets, segs) = (ctx.datasets.clone(), segments.clone());
     let replay = tokio::task::spawn_blocking(move || {
         let result = replay(&spec, &uri, &dir, root, id, trainer, segs, datasets);
         let _ = std::fs::remove_dir_all(&dir);
