@@ -11,5 +11,5 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
-cargo bench --locked -p ergon-worker --bench drill -- "${DIM:-512}" "${LENGTH:-16}"
+cargo bench --locked -p ergon-engine --bench drill -- "${DIM:-512}" "${LENGTH:-16}"
 SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime weights_drilling_epoch_share -- --nocapture

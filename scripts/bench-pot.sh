@@ -13,4 +13,4 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
-cargo bench --locked -p ergon-worker --features attacks --bench pot -- "${SAMPLES:-20}" "${SEGMENTS:-4}"
+cargo bench --locked -p ergon-engine --features attacks --bench pot -- "${SAMPLES:-20}" "${SEGMENTS:-4}"

@@ -17,9 +17,9 @@ install_client
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "job spec, bundle commitment, drilling workloads, trainer engine, verifier and attack suite"
+step "job spec, bundle commitment, drilling workloads, engine (training, verifier, attack suite), worker and daemon"
 cargo test --release --locked -p ergon-job-spec -p ergon-bundle -p ergon-drill -p ergon-protocol \
-    -p ergon-worker --features ergon-worker/attacks
+    -p ergon-engine -p ergon-worker --features ergon-engine/attacks
 # These crates are shared with the runtime: they must build without std for the wasm target.
 cargo build --release --locked --target wasm32v1-none -p ergon-job-spec -p ergon-bundle \
     -p ergon-drill -p ergon-protocol --no-default-features

@@ -72,6 +72,9 @@ pub struct Config {
     /// Memory a training may use, in MiB (default: what the kernel reports available at start).
     #[arg(long, env = "ERGON_MEMORY_MIB")]
     pub memory_mib: Option<u64>,
+    /// CPU threads for trainings, verifications and drills (0: one per core).
+    #[arg(long, env = "ERGON_THREADS", default_value_t = 0)]
+    pub threads: usize,
 }
 
 impl Config {
@@ -129,8 +132,8 @@ impl Config {
 fn peak_micro_ut_per_hour() -> u128 {
     static PEAK: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
     *PEAK.get_or_init(|| {
-        let ops =
-            crate::drill::peak_f32_ops_per_second(&candle_core::Device::Cpu, 0.5).unwrap_or(1e9);
+        let ops = ergon_engine::drill::peak_f32_ops_per_second(&candle_core::Device::Cpu, 0.5)
+            .unwrap_or(1e9);
         (ops * 3600.0 / ergon_job_spec::FLOPS_PER_UT as f64 * 1e6) as u128
     })
 }

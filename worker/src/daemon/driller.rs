@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
 use super::{config::Role, store::Drill, Ctx, RoleError};
-use crate::{
+use ergon_engine::{
     data::hex,
     drill::{self, DrillTask, Engine},
 };
@@ -141,9 +141,11 @@ async fn compute(ctx: Arc<Ctx>, id: u64, task: DrillTask) {
     let slot = ctx.compute.urgently().await;
     info!(task = id, "drilling");
     let started = Instant::now();
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // A drill takes seconds: it runs to the end on the daemon's pool, never cancelled half-way.
+    let pool = ctx.compute.threads();
     let outcome = tokio::task::spawn_blocking(move || {
-        drill::run_task(&task, threads, &Engine::Candle(candle_core::Device::Cpu))
+        let cpu = Engine::Candle(candle_core::Device::Cpu);
+        pool.install(|| drill::run_task(&task, pool.count(), &cpu))
     })
     .await;
     drop(slot);

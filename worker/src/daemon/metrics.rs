@@ -52,7 +52,7 @@ pub struct Totals {
 }
 
 /// Reads the totals from the store.
-pub fn totals(store: &Store) -> crate::Result<Totals> {
+pub fn totals(store: &Store) -> super::store::Result<Totals> {
     let trainings: Vec<Training> = store.list(Kind::Training)?;
     let count = |f: &dyn Fn(&Training) -> bool| trainings.iter().filter(|t| f(t)).count() as u64;
     let jobs = [

@@ -10,7 +10,7 @@
 //! - [`store`]: what the daemon decided, on disk before it is sent, so a restart resumes it.
 //!
 //! Roles read the chain and submit; they never compute themselves (that goes through [`compute`] to
-//! the engine: [`crate::train`], [`crate::verify`]), and the engine knows nothing of the chain. Every
+//! the engine: [`ergon_engine::train`], [`ergon_engine::verify`]), and the engine knows nothing of the chain. Every
 //! decision is taken again from the finalized state at each block (level-triggered): a daemon
 //! restarted at any point looks at the chain and its store and goes on.
 
@@ -32,7 +32,7 @@ use tracing::{info, warn};
 
 pub use config::Config;
 
-use crate::data::DatasetCache;
+use ergon_engine::data::DatasetCache;
 
 /// Seconds per block on average (BABE: 2-second slots, one in three won).
 pub const BLOCK_SECONDS: u64 = 6;
@@ -54,7 +54,7 @@ pub enum Fatal {
     Chain(ergon_client::Error),
     /// The local store is unreadable or unwritable: going on could lose a commitment's salt.
     #[error("store: {0}")]
-    Store(crate::Error),
+    Store(store::StoreError),
 }
 
 impl Fatal {
@@ -168,12 +168,21 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
     let bundles = config.data_dir.join("bundles");
     std::fs::create_dir_all(&bundles)
         .map_err(|e| Fatal::Config(format!("bundle dir {}: {e}", bundles.display())))?;
-    if config.has(config::Role::Trainer) {
+    // Everything long-lived stops when `stop` turns true: the server ends its transfers first.
+    let (stop, mut stopping) = tokio::sync::watch::channel(false);
+    let server = if config.has(config::Role::Trainer) {
         let server = crate::serve::Server::bind(&config.listen, &bundles)
+            .await
             .map_err(|e| Fatal::Config(format!("listening on {}: {e}", config.listen)))?;
         info!(url = %config.public_url(), "serving bundles");
-        std::thread::spawn(move || server.run());
-    }
+        Some(tokio::spawn(server.run(async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
+        })))
+    } else {
+        None
+    };
+    let threads =
+        ergon_engine::Threads::new(config.threads).map_err(|e| Fatal::Config(e.to_string()))?;
 
     let chain = connect(&config.chain).await?;
     let ctx = Arc::new(Ctx {
@@ -181,7 +190,7 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         signer,
         me,
         store,
-        compute: compute::Compute::new(),
+        compute: compute::Compute::new(threads),
         datasets: Arc::new(DatasetCache::new()),
         config,
         policy,
@@ -240,6 +249,11 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         }
     }
     info!("stopping: trainings resume from their last checkpoint at the next start");
+    ctx.compute.shut_down();
+    let _ = stop.send(true);
+    if let Some(server) = server {
+        let _ = server.await;
+    }
     Ok(())
 }
 
@@ -251,7 +265,7 @@ pub enum RoleError {
     Chain(#[from] ergon_client::Error),
     /// The store (fatal: a salt could be lost).
     #[error(transparent)]
-    Store(#[from] crate::Error),
+    Store(#[from] store::StoreError),
 }
 
 /// Bonds up to `--bond` and joins the verifier pool, as the roles need.

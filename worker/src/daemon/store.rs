@@ -19,7 +19,25 @@ use std::{
 use ergon_protocol::{Sketch, Verdict};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-use crate::error::{io, Error, Result};
+/// A store record that cannot be read, parsed or written durably: the daemon stops (exit code 4)
+/// rather than act on a record it cannot trust or send what it could not record.
+#[derive(Debug, thiserror::Error)]
+#[error("daemon store {path}: {reason}")]
+pub struct StoreError {
+    /// The record or folder.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub reason: String,
+}
+
+/// Result with a [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Attaches the action and path to an I/O error.
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+    let path = path.to_path_buf();
+    move |e| StoreError { path, reason: format!("{action}: {e}") }
+}
 
 /// The kinds of records, one folder each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,7 +196,7 @@ pub struct Earning {
 }
 
 fn parse32(hex: &str, what: &str) -> Result<[u8; 32]> {
-    crate::bundle::parse_hash(hex).ok_or_else(|| Error::Store {
+    ergon_engine::bundle::parse_hash(hex).ok_or_else(|| StoreError {
         path: PathBuf::from(what),
         reason: format!("{what} {hex:?} is not 32 bytes of hex"),
     })
@@ -209,7 +227,7 @@ impl Store {
     pub fn put<T: Serialize>(&self, kind: Kind, key: &str, value: &T) -> Result<()> {
         let path = self.path(kind, key);
         let bytes = serde_json::to_vec_pretty(value)
-            .map_err(|e| Error::Store { path: path.clone(), reason: e.to_string() })?;
+            .map_err(|e| StoreError { path: path.clone(), reason: e.to_string() })?;
         let tmp = path.with_extension("json.tmp");
         let mut file = fs::File::create(&tmp).map_err(io("creating", &tmp))?;
         file.write_all(&bytes).map_err(io("writing", &tmp))?;
@@ -227,9 +245,9 @@ impl Store {
         match fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
-                .map_err(|e| Error::Store { path, reason: e.to_string() }),
+                .map_err(|e| StoreError { path, reason: e.to_string() }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::Io { action: "reading", path, source: e }),
+            Err(e) => Err(StoreError { path, reason: format!("reading: {e}") }),
         }
     }
 
@@ -247,7 +265,7 @@ impl Store {
             .map(|path| {
                 let bytes = fs::read(&path).map_err(io("reading", &path))?;
                 serde_json::from_slice(&bytes)
-                    .map_err(|e| Error::Store { path: path.clone(), reason: e.to_string() })
+                    .map_err(|e| StoreError { path: path.clone(), reason: e.to_string() })
             })
             .collect()
     }
@@ -296,7 +314,7 @@ impl Store {
     /// this key's).
     pub fn claim(&self, account: &str) -> Result<()> {
         match self.account()? {
-            Some(a) if a != account => Err(Error::Store {
+            Some(a) if a != account => Err(StoreError {
                 path: self.dir.join("meta"),
                 reason: format!("this data directory belongs to {a}, not {account}"),
             }),
@@ -309,7 +327,7 @@ impl Store {
 /// 32 random bytes from the operating system: a commitment's salt.
 pub fn random_salt() -> Result<[u8; 32]> {
     let mut salt = [0u8; 32];
-    getrandom::fill(&mut salt).map_err(|e| Error::Store {
+    getrandom::fill(&mut salt).map_err(|e| StoreError {
         path: PathBuf::from("getrandom"),
         reason: format!("no randomness for a salt: {e}"),
     })?;
@@ -327,8 +345,8 @@ mod tests {
             segments: vec![3, 9],
             failed_segment: None,
             sketches: vec![(-3, [1, 2, 3, 4, 5, 6, 7, 8], 9), (0, [0; 8], 1)],
-            report: crate::data::hex(&[5; 32]),
-            salt: crate::data::hex(&[6; 32]),
+            report: ergon_engine::data::hex(&[5; 32]),
+            salt: ergon_engine::data::hex(&[6; 32]),
             committed: false,
             revealed: false,
         }
@@ -353,7 +371,7 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         store.put_vote(&vote()).unwrap();
         std::fs::write(dir.path().join("store/votes/7-1.json"), b"{\"job\": 7, \"ro").unwrap();
-        assert!(matches!(store.vote(7, 1), Err(Error::Store { .. })));
+        assert!(matches!(store.vote(7, 1), Err(StoreError { .. })));
     }
 
     #[test]

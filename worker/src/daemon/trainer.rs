@@ -4,20 +4,25 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    sync::{atomic::AtomicU64, Arc},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 use ergon_client::{chain::JobState, runtime, H256};
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
-use super::{config::Role, store::Training, Ctx, MyJobs, RoleError, BLOCK_SECONDS};
-use crate::{
+use ergon_engine::{
     bundle,
     data::hex,
+    run::Step,
     train::{self, Outcome, TrainOptions},
     Error,
 };
+
+use super::{config::Role, store::Training, Ctx, MyJobs, RoleError, BLOCK_SECONDS};
 
 /// Most jobs looked at per block.
 const LIMIT: u32 = 256;
@@ -207,9 +212,11 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
     let outcome = loop {
         let slot = ctx.compute.for_training().await;
         info!(job = id, "training (resumes from the last checkpoint if there is one)");
+        let counter = steps.clone();
         let opts = TrainOptions {
-            pause: Some(ctx.compute.pause_flag()),
-            steps_done: Some(steps.clone()),
+            threads: Some(ctx.compute.threads()),
+            stop: Some(ctx.compute.pause_token()),
+            on_step: Some(Arc::new(move |s: &Step| counter.store(s.done, Ordering::Relaxed))),
             datasets: Some(ctx.datasets.clone()),
             ..TrainOptions::new(out.clone(), seed)
         };
@@ -218,6 +225,13 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
         let result = report_progress(&ctx, id, &spec, &steps, work).await;
         drop(slot);
         match result {
+            Ok(Ok(Outcome::Halted(step))) if ctx.compute.shutdown_token().is_cancelled() => {
+                info!(
+                    job = id,
+                    step, "stopped at a checkpoint for shutdown; resumes at the next start"
+                );
+                return;
+            }
             Ok(Ok(Outcome::Halted(step))) => {
                 info!(job = id, step, "paused at a checkpoint for a verification or drill");
             }
@@ -273,19 +287,19 @@ async fn report_progress<T>(
     work: JoinHandle<T>,
 ) -> Result<T, tokio::task::JoinError> {
     let total = spec.validate().map(|s| s.total_steps).unwrap_or(0).max(1);
-    let started = (std::time::Instant::now(), steps.load(std::sync::atomic::Ordering::Relaxed));
+    let started = (std::time::Instant::now(), steps.load(Ordering::Relaxed));
     tokio::pin!(work);
     loop {
         tokio::select! {
             result = &mut work => return result,
             _ = tokio::time::sleep(PROGRESS_EVERY) => {
-                let done = steps.load(std::sync::atomic::Ordering::Relaxed);
+                let done = steps.load(Ordering::Relaxed);
                 let rate = (done.saturating_sub(started.1)) as f64 / started.0.elapsed().as_secs_f64();
                 let eta_s = if rate > 0.0 { ((total - done.min(total)) as f64 / rate) as u64 } else { 0 };
                 info!(job = id, step = done, total, steps_per_s = format!("{rate:.1}"), eta_s, "training");
                 let m = &ctx.metrics;
-                m.steps_per_second_milli.store((rate * 1e3) as u64, std::sync::atomic::Ordering::Relaxed);
-                m.eta_seconds.store(eta_s, std::sync::atomic::Ordering::Relaxed);
+                m.steps_per_second_milli.store((rate * 1e3) as u64, Ordering::Relaxed);
+                m.eta_seconds.store(eta_s, Ordering::Relaxed);
             }
         }
     }
@@ -297,7 +311,7 @@ fn finished_or_train(
     spec: &ergon_job_spec::JobSpec,
     out: &std::path::Path,
     opts: &TrainOptions,
-) -> crate::Result<Outcome> {
+) -> ergon_engine::Result<Outcome> {
     let manifest_path = out.join(bundle::MANIFEST_FILE);
     if manifest_path.exists() && !out.join(train::PROGRESS_FILE).exists() {
         let inspection = bundle::inspect(out)?;

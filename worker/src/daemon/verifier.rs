@@ -14,9 +14,8 @@ use ergon_client::{
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
-use super::{config::Role, store::Vote, Ctx, MyJobs, RoleError};
-use crate::{
-    bundle,
+use super::{compute::Compute, config::Role, store::Vote, Ctx, MyJobs, RoleError};
+use ergon_engine::{
     data::hex,
     verify::{self, VerifyOptions},
 };
@@ -178,9 +177,9 @@ async fn verification(
     let dir = ctx.config.data_dir.join("verify").join(format!("job-{id}-round-{round}"));
     let slot = ctx.compute.urgently().await;
     info!(job = id, round, ?segments, %uri, "verifying");
-    let (datasets, segs) = (ctx.datasets.clone(), segments.clone());
+    let (datasets, segs, c) = (ctx.datasets.clone(), segments.clone(), ctx.clone());
     let replay = tokio::task::spawn_blocking(move || {
-        let result = replay(&spec, &uri, &dir, root, id, trainer, segs, datasets);
+        let result = replay(&spec, &uri, &dir, root, id, trainer, segs, &c.compute, datasets);
         let _ = std::fs::remove_dir_all(&dir);
         result
     })
@@ -195,6 +194,10 @@ async fn verification(
                 warn!(job = id, round, check = %check.name, measured = %check.measured, "the bundle fails");
             }
             (failed, if failed.is_none() { sketches } else { Vec::new() }, report.evidence_hash())
+        }
+        Ok(Err(ergon_engine::Error::Cancelled)) => {
+            info!(job = id, round, "verification stopped for shutdown; redone at the next start");
+            return;
         }
         // The bundle could not be fetched (or read): retried while attempts remain, then a fail on
         // the first segment (a dispute's verifiers will try to fetch it too).
@@ -242,7 +245,8 @@ fn error_report_hash(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
 
-/// Downloads the bundle and replays `segments` (blocking).
+/// Downloads the manifest and the checkpoints the replay of `segments` reads (and no others), and
+/// replays them (blocking).
 #[allow(clippy::too_many_arguments)]
 fn replay(
     spec: &ergon_job_spec::JobSpec,
@@ -252,13 +256,17 @@ fn replay(
     job: u64,
     trainer: [u8; 32],
     segments: Vec<u32>,
-    datasets: Arc<crate::data::DatasetCache>,
-) -> crate::Result<verify::Report> {
+    compute: &Compute,
+    datasets: Arc<ergon_engine::data::DatasetCache>,
+) -> ergon_engine::Result<verify::Report> {
     let _ = std::fs::remove_dir_all(dir);
-    bundle::fetch(uri, dir)?;
     let mut opts = VerifyOptions::new(dir.clone(), ergon_protocol::seed::job_seed(job, &trainer));
     opts.segments = segments;
     opts.expected_root = Some(root);
     opts.datasets = Some(datasets);
+    opts.threads = Some(compute.threads());
+    opts.cancel = Some(compute.shutdown_token());
+    let fetched = verify::fetch_for(uri, &opts)?;
+    info!(job, checkpoints = fetched, "downloaded the checkpoints the verification reads");
     verify::verify(spec, &opts)
 }

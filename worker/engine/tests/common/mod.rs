@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
+use ergon_engine::data;
 use ergon_job_spec::{
     Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
 };
-use ergon_worker::data;
 
 /// Writes `bytes` as `dir/name` and describes it as a one-file dataset.
 pub fn dataset(dir: &Path, name: &str, format: DataFormat, bytes: &[u8], samples: u64) -> Dataset {

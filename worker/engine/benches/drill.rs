@@ -2,10 +2,10 @@
 //! (a tight, cache-resident vectorized loop on every core), then the worker's MatmulChain throughput in
 //! ut/hour and as a share of that peak, and the reference implementation's on the same task as the
 //! baseline, all measured in this run; then the same for quantized inference (an MLP 784-256-128-10
-//! over 20 000 random samples). Usage: `cargo bench -p ergon-worker --bench drill -- [DIM] [LENGTH]`.
+//! over 20 000 random samples). Usage: `cargo bench -p ergon-engine --bench drill -- [DIM] [LENGTH]`.
 
 use ergon_drill::MatmulChain;
-use ergon_worker::drill;
+use ergon_engine::drill;
 
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use ergon_worker::{
+use ergon_engine::{
     attacks::{forge, Attack},
     verify::{self, Report, VerifyOptions},
 };

@@ -40,7 +40,8 @@ use crate::{
     model::Model,
     optim::Optimizer,
     rng::Seed,
-    train,
+    run::{self, Cancel, Threads},
+    trajectory,
 };
 
 /// Default replay tolerance ε on the relative error of a segment's update.
@@ -84,6 +85,11 @@ pub struct VerifyOptions {
     pub replay: bool,
     /// Datasets kept from earlier verifications (loaded here and kept there if missing).
     pub datasets: Option<std::sync::Arc<data::DatasetCache>>,
+    /// CPU threads to replay on (default: the calling thread's pool).
+    pub threads: Option<Threads>,
+    /// Checked between segments: a raised token ends the verification with [`Error::Cancelled`]
+    /// (no verdict: the caller asked it to stop).
+    pub cancel: Option<Cancel>,
 }
 
 impl VerifyOptions {
@@ -104,6 +110,8 @@ impl VerifyOptions {
             full_pass: true,
             replay: true,
             datasets: None,
+            threads: None,
+            cancel: None,
         }
     }
 }
@@ -337,13 +345,13 @@ impl<'a> Checkpoints<'a> {
         if let Some(t) = self.cached.get(&entry.step) {
             return Ok(std::borrow::Cow::Borrowed(t));
         }
-        train::read_checkpoint(self.dir, entry).map(std::borrow::Cow::Owned)
+        trajectory::read_checkpoint(self.dir, entry).map(std::borrow::Cow::Owned)
     }
 
     /// Sets `model` and `opt` to checkpoint `entry`.
     fn load(&self, entry: &CheckpointEntry, model: &Model, opt: &mut Optimizer) -> Result<()> {
         let host = self.tensors(entry)?;
-        train::load_state(&self.dir.join(&entry.file), &host, entry.step, model, opt)
+        trajectory::load_state(&self.dir.join(&entry.file), &host, entry.step, model, opt)
     }
 }
 
@@ -400,8 +408,9 @@ fn full_pass_rules(
         // The files check passed: every sampled file is readable and matches its hashes.
         let host = checkpoints.tensors(entry)?;
         let weights = checkpoint_weights(&host);
-        train::load_state(&checkpoints.dir.join(&entry.file), &host, entry.step, model, opt)?;
-        accuracies.push(train::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
+        trajectory::load_state(&checkpoints.dir.join(&entry.file), &host, entry.step, model, opt)?;
+        accuracies
+            .push(trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
         let flat = full_pass::flatten(&weights);
         if grid.contains(&i) {
             evenly.push(flat.clone());
@@ -518,7 +527,7 @@ fn replay_segment(
     let probe = ergon_protocol::evidence::probe_step(&segment.evidence_key, from.step, to.step);
     let mut losses = Vec::new();
     let mut at_probe = None;
-    train::run_steps(
+    trajectory::run_steps(
         spec,
         summary,
         train_set,
@@ -578,8 +587,58 @@ fn replay_segment(
     Ok(ReplayOutcome { weights, state, loss_gap, missing, probe, sketch })
 }
 
+/// The checkpoints a verification reads, drawn from its options and the bundle's checkpoint count.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selection {
+    /// The segments replayed (`i` for `Cᵢ → Cᵢ₊₁`).
+    pub segments: Vec<u32>,
+    /// The rules' sample: all picks and the evenly spaced grid ([`rule_sample`]).
+    pub rules_sample: (Vec<usize>, Vec<usize>),
+    /// Every checkpoint index read, sorted: the rules' sample and the replayed segments' ends.
+    pub read: Vec<usize>,
+}
+
+/// What [`verify`] reads of a bundle of `checkpoints` checkpoints under `opts`: a verifier
+/// downloads exactly these ([`bundle::fetch_selected`]) and nothing else.
+pub fn selection(opts: &VerifyOptions, checkpoints: usize) -> Selection {
+    let segments = if opts.segments.is_empty() {
+        segments_from_challenge(
+            &opts.challenge,
+            checkpoints.saturating_sub(1) as u64,
+            opts.segment_count,
+        )
+    } else {
+        opts.segments.clone()
+    };
+    let rules_sample = rule_sample(checkpoints, &rule_seed(&opts.challenge, &segments));
+    let mut picked: std::collections::BTreeSet<usize> = rules_sample.0.iter().copied().collect();
+    if opts.replay {
+        for s in &segments {
+            picked.extend([*s as usize, *s as usize + 1]);
+        }
+    }
+    picked.retain(|i| *i < checkpoints);
+    Selection { segments, rules_sample, read: picked.into_iter().collect() }
+}
+
+/// Downloads from `url` into `opts.bundle` the manifest and exactly the checkpoints that
+/// [`verify`] with `opts` reads ([`selection`]); returns how many checkpoints it downloaded.
+pub fn fetch_for(url: &str, opts: &VerifyOptions) -> Result<usize> {
+    let mut count = 0;
+    bundle::fetch_selected(url, &opts.bundle, |m| {
+        let read = selection(opts, m.checkpoints.len()).read;
+        count = read.len();
+        read
+    })?;
+    Ok(count)
+}
+
 /// Verifies the bundle at `opts.bundle` against `spec`.
 pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
+    run::on(opts.threads.as_ref(), || verify_here(spec, opts))
+}
+
+fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let summary = spec.validate()?;
     let mut report = Report {
         passed: true,
@@ -594,27 +653,10 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     // 1. Files against the manifest, and the root. Only the checkpoints the checks below read are
     // re-hashed (the rules' sample, the replayed segments' ends, C0 and the last); the Merkle root
     // over the manifest still commits to every one.
-    let mut chosen_segments = Vec::new();
-    let mut read = Vec::new();
-    let mut rules_sample = (Vec::new(), Vec::new());
+    let mut chosen = Selection::default();
     let select = |m: &Manifest| {
-        let n = m.checkpoints.len();
-        chosen_segments = if opts.segments.is_empty() {
-            segments_from_challenge(&opts.challenge, n.saturating_sub(1) as u64, opts.segment_count)
-        } else {
-            opts.segments.clone()
-        };
-        rules_sample = rule_sample(n, &rule_seed(&opts.challenge, &chosen_segments));
-        let mut picked: std::collections::BTreeSet<usize> =
-            rules_sample.0.iter().copied().collect();
-        if opts.replay {
-            for s in &chosen_segments {
-                picked.extend([*s as usize, *s as usize + 1]);
-            }
-        }
-        picked.retain(|i| *i < n);
-        read = picked.into_iter().collect::<Vec<_>>();
-        read.clone()
+        chosen = selection(opts, m.checkpoints.len());
+        chosen.read.clone()
     };
     let inspection = match bundle::inspect_selected(dir, select) {
         Ok(i) => i,
@@ -631,7 +673,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         if problems.is_empty() {
             format!(
                 "{} of {} checkpoint files read; all files and tensors match",
-                read.len(),
+                chosen.read.len(),
                 inspection.manifest.checkpoints.len()
             )
         } else {
@@ -650,11 +692,11 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let m: &Manifest = &inspection.manifest;
 
     // 2. The manifest describes this spec, this seed, and the prescribed checkpoint schedule.
-    let schedule = train::checkpoint_steps(spec, &summary);
+    let schedule = trajectory::checkpoint_steps(spec, &summary);
     let steps: Vec<u64> = m.checkpoints.iter().map(|c| c.step).collect();
     let seed = bundle::parse_hash(&m.seed);
     let mut mismatches = Vec::new();
-    if m.spec_hash != hex(&train::spec_hash(spec)) {
+    if m.spec_hash != hex(&trajectory::spec_hash(spec)) {
         mismatches.push("spec hash".to_string());
     }
     if m.batch_size != spec.batch_size
@@ -689,7 +731,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
 
     // 3. Every checkpoint read holds a sane state.
     let mut bad = Vec::new();
-    for &i in &read {
+    for &i in &chosen.read {
         let entry = &m.checkpoints[i];
         match checkpoints.tensors(entry) {
             Ok(host) => bad.extend(state_defects(entry.step, &host)),
@@ -700,7 +742,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         "states",
         bad.is_empty(),
         if bad.is_empty() {
-            format!("{} checkpoints finite and not degenerate", read.len())
+            format!("{} checkpoints finite and not degenerate", chosen.read.len())
         } else {
             bad.join("; ")
         },
@@ -714,7 +756,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let device = &opts.device;
     let model = Model::new(spec, &seed, device, DType::F32)?;
     let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
-    let init = HostTensors::from_tensors(&train::state_tensors(&model, &opt))?.hashes();
+    let init = HostTensors::from_tensors(&trajectory::state_tensors(&model, &opt))?.hashes();
     let init: BTreeMap<String, String> = init.iter().map(|(n, h)| (n.clone(), hex(h))).collect();
     let differing =
         init.iter().filter(|(n, h)| m.checkpoints[0].tensors.get(*n) != Some(h)).count()
@@ -730,7 +772,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let data = data::JobData::load_with(spec, opts.datasets.as_deref())?;
     let (train_set, val_set) = (data.train(), data.validation());
     if opts.full_pass {
-        let sample = &rules_sample;
+        let sample = &chosen.rules_sample;
         match full_pass_rules(
             spec,
             &checkpoints,
@@ -753,20 +795,15 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     }
 
     // 5. Replay the challenged segments.
-    let segments = if opts.segments.is_empty() {
-        segments_from_challenge(
-            &opts.challenge,
-            (m.checkpoints.len() - 1) as u64,
-            opts.segment_count,
-        )
-    } else {
-        opts.segments.clone()
-    };
+    let segments = chosen.segments.clone();
     if opts.replay {
         report.segments = segments;
     }
     let started = std::time::Instant::now();
     for &i in &report.segments.clone() {
+        if let Some(cancel) = &opts.cancel {
+            cancel.check()?;
+        }
         let name = format!("replay[{i}]");
         let (Some(from), Some(to)) =
             (m.checkpoints.get(i as usize), m.checkpoints.get(i as usize + 1))
@@ -854,7 +891,7 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     // 7. Claimed metrics of the final weights.
     match checkpoints
         .load(last, &model, &mut opt)
-        .and_then(|()| train::evaluate(&model, val_set, device))
+        .and_then(|()| trajectory::evaluate(&model, val_set, device))
     {
         Ok((loss, accuracy)) => {
             let gap_loss = (loss - m.metrics.validation_loss).abs() as f64;

@@ -4,18 +4,20 @@
 //!
 //! Usage: `pot [SAMPLES] [SEGMENTS]` (defaults 20 and 4). The task is a synthetic CSV classification
 //! (4 000 samples, 20 features, 5 classes; MLP 20→64→5, batch 32, 6 epochs = 750 steps, a checkpoint
-//! every 10 steps = 75 segments), generated in a temp directory. Honest bundles are trained by the
-//! `ergon-worker` binary on 1 and 2 threads alternately (the verifier runs with the default).
+//! every 10 steps = 75 segments), generated in a temp directory. Honest bundles are trained on pools
+//! of 1 and 2 threads alternately (the verifier runs on one thread).
 
 use std::{collections::BTreeMap, path::Path, time::Instant};
 
-use ergon_job_spec::{
-    Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
-};
-use ergon_worker::{
+use ergon_engine::{
     attacks::{forge, Attack},
     data,
+    train::{self, TrainOptions},
     verify::{self, Report, VerifyOptions},
+    Threads,
+};
+use ergon_job_spec::{
+    Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
 };
 
 fn task(dir: &Path) -> JobSpec {
@@ -76,8 +78,22 @@ fn seed(i: u64) -> [u8; 32] {
     s
 }
 
+/// A training of `spec` into `out` under `seed` on a pool of `threads` threads (wall time, data
+/// loading and checkpoint writes included, as for the forgers and the verifier).
+fn train_on(spec: &JobSpec, out: &Path, seed: [u8; 32], threads: usize) {
+    let opts = TrainOptions {
+        threads: Some(Threads::new(threads).unwrap()),
+        ..TrainOptions::new(out.into(), seed)
+    };
+    assert!(matches!(train::train(spec, &opts).unwrap(), train::Outcome::Finished(_)));
+}
+
+/// The verifier runs on one thread: on a model this small a second thread costs more in
+/// synchronization than it saves. Replays are bit-exact across thread counts
+/// (docs/pot-calibration.md).
 fn options(bundle: &Path, seed: [u8; 32], challenge: u64, segments: u32) -> VerifyOptions {
     let mut o = VerifyOptions::new(bundle.into(), seed);
+    o.threads = Some(Threads::new(1).unwrap());
     o.challenge = challenge.to_le_bytes().to_vec();
     o.segment_count = segments;
     o
@@ -95,10 +111,10 @@ const VERIFIERS: f64 = 3.0;
 /// checkpoints (all a verifier has without replaying) disagrees with the replay's. Returns
 /// (disagreeing, sketched).
 fn blind_guesses(bundle: &Path, report: &Report) -> (u32, u32) {
-    use ergon_worker::bundle::{HostTensors, Manifest, MANIFEST_FILE};
+    use ergon_engine::bundle::{HostTensors, Manifest, MANIFEST_FILE};
     let manifest: Manifest =
         serde_json::from_slice(&std::fs::read(bundle.join(MANIFEST_FILE)).unwrap()).unwrap();
-    let root = ergon_worker::bundle::parse_hash(report.root.as_deref().unwrap_or_default())
+    let root = ergon_engine::bundle::parse_hash(report.root.as_deref().unwrap_or_default())
         .expect("a report of a readable bundle has its root");
     let weights = |i: usize| -> Vec<f32> {
         let host = HostTensors::read(&bundle.join(&manifest.checkpoints[i].file)).unwrap();
@@ -128,11 +144,6 @@ fn failed_checks(r: &Report) -> Vec<String> {
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     let samples: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20);
-    // The verifier below runs in this process on one thread: on a model this small a second thread
-    // costs more in synchronization than it saves (10 replayed steps take 3.6 ms on two threads, 1 ms
-    // on one here). Replays are bit-exact across thread counts (docs/pot-calibration.md); the trainer's
-    // thread count is set per run with --threads.
-    std::env::set_var("RAYON_NUM_THREADS", "1");
     let segments: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
     if samples == 0 {
         // Only the lazy-trainer table: the chain's draw, no training.
@@ -141,8 +152,6 @@ fn main() {
     }
     let dir = tempfile::tempdir().unwrap();
     let spec = task(dir.path());
-    let spec_path = dir.path().join("task.json");
-    std::fs::write(&spec_path, serde_json::to_vec(&spec).unwrap()).unwrap();
     let summary = spec.validate().unwrap();
     println!(
         "task: {} parameters, {} steps, {} checkpoints; {samples} bundles per row, {segments} segments replayed",
@@ -161,15 +170,7 @@ fn main() {
         let out = dir.path().join(format!("honest-{i}"));
         let threads = 1 + i % 2;
         let t = Instant::now();
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ergon-worker"))
-            .args(["train", "--quiet", "--threads", &threads.to_string(), "--spec"])
-            .arg(&spec_path)
-            .arg("--out")
-            .arg(&out)
-            .args(["--seed", &data::hex(&seed(i))])
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        train_on(&spec, &out, seed(i), threads as usize);
         // Wall time, data loading and checkpoint writes included, as for the forgers and the
         // verifier below.
         let trained = t.elapsed().as_secs_f64();
@@ -284,12 +285,12 @@ fn main() {
 }
 
 /// Verification cost on the Fashion-MNIST MLP example (`worker/examples/fashion-mnist-mlp.json`,
-/// Debian's `dataset-fashion-mnist`): three bundles trained by the `ergon-worker` binary, each
+/// Debian's `dataset-fashion-mnist`): three bundles trained on one thread, each
 /// verified by a verifier without a dataset cache (it fetches, hashes and decodes 30 MB of data) and
 /// by one that holds the datasets from an earlier job (`DatasetCache`), as a fraction of training
 /// wall time, per verifier and for the network's 3 verifiers of a regular round.
 fn fashion_mnist_cost(segments: u32) {
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/fashion-mnist-mlp.json");
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/fashion-mnist-mlp.json");
     let spec: JobSpec = serde_json::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
     let first_file = spec.train.files.first().and_then(|f| f.as_str()).unwrap_or_default();
     if !Path::new(first_file).exists() {
@@ -305,13 +306,7 @@ fn fashion_mnist_cost(segments: u32) {
     for i in 0..runs {
         let out = dir.path().join(format!("fmnist-{i}"));
         let t = Instant::now();
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ergon-worker"))
-            .args(["train", "--quiet", "--threads", "1", "--spec", example, "--out"])
-            .arg(&out)
-            .args(["--seed", &data::hex(&seed(50 + i))])
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        train_on(&spec, &out, seed(50 + i), 1);
         train_s += t.elapsed().as_secs_f64();
         for warm in [false, true] {
             let mut opts = options(&out, seed(50 + i), 90 + i, segments);

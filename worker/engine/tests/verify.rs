@@ -6,13 +6,13 @@ mod common;
 
 use std::path::Path;
 
-use ergon_job_spec::JobSpec;
-use ergon_worker::{
+use ergon_engine::{
     bundle::{self, checkpoint, HostTensors, Manifest, MANIFEST_FILE},
     data::hex,
     train::{self, Outcome, TrainOptions},
     verify::{self, VerifyOptions},
 };
+use ergon_job_spec::JobSpec;
 
 const SEED: [u8; 32] = [7; 32];
 
@@ -262,33 +262,6 @@ fn a_tampered_final_model_fails_final_hash_or_metrics() {
     opts.expected_final_model = Some([0; 32]);
     let report = verify::verify(&spec, &opts).unwrap();
     assert!(report.checks.iter().any(|c| c.name == "final_model" && !c.passed));
-}
-
-/// Serves the files of `dir` over HTTP on a loopback port with `ergon-worker serve`'s server.
-fn serve(dir: std::path::PathBuf) -> String {
-    let server = ergon_worker::serve::Server::bind("127.0.0.1:0", &dir).expect("bind");
-    let url = format!("http://{}", server.local_addr().expect("address"));
-    std::thread::spawn(move || server.run());
-    url
-}
-
-#[test]
-fn a_served_bundle_is_fetched_and_verified() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("bundle");
-    let (spec, root) = honest(dir.path(), &out);
-    let url = serve(out.clone());
-    let local = dir.path().join("downloaded");
-    bundle::fetch(&url, &local).expect("the bundle downloads");
-    let mut opts = all_segments(&local);
-    opts.expected_root = Some(root);
-    assert!(verify::verify(&spec, &opts).unwrap().passed);
-    // A URL serving nothing, or nothing listening at all, is an error (not the trainer's verdict to
-    // give).
-    assert!(bundle::fetch(&format!("{url}/missing"), &dir.path().join("none")).is_err());
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let unreachable = bundle::fetch(&format!("http://{closed}/b"), &dir.path().join("none"));
-    assert!(unreachable.is_err_and(|e| e.to_string().contains("downloading")));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! bad task file is a clear error.
 
 use ergon_drill::MatmulChain;
-use ergon_worker::drill::{self, random_inference, DrillTask};
+use ergon_engine::drill::{self, random_inference, DrillTask};
 use proptest::prelude::*;
 
 proptest! {

@@ -9,10 +9,11 @@ use ergon_job_spec::{
 mod common;
 use common::{csv_spec, dataset};
 
-use ergon_worker::{
+use ergon_engine::{
     bundle,
+    run::Step,
     train::{self, Outcome, TrainOptions},
-    Error,
+    Cancel, Error, Threads,
 };
 
 /// A byte-level language model with a transformer block, trained with AdamW.
@@ -104,34 +105,60 @@ fn csv_mlp_sgd_is_deterministic_and_resumes_to_the_same_root() {
     assert!(r.manifest.losses.last().unwrap() < &r.manifest.losses[0], "the loss goes down");
 }
 
-/// A daemon lends the machine to a verification by raising the pause flag: the training stops at
-/// its next checkpoint (after its first step, here) and resumes from it to the same root.
+/// A daemon lends the machine to a verification by raising the stop token: the training stops at
+/// its next checkpoint (after its first step, here) and resumes from it to the same root. Its
+/// progress reaches the caller through the step callback.
 #[test]
-fn a_paused_training_stops_at_a_checkpoint_and_resumes_to_the_same_root() {
+fn a_stopped_training_halts_at_a_checkpoint_and_resumes_to_the_same_root() {
     use std::sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicU64, Ordering},
         Arc,
     };
     let dir = tempfile::tempdir().unwrap();
     let spec = csv_spec(dir.path());
     let straight = finished(train::train(&spec, &options(dir.path().join("a"), None)).unwrap());
-    let pause = Arc::new(AtomicBool::new(true));
+    let stop = Cancel::new();
+    stop.cancel();
     let steps = Arc::new(AtomicU64::new(0));
+    let counter = steps.clone();
     let paused = TrainOptions {
-        pause: Some(pause.clone()),
-        steps_done: Some(steps.clone()),
+        stop: Some(stop.clone()),
+        on_step: Some(Arc::new(move |s: &Step| counter.store(s.done, Ordering::Relaxed))),
         ..options(dir.path().join("b"), None)
     };
-    // Checkpoints every 4 steps: the raised flag stops it at step 4, not before.
+    // Checkpoints every 4 steps: the raised token stops it at step 4, not before.
     match train::train(&spec, &paused).unwrap() {
         Outcome::Halted(step) => assert_eq!(step, 4),
         Outcome::Finished(_) => panic!("should have paused"),
     }
     assert_eq!(steps.load(Ordering::Relaxed), 4);
-    pause.store(false, Ordering::Release);
+    stop.reset();
     let resumed = finished(train::train(&spec, &paused).unwrap());
     assert_eq!(resumed.root, straight.root);
     assert_eq!(steps.load(Ordering::Relaxed), 30);
+}
+
+/// The thread pool is the caller's: trainings on pools of 1 and 3 threads in one process (no
+/// process-global setting) write the same checkpoints, and each manifest records its pool.
+#[test]
+fn trainings_on_pools_of_different_sizes_write_the_same_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = csv_spec(dir.path());
+    let on = |threads: usize, name: &str| {
+        let opts = TrainOptions {
+            threads: Some(Threads::new(threads).unwrap()),
+            ..options(dir.path().join(name), None)
+        };
+        finished(train::train(&spec, &opts).unwrap())
+    };
+    let (one, three) = (on(1, "one"), on(3, "three"));
+    let digests = |r: &train::TrainReport| {
+        r.manifest.checkpoints.iter().map(|c| c.digest.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(digests(&one), digests(&three));
+    assert_eq!(one.manifest.final_model_hash, three.manifest.final_model_hash);
+    assert_eq!(one.manifest.environment.threads, 1);
+    assert_eq!(three.manifest.environment.threads, 3);
 }
 
 #[test]
@@ -194,9 +221,9 @@ fn wrong_content_root_and_missing_files_are_clear_errors() {
 
 #[test]
 fn example_specs_are_valid() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     for name in ["fashion-mnist-mlp.json", "fashion-mnist-cnn.json", "char-transformer.json"] {
-        ergon_worker::load_spec(&examples.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        ergon_engine::load_spec(&examples.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 
@@ -204,8 +231,8 @@ fn example_specs_are_valid() {
 /// scripts/setup.sh) reaches at least 80 % test accuracy after one epoch.
 #[test]
 fn fashion_mnist_mlp_reaches_80_percent_in_one_epoch() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let spec = ergon_worker::load_spec(&examples.join("fashion-mnist-mlp.json"))
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let spec = ergon_engine::load_spec(&examples.join("fashion-mnist-mlp.json"))
         .expect("Fashion-MNIST is installed (scripts/setup.sh installs dataset-fashion-mnist)");
     assert_eq!(spec.epochs, 1);
     let dir = tempfile::tempdir().unwrap();

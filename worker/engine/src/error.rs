@@ -1,4 +1,4 @@
-//! The worker's error type: every failure names what went wrong and where, never a panic.
+//! The engine's error type: every failure names what went wrong and where, never a panic.
 
 use std::path::PathBuf;
 
@@ -78,14 +78,12 @@ pub enum Error {
         /// The loss.
         loss: f32,
     },
-    /// A record of the daemon's store is unreadable or cannot be written.
-    #[error("daemon store {path}: {reason}")]
-    Store {
-        /// The record.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
+    /// A long computation stopped because its caller asked it to ([`crate::Cancel`]).
+    #[error("cancelled")]
+    Cancelled,
+    /// The thread pool could not be built.
+    #[error("cannot start the compute threads: {0}")]
+    Threads(String),
     /// An error inside candle (shapes, devices, CUDA).
     #[error("tensor computation: {0}")]
     Candle(#[from] candle_core::Error),
@@ -95,10 +93,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Attaches the action and path to an I/O error.
-pub(crate) fn io(
-    action: &'static str,
-    path: impl Into<PathBuf>,
-) -> impl FnOnce(std::io::Error) -> Error {
+pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
     move |source| Error::Io { action, path, source }
 }

@@ -18,7 +18,7 @@ use crate::{
     model::Model,
     optim::Optimizer,
     rng::Seed,
-    train,
+    trajectory,
 };
 
 /// The attacks of the suite.
@@ -134,7 +134,7 @@ fn other_seed(seed: &Seed, variant: u64, label: &str) -> Seed {
 
 /// The checkpoint steps a bundle of `spec` must have.
 fn schedule(spec: &JobSpec) -> Result<Vec<u64>> {
-    Ok(train::checkpoint_steps(spec, &spec.validate()?))
+    Ok(trajectory::checkpoint_steps(spec, &spec.validate()?))
 }
 
 /// Trains `spec` from `model`'s current weights (and a fresh optimizer), writing every scheduled
@@ -150,7 +150,7 @@ fn train_chain(
     tamper: impl Fn(&Model) -> Result<()>,
 ) -> Result<(Vec<CheckpointEntry>, Vec<f32>, Optimizer)> {
     let mut opt = Optimizer::new(data_spec.optimizer.clone(), &model.params)?;
-    let mut entries = vec![train::write_checkpoint(out, 0, model, &opt)?];
+    let mut entries = vec![trajectory::write_checkpoint(out, 0, model, &opt)?];
     let mut losses = Vec::new();
     continue_chain(
         spec,
@@ -184,7 +184,7 @@ fn continue_chain(
     let summary = spec.validate()?;
     let train_set = data::load(&data_spec.train, "training data")?;
     let device = Device::Cpu;
-    train::run_steps(
+    trajectory::run_steps(
         data_spec,
         &summary,
         &train_set,
@@ -197,8 +197,8 @@ fn continue_chain(
             STEPS.with(|s| s.set(s.get() + 1));
             tamper(model)?;
             losses.push(loss);
-            if train::is_checkpoint_step(spec, &summary, done) {
-                entries.push(train::write_checkpoint(out, done, model, opt)?);
+            if trajectory::is_checkpoint_step(spec, &summary, done) {
+                entries.push(trajectory::write_checkpoint(out, done, model, opt)?);
             }
             Ok(true)
         },
@@ -260,13 +260,14 @@ fn finish_forgery(
     for (k, step) in steps[entries.len()..].iter().enumerate() {
         let t = (k + 1) as f32 / remaining as f32;
         set_weights(model, &lerp(&start, target, t))?;
-        entries.push(train::write_checkpoint(out, *step, model, opt)?);
+        entries.push(trajectory::write_checkpoint(out, *step, model, opt)?);
     }
     let last_loss = losses.last().copied().unwrap_or(1.0);
     losses.resize(summary.total_steps as usize, last_loss);
     let val_set = data::load(&spec.validation, "validation data")?;
-    let (validation_loss, validation_accuracy) = train::evaluate(model, &val_set, &Device::Cpu)?;
-    let manifest = train::build_manifest(
+    let (validation_loss, validation_accuracy) =
+        trajectory::evaluate(model, &val_set, &Device::Cpu)?;
+    let manifest = trajectory::build_manifest(
         spec,
         &summary,
         seed,
@@ -373,7 +374,7 @@ pub fn forge(
             let target = lerp(&origin, &start, (b as f32 / a.max(1) as f32).min(2.0));
             for (k, step) in steps[a + 1..=b].iter().enumerate() {
                 set_weights(&model, &lerp(&start, &target, (k + 1) as f32 / (b - a) as f32))?;
-                entries.push(train::write_checkpoint(out, *step, &model, &opt)?);
+                entries.push(trajectory::write_checkpoint(out, *step, &model, &opt)?);
             }
             let last_loss = losses.last().copied().unwrap_or(1.0);
             losses.resize(steps[b] as usize, last_loss);
@@ -402,7 +403,7 @@ pub fn forge(
             let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
             let reset = Optimizer::new(spec.optimizer.clone(), &model.params)?;
             let zeros = reset.named_state(&model.params);
-            let mut entries = vec![train::write_checkpoint(out, 0, &model, &opt)?];
+            let mut entries = vec![trajectory::write_checkpoint(out, 0, &model, &opt)?];
             let mut losses = Vec::new();
             for w in steps.windows(2) {
                 // The segment starts from a zero state (at the right step, so the schedule holds).
@@ -421,7 +422,7 @@ pub fn forge(
                     none,
                 )?;
                 // The end is claimed with the state the next segment starts from: zero.
-                entries.push(train::write_checkpoint(out, w[1], &model, &reset)?);
+                entries.push(trajectory::write_checkpoint(out, w[1], &model, &reset)?);
             }
             relabel(spec, seed, &model, &opt, out, entries, losses)?;
         }
@@ -429,13 +430,13 @@ pub fn forge(
             let (mut entries, losses, opt) =
                 train_chain(spec, spec, seed, &model, out, summary.total_steps, none)?;
             let k = (1 + variant as usize % (entries.len() - 1)).min(entries.len() - 1);
-            let mut host = train::read_checkpoint(out, &entries[k])?;
+            let mut host = trajectory::read_checkpoint(out, &entries[k])?;
             if let Some((_, (_, values))) = host.0.iter_mut().find(|(n, _)| n.starts_with("opt.")) {
                 if let Some(v) = values.last_mut() {
                     *v = f32::NAN;
                 }
             }
-            entries[k] = train::write_host_checkpoint(out, entries[k].step, &host)?;
+            entries[k] = trajectory::write_host_checkpoint(out, entries[k].step, &host)?;
             relabel(spec, seed, &model, &opt, out, entries, losses)?;
         }
         Attack::LazySegments { faked } => {
@@ -446,7 +447,7 @@ pub fn forge(
             chosen.sort_by_key(|i| other_seed(&pick, *i as u64, "lazy-order"));
             chosen.truncate(faked.min(segments));
             let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
-            let mut entries = vec![train::write_checkpoint(out, 0, &model, &opt)?];
+            let mut entries = vec![trajectory::write_checkpoint(out, 0, &model, &opt)?];
             let mut losses = Vec::new();
             let mut last_update: Option<BTreeMap<String, Vec<f32>>> = None;
             for (i, w) in steps.windows(2).enumerate() {
@@ -465,7 +466,7 @@ pub fn forge(
                     let last = losses.last().copied().unwrap_or(1.0);
                     losses.resize(w[1] as usize, last);
                     opt.step = w[1];
-                    entries.push(train::write_checkpoint(out, w[1], &model, &opt)?);
+                    entries.push(trajectory::write_checkpoint(out, w[1], &model, &opt)?);
                 } else {
                     continue_chain(
                         spec,
@@ -538,7 +539,7 @@ pub fn forge(
                 train_chain(spec, spec, &other_seed, &other, out, summary.total_steps, none)?;
             // ...relabelled: C0 is this job's Init(seed), the manifest names this job's seed.
             let init_opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
-            entries[0] = train::write_checkpoint(out, 0, &model, &init_opt)?;
+            entries[0] = trajectory::write_checkpoint(out, 0, &model, &init_opt)?;
             relabel(spec, seed, &other, &opt, out, entries, losses)?;
         }
         Attack::ReplayedBundle => {

@@ -13,7 +13,7 @@ use crate::{
     error::{io, Error, Result},
     model::Model,
     optim::Optimizer,
-    train,
+    trajectory,
 };
 
 /// What [`fetch_model`] found.
@@ -46,7 +46,7 @@ pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> R
             reason: format!("root {} is not the committed {}", hex(&found), hex(root)),
         });
     }
-    if manifest.spec_hash != hex(&train::spec_hash(spec)) {
+    if manifest.spec_hash != hex(&trajectory::spec_hash(spec)) {
         return Err(Error::Bundle { path: manifest_path, reason: "trained another spec".into() });
     }
     let last = manifest.checkpoints.last().ok_or_else(|| Error::Bundle {
@@ -54,14 +54,14 @@ pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> R
         reason: "no checkpoint".into(),
     })?;
     // The digest check ties the weights to the manifest, and so to the root.
-    let host = train::read_checkpoint(into, last)?;
+    let host = trajectory::read_checkpoint(into, last)?;
     let device = Device::Cpu;
     let model = Model::new(spec, &[0; 32], &device, DType::F32)?;
     let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
-    train::load_state(&into.join(&last.file), &host, last.step, &model, &mut opt)?;
+    trajectory::load_state(&into.join(&last.file), &host, last.step, &model, &mut opt)?;
     let data = data::JobData::load(spec)?;
     let (validation_loss, validation_accuracy) =
-        train::evaluate(&model, data.validation(), &device)?;
+        trajectory::evaluate(&model, data.validation(), &device)?;
     Ok(Delivered {
         step: last.step,
         file: into.join(&last.file),

@@ -1,0 +1,52 @@
+//! # ergon-engine
+//!
+//! The computing half of Ergon's trainer process: it trains a job spec with candle, writes the
+//! checkpoint bundle that Proof of Training checks, verifies other trainers' bundles and runs
+//! drilling tasks. It is synchronous and deterministic and knows no chain: the worker's daemon
+//! decides *what* to run, the engine only *runs* it.
+//!
+//! - [`data`]: fetch (path or http(s)), check the content root, decode IDX / CSV / text, a cache;
+//! - [`rng`]: the seed-derived randomness (initial weights, batch order as a PRF of seed, epoch, step);
+//! - [`model`]: the layer DSL as candle computations with our own seeded initialization;
+//! - [`optim`]: SGD with momentum and AdamW with checkpointable state;
+//! - [`trajectory`]: the optimizer steps, checkpoint schedule, state save/load, evaluation;
+//! - [`train`]: the resumable training loop that writes a bundle;
+//! - [`bundle`]: checkpoints, manifest, Merkle root and inclusion proofs;
+//! - [`verify`]: the Proof-of-Training verifier (integrity, Init(seed), segment replay, metrics);
+//! - [`full_pass`]: the rules read on every checkpoint pair a verifier samples;
+//! - [`drill`]: Proof-of-Drilling tasks;
+//! - [`delivery`]: a completed job's model, fetched alone, checked against its root and evaluated;
+//! - [`run`]: what every long computation takes from its caller — the thread pool, a progress
+//!   callback and a cancellation token — instead of process-global state.
+
+#[cfg(feature = "attacks")]
+pub mod attacks;
+pub mod bundle;
+pub mod data;
+pub mod delivery;
+pub mod drill;
+pub mod error;
+pub mod full_pass;
+pub mod model;
+pub mod optim;
+pub mod rng;
+pub mod run;
+pub mod train;
+pub mod trajectory;
+pub mod verify;
+
+pub use error::{Error, Result};
+pub use run::{Cancel, Threads};
+
+use std::path::Path;
+
+use ergon_job_spec::JobSpec;
+
+/// Reads and validates a JSON job spec.
+pub fn load_spec(path: &Path) -> Result<JobSpec> {
+    let bytes = std::fs::read(path).map_err(error::io("reading", path))?;
+    let spec: JobSpec = serde_json::from_slice(&bytes)
+        .map_err(|source| Error::SpecJson { path: path.into(), source })?;
+    spec.validate()?;
+    Ok(spec)
+}

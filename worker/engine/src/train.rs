@@ -1,0 +1,229 @@
+//! The training loop: deterministic batches, checkpoints every k steps, resumable after a crash, and
+//! the bundle (manifest + Merkle root) at the end.
+
+use std::{fs, path::PathBuf, sync::Arc, time::Instant};
+
+use candle_core::{DType, Device};
+use ergon_job_spec::{JobSpec, SpecSummary};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    bundle::{self, checkpoint, CheckpointEntry, Manifest, Metrics},
+    data::{self, hex},
+    error::{io, Error, Result},
+    model::Model,
+    optim::Optimizer,
+    rng::Seed,
+    run::{self, Cancel, OnStep, Step, Threads},
+    trajectory::{
+        build_manifest, evaluate, is_checkpoint_step, load_checkpoint, run_steps, spec_hash,
+        write_checkpoint,
+    },
+};
+
+/// Name of the resume journal in the output directory (removed when the bundle is complete).
+pub const PROGRESS_FILE: &str = "progress.json";
+
+/// How to run a training.
+pub struct TrainOptions {
+    /// Bundle directory (created if missing).
+    pub out: PathBuf,
+    /// Training seed.
+    pub seed: Seed,
+    /// Device to train on.
+    pub device: Device,
+    /// CPU threads to train on (default: the calling thread's pool, rayon's global one).
+    pub threads: Option<Threads>,
+    /// Stop (as if killed) after this many steps in total: used to test resuming.
+    pub halt_after_step: Option<u64>,
+    /// Raised by another thread to stop the training at its next checkpoint ([`Outcome::Halted`]): a
+    /// daemon lends the machine to a verification or a drill, or shuts down, then resumes from that
+    /// checkpoint without losing a step.
+    pub stop: Option<Cancel>,
+    /// Told about every step (a progress bar, a daemon's metrics and ETA).
+    pub on_step: Option<OnStep>,
+    /// Datasets kept between runs (a resumed or a later training does not fetch them again).
+    pub datasets: Option<Arc<data::DatasetCache>>,
+}
+
+impl TrainOptions {
+    /// Options to train into `out` under `seed` on the CPU, quietly, without interruptions.
+    pub fn new(out: PathBuf, seed: Seed) -> Self {
+        Self {
+            out,
+            seed,
+            device: Device::Cpu,
+            threads: None,
+            halt_after_step: None,
+            stop: None,
+            on_step: None,
+            datasets: None,
+        }
+    }
+}
+
+/// What a finished training produced.
+pub struct TrainReport {
+    /// The bundle's Merkle root.
+    pub root: [u8; 32],
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Wall time spent training (excluding data loading), seconds.
+    pub train_seconds: f64,
+    /// Of which writing checkpoints, seconds.
+    pub checkpoint_seconds: f64,
+}
+
+/// How a call to [`train`] ended.
+#[allow(clippy::large_enum_variant)] // one per training run: boxing saves nothing
+pub enum Outcome {
+    /// The bundle is complete.
+    Finished(TrainReport),
+    /// Stopped on request after this step; run again to resume.
+    Halted(u64),
+}
+
+/// The resume journal: where the last checkpoint is and the losses up to it.
+#[derive(Serialize, Deserialize)]
+struct Journal {
+    spec_hash: String,
+    seed: String,
+    checkpoints: Vec<CheckpointEntry>,
+    losses: Vec<f32>,
+}
+
+fn write_journal(dir: &std::path::Path, progress: &Journal) -> Result<()> {
+    let bytes = serde_json::to_vec(progress)
+        .map_err(|e| Error::Bundle { path: dir.into(), reason: e.to_string() })?;
+    checkpoint::write_atomic(&dir.join(PROGRESS_FILE), &bytes)
+}
+
+/// Trains `spec` into the bundle directory `opts.out`, resuming from its last checkpoint if a previous
+/// run was interrupted. An uninterrupted and a resumed run produce the same bundle root.
+pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
+    run::on(opts.threads.as_ref(), || train_here(spec, opts))
+}
+
+fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
+    let summary: SpecSummary = spec.validate()?;
+    let data = data::JobData::load_with(spec, opts.datasets.as_deref())?;
+    let (train_set, val_set) = (data.train(), data.validation());
+    let (dir, device) = (&opts.out, &opts.device);
+    fs::create_dir_all(dir).map_err(io("creating", dir))?;
+
+    let spec_hash = hex(&spec_hash(spec));
+    let seed_hex = hex(&opts.seed);
+    let model = Model::new(spec, &opts.seed, device, DType::F32)?;
+    let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+
+    // Resume, or start with C0 = Init(seed).
+    let progress_path = dir.join(PROGRESS_FILE);
+    let mut progress = if progress_path.exists() {
+        let bytes = fs::read(&progress_path).map_err(io("reading", &progress_path))?;
+        let p: Journal = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Bundle { path: progress_path.clone(), reason: e.to_string() })?;
+        if p.spec_hash != spec_hash || p.seed != seed_hex {
+            return Err(Error::Bundle {
+                path: dir.clone(),
+                reason: "holds a run of another spec or seed; use an empty directory".into(),
+            });
+        }
+        let last = p.checkpoints.last().ok_or_else(|| Error::Bundle {
+            path: progress_path.clone(),
+            reason: "no checkpoint recorded".into(),
+        })?;
+        load_checkpoint(dir, last, &model, &mut opt)?;
+        p
+    } else {
+        if dir.join(bundle::MANIFEST_FILE).exists() {
+            return Err(Error::Bundle {
+                path: dir.clone(),
+                reason: "already holds a finished bundle".into(),
+            });
+        }
+        let c0 = write_checkpoint(dir, 0, &model, &opt)?;
+        let p = Journal {
+            spec_hash: spec_hash.clone(),
+            seed: seed_hex.clone(),
+            checkpoints: vec![c0],
+            losses: vec![],
+        };
+        write_journal(dir, &p)?;
+        p
+    };
+
+    let start_step = opt.step;
+    progress.losses.truncate(start_step as usize);
+    let started = Instant::now();
+    let mut checkpoint_seconds = 0.0;
+    let mut halted = None;
+
+    run_steps(
+        spec,
+        &summary,
+        train_set,
+        &opts.seed,
+        &model,
+        &mut opt,
+        start_step..summary.total_steps,
+        device,
+        |model, opt, done, loss_value| {
+            progress.losses.push(loss_value);
+            if is_checkpoint_step(spec, &summary, done) {
+                let t = Instant::now();
+                progress.checkpoints.push(write_checkpoint(dir, done, model, opt)?);
+                write_journal(dir, &progress)?;
+                checkpoint_seconds += t.elapsed().as_secs_f64();
+            }
+            if let Some(on_step) = &opts.on_step {
+                on_step(&Step {
+                    done,
+                    total: summary.total_steps,
+                    loss: loss_value,
+                    this_run: done - start_step,
+                    seconds: started.elapsed().as_secs_f64(),
+                });
+            }
+            if opts.halt_after_step == Some(done) && done < summary.total_steps {
+                halted = Some(done);
+                return Ok(false);
+            }
+            let paused = opts.stop.as_ref().is_some_and(Cancel::is_cancelled);
+            if paused && is_checkpoint_step(spec, &summary, done) && done < summary.total_steps {
+                halted = Some(done);
+                return Ok(false);
+            }
+            Ok(true)
+        },
+    )?;
+    if let Some(done) = halted {
+        return Ok(Outcome::Halted(done));
+    }
+    let train_seconds = started.elapsed().as_secs_f64();
+
+    let (validation_loss, validation_accuracy) = evaluate(&model, val_set, device)?;
+    if !validation_loss.is_finite() {
+        return Err(Error::Diverged { step: summary.total_steps, loss: validation_loss });
+    }
+    let manifest = build_manifest(
+        spec,
+        &summary,
+        &opts.seed,
+        device,
+        opt.lr() as f32,
+        progress.losses,
+        progress.checkpoints,
+        Metrics {
+            validation_loss,
+            validation_accuracy,
+            final_train_loss: 0.0, // set from the losses below
+        },
+    )?;
+    let bytes = manifest
+        .to_bytes()
+        .map_err(|e| Error::Bundle { path: dir.clone(), reason: e.to_string() })?;
+    checkpoint::write_atomic(&dir.join(bundle::MANIFEST_FILE), &bytes)?;
+    fs::remove_file(&progress_path).map_err(io("removing", &progress_path))?;
+    let root = bundle::root_of(&bytes)?;
+    Ok(Outcome::Finished(TrainReport { root, manifest, train_seconds, checkpoint_seconds }))
+}

@@ -1,0 +1,117 @@
+//! `ergon-worker train`: train a spec into a bundle, with a progress bar.
+
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
+
+use ergon_engine::{
+    data, load_spec, rng,
+    run::Step,
+    train::{self, Outcome as Trained, TrainOptions},
+};
+
+use super::{parse_account, parse_seed, Outcome};
+
+/// `train` options.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The job spec (JSON).
+    #[arg(long)]
+    spec: PathBuf,
+    /// Bundle directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// Training seed as 64 hex digits; default: derived from --job-id and --trainer.
+    #[arg(long, conflicts_with_all = ["job_id", "trainer"])]
+    seed: Option<String>,
+    /// On-chain job id (seed derivation).
+    #[arg(long, default_value_t = 0)]
+    job_id: u64,
+    /// Trainer account (seed derivation): its raw 32 bytes as 0x-hex (all zeros offline).
+    #[arg(long)]
+    trainer: Option<String>,
+    /// CPU threads for the tensor kernels (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Train on the first CUDA GPU (needs the `cuda` build feature).
+    #[arg(long)]
+    cuda: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Trains (or resumes) and prints the root, the metrics and the throughput.
+pub fn run(args: Args) -> Outcome {
+    let spec = load_spec(&args.spec)?;
+    let seed = match args.seed {
+        Some(s) => parse_seed(&s)?,
+        None => rng::job_seed(args.job_id, &parse_account(args.trainer.as_deref())?),
+    };
+    let device =
+        if args.cuda { candle_core::Device::new_cuda(0)? } else { candle_core::Device::Cpu };
+    let summary = spec.validate()?;
+    eprintln!(
+        "training {} parameters, {} steps, {:.3} ut of work, seed {}",
+        summary.parameters,
+        summary.total_steps,
+        summary.training_micro_ut() as f64 / 1e6,
+        data::hex(&seed)
+    );
+    let bar = progress_bar(summary.total_steps, args.quiet);
+    let on_step = {
+        let (bar, batch) = (bar.clone(), spec.batch_size as f64);
+        Arc::new(move |s: &Step| {
+            bar.set_position(s.done);
+            bar.set_message(format!(
+                "loss {:.4} | {:.0} samples/s",
+                s.loss,
+                s.this_run as f64 * batch / s.seconds.max(1e-9)
+            ));
+        })
+    };
+    let opts = TrainOptions {
+        device,
+        threads: Some(super::threads(args.threads)?),
+        on_step: Some(on_step),
+        ..TrainOptions::new(args.out, seed)
+    };
+    match train::train(&spec, &opts)? {
+        Trained::Finished(r) => {
+            bar.finish_and_clear();
+            println!("root {}", data::hex(&r.root));
+            println!(
+                "validation loss {:.4}, accuracy {:.2}%",
+                r.manifest.metrics.validation_loss,
+                100.0 * r.manifest.metrics.validation_accuracy
+            );
+            let samples = spec.train.samples as f64 * spec.epochs as f64;
+            println!(
+                "trained in {:.1} s ({:.1}% writing checkpoints)",
+                r.train_seconds,
+                100.0 * r.checkpoint_seconds / r.train_seconds.max(1e-9)
+            );
+            println!(
+                "throughput {:.0} samples/s (checkpoint writes excluded)",
+                samples / (r.train_seconds - r.checkpoint_seconds).max(1e-9)
+            );
+        }
+        Trained::Halted(step) => {
+            bar.abandon();
+            println!("halted after step {step}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} step {pos}/{len} | {msg} | ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
