@@ -143,6 +143,23 @@ impl Chain {
         })?
     }
 
+    /// Whether every transaction `who` sent is final: none waits in the pool and none sits in a
+    /// block not finalized yet (the pool's next nonce is the account's nonce at the finalized
+    /// block). A client that decides from the finalized state waits for this after a restart, or
+    /// it would send again what it sent just before.
+    pub async fn all_finalized(&self, who: &AccountId32) -> Result<bool> {
+        let legacy =
+            LegacyRpcMethods::<subxt::config::RpcConfigFor<SubstrateConfig>>::new(self.rpc.clone());
+        let next = legacy.system_account_next_index(who).await?;
+        let at = self.at().await?;
+        let info = at.storage().try_fetch(runtime::storage().system().account(), (*who,)).await?;
+        let nonce = match info {
+            Some(v) => v.decode().map_err(subxt::Error::from)?.nonce as u64,
+            None => 0,
+        };
+        Ok(next == nonce)
+    }
+
     /// Job `id` and its current round, at the finalized block.
     pub async fn job(&self, id: u64) -> Result<Option<(Job, Option<RoundInfo>)>> {
         let call = runtime::runtime_apis().job_market_api().job(id);

@@ -107,7 +107,8 @@ function describe(j) {
   const s = j.state;
   let line = `${s.status}`;
   if (s.trainer) line += ` trainer ${s.trainer.slice(0, 8)}… at ${erg(s.price || 0)}`;
-  if (s.bundle) line += ` bundle ${s.bundle.root.slice(0, 10)}… (claimed accuracy ${(s.bundle.validationAccuracyPpm / 1e4).toFixed(2)}%)`;
+  if (s.bundle && s.bundle.divergedAt != null) line += ` bundle ${s.bundle.root.slice(0, 10)}… (the spec diverged at step ${s.bundle.divergedAt})`;
+  else if (s.bundle) line += ` bundle ${s.bundle.root.slice(0, 10)}… (claimed accuracy ${(s.bundle.validationAccuracyPpm / 1e4).toFixed(2)}%)`;
   if (s.reason) line += ` (${s.reason})`;
   if (j.round) {
     const votes = j.round.votes.map((v) => `${v.verifier.slice(0, 6)}…:${v.verdict || (v.committed ? 'committed' : '-')}`);
@@ -144,6 +145,7 @@ async function watchJob(api, [idText]) {
               case 'VerifierPaid': say(`#${n} verifier ${d.verifier.toString().slice(0, 8)}… paid ${erg(d.amount)}`); break;
               case 'JobCompleted': say(`#${n} completed: trainer paid ${erg(d.price)} (${erg(d.burnt)} burnt), credited ${Number(d.workMicroUt) / 1e6} ut`); break;
               case 'JobFailed': say(`#${n} failed (${d.reason.toString()}): ${erg(d.refunded)} refunded`); break;
+              case 'TrainingDiverged': say(`#${n} the spec diverged at step ${d.step} of ${d.steps} (confirmed): trainer paid ${erg(d.price)} for the steps trained, the rest refunded`); break;
               default: say(`#${n} ${event.method}`);
             }
           }
@@ -185,6 +187,8 @@ async function fetchModel(api, [idText]) {
   const view = (await api.rpc.ergon.job(id)).toJSON();
   if (!exists(view)) throw new Error(`no job ${id}`);
   if (view.state.status !== 'completed') throw new Error(`job ${id} is ${view.state.status}, not completed`);
+  const diverged = view.state.bundle && view.state.bundle.divergedAt;
+  if (diverged != null) throw new Error(`job ${id}'s spec diverged at step ${diverged}: there is no trained model (lower the learning rate and post it again)`);
   const out = opts.out || mkdtempSync(join(tmpdir(), `ergon-model-${id}-`));
   mkdirSync(out, { recursive: true });
   const specPath = join(out, 'spec.json');

@@ -136,8 +136,9 @@ pub fn submit_bundle_call(
     call.extend(root);
     uri.as_bytes().to_vec().encode_to(&mut call);
     call.extend(final_model_hash);
-    // ClaimedMetrics { train_loss_micro: u64, validation_loss_micro: u64, validation_accuracy_ppm: u32 }
-    (0u64, 0u64, 0u32).encode_to(&mut call);
+    // ClaimedMetrics { train_loss_micro: u64, validation_loss_micro: u64,
+    // validation_accuracy_ppm: u32, diverged_at: Option<u64> }
+    (0u64, 0u64, 0u32, None::<u64>).encode_to(&mut call);
     call
 }
 

@@ -401,3 +401,62 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<
         sleep(Duration::from_millis(500));
     }
 }
+
+/// `ergon-worker run` arguments for the dev key `key` with `roles` (comma-separated) against
+/// `node`: its data under `dir/name`, its bundle server on a free loopback port, 2 000 ERG bonded.
+pub fn daemon_args(node: &Node, key: &str, roles: &str, dir: &Path, name: &str) -> Vec<String> {
+    [
+        "--chain",
+        &format!("ws://127.0.0.1:{}", node.ports.rpc),
+        "--dev-key",
+        key,
+        "--roles",
+        roles,
+        "--listen",
+        &format!("127.0.0.1:{}", free_port()),
+        "--data-dir",
+        &dir.join(name).to_string_lossy(),
+        "--bond",
+        "2000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Job `job` as the node's `ergon_job` RPC shows it (JSON).
+pub fn job_view(node: &Node, job: u64) -> Value {
+    node.call("ergon_job", json!([job])).expect("ergon_job")
+}
+
+/// The market's daemons on a dev chain: Bob a trainer, Charlie and Dave verifiers and drillers,
+/// each with 2 000 ERG bonded (data under `dir/bob`, …). Returns once all three have bonded and the
+/// verifiers have joined the pool and registered as drillers: a draw only takes verifiers that
+/// joined before its randomness began, so jobs should be posted after this.
+pub fn market_daemons(node: &Node, dir: &Path) -> [Daemon; 3] {
+    use sp_core::Pair;
+    let start = |name: &str, key: &str, roles: &str| {
+        Daemon::start(name, &daemon_args(node, key, roles, dir, name), dir)
+    };
+    let daemons = [
+        start("bob", "//Bob", "trainer"),
+        start("charlie", "//Charlie", "verifier,driller"),
+        start("dave", "//Dave", "verifier,driller"),
+    ];
+    for who in ["//Bob", "//Charlie", "//Dave"] {
+        let key = extrinsic::staking_ledger_key(&dev_pair(who).public().0);
+        wait_for(&format!("{who}'s daemon to bond"), Duration::from_secs(180), || {
+            node.storage_decoded::<extrinsic::StakingLedger>(&key)
+                .filter(|l| l.active >= 2_000 * 1_000_000_000_000)
+        });
+    }
+    for daemon in &daemons[1..] {
+        wait_for("the verifiers to join the pool and drill", Duration::from_secs(120), || {
+            let log = daemon.log();
+            (log.contains("joining the verifier pool: in a block")
+                && log.contains("registering as a driller: in a block"))
+            .then_some(())
+        });
+    }
+    daemons
+}

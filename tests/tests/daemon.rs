@@ -30,7 +30,7 @@ use ergon_integration_tests::{
         approve_publisher_call, publish_matmul_task_call, register_publisher_call,
         staking_ledger_key, sudo_call, system_account_key, AccountInfo, StakingLedger,
     },
-    free_port, user_cli, wait_for, Daemon, Node, Ports,
+    job_view, market_daemons, user_cli, wait_for, Daemon, Node, Ports,
 };
 use serde_json::{json, Value};
 use sp_core::{crypto::Ss58Codec, Pair};
@@ -40,34 +40,9 @@ const ERG: u128 = 1_000_000_000_000;
 const SUDO: u8 = 12;
 const DRILLING: u8 = 14;
 
-/// `ergon-worker run` arguments for `key` with `roles`, its data under `dir/name`.
-fn daemon_args(node: &Node, key: &str, roles: &str, dir: &Path, name: &str) -> Vec<String> {
-    [
-        "--chain",
-        &format!("ws://127.0.0.1:{}", node.ports.rpc),
-        "--dev-key",
-        key,
-        "--roles",
-        roles,
-        "--listen",
-        &format!("127.0.0.1:{}", free_port()),
-        "--data-dir",
-        &dir.join(name).to_string_lossy(),
-        "--bond",
-        "2000",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
 /// A JSON record of a daemon's store, if written.
 fn record(dir: &Path, path: &str) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(dir.join(path)).ok()?).ok()
-}
-
-fn job_view(node: &Node, job: u64) -> Value {
-    node.call("ergon_job", json!([job])).expect("ergon_job")
 }
 
 /// Panics with every daemon's log tail if `cond` fails.
@@ -88,39 +63,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     let mut node = Node::start("dev", Ports::free(), &args, dir.path());
     node.wait_finalized(1, Duration::from_secs(180));
 
-    let mut bob = Daemon::start(
-        "bob",
-        &daemon_args(&node, "//Bob", "trainer", dir.path(), "bob"),
-        dir.path(),
-    );
-    let mut charlie = Daemon::start(
-        "charlie",
-        &daemon_args(&node, "//Charlie", "verifier,driller", dir.path(), "charlie"),
-        dir.path(),
-    );
-    let dave = Daemon::start(
-        "dave",
-        &daemon_args(&node, "//Dave", "verifier,driller", dir.path(), "dave"),
-        dir.path(),
-    );
-
-    // The daemons bond and join the pool on their own before the job exists (a draw only takes
-    // verifiers that joined before its randomness began).
-    for (who, daemon) in [("//Bob", &bob), ("//Charlie", &charlie), ("//Dave", &dave)] {
-        let key = staking_ledger_key(&dev_pair(who).public().0);
-        wait_for(&format!("{who}'s daemon to bond"), Duration::from_secs(180), || {
-            node.storage_decoded::<StakingLedger>(&key).filter(|l| l.active >= 2_000 * ERG)
-        });
-        let _ = daemon;
-    }
-    for daemon in [&charlie, &dave] {
-        wait_for("the verifiers to join the pool and drill", Duration::from_secs(120), || {
-            let log = daemon.log();
-            (log.contains("joining the verifier pool: in a block")
-                && log.contains("registering as a driller: in a block"))
-            .then_some(())
-        });
-    }
+    let [mut bob, mut charlie, dave] = market_daemons(&node, dir.path());
 
     // Alice publishes a matrix-chain task for two executors (the registered drillers).
     let alice_pair = dev_pair("//Alice");

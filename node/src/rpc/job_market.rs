@@ -35,6 +35,9 @@ pub struct BundleView {
     pub validation_loss_micro: u64,
     /// Claimed validation accuracy (parts per million).
     pub validation_accuracy_ppm: u32,
+    /// The optimizer step where the training diverged, if the bundle says so (no model then: the
+    /// trainer is paid for the steps before it).
+    pub diverged_at: Option<u64>,
     /// Block of the commitment.
     pub submitted_at: BlockNumber,
 }
@@ -125,6 +128,7 @@ fn bundle_view(b: BundleCommitment<BlockNumber>) -> BundleView {
         train_loss_micro: b.metrics.train_loss_micro,
         validation_loss_micro: b.metrics.validation_loss_micro,
         validation_accuracy_ppm: b.metrics.validation_accuracy_ppm,
+        diverged_at: b.metrics.diverged_at,
         submitted_at: b.submitted_at,
     }
 }

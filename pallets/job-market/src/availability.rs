@@ -208,7 +208,7 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
         }
         checked += 1;
         let outcome = match bundle {
-            Some((base, root)) => check_bundle(&base, root, record.checkpoints),
+            Some((base, root)) => check_bundle(&base, root, record.bundle_checkpoints()),
             None => check_data(&record.spec),
         };
         let available = match outcome {

@@ -487,6 +487,18 @@ pub mod pallet {
         /// The data was found unavailable: the trainer was paid `amount` from the escrow for its
         /// trouble (its collateral and deposit are released; nobody is slashed).
         TrainerCompensated { job: JobId, trainer: T::AccountId, amount: BalanceOf<T> },
+        /// The bundle's divergence was confirmed: the owner's spec diverged at optimizer `step` of
+        /// `steps`. The trainer was paid `price` for the steps it trained (of which `burnt` was
+        /// burnt) and credited `work_micro_ut` of T pro rata; the rest went back to the owner.
+        TrainingDiverged {
+            job: JobId,
+            trainer: T::AccountId,
+            step: u64,
+            steps: u64,
+            price: BalanceOf<T>,
+            burnt: BalanceOf<T>,
+            work_micro_ut: u128,
+        },
     }
 
     #[pallet::error]
@@ -617,6 +629,8 @@ pub mod pallet {
         DataAlreadyReported,
         /// A data file is not served over HTTP(S), so attesters could not check a report.
         DataNotCheckable,
+        /// The bundle claims a divergence after the spec's last step.
+        DivergenceOutOfRange,
     }
 
     /// The job spec's limits (`ergon_job_spec`), in the metadata so that clients check a spec
@@ -879,7 +893,9 @@ pub mod pallet {
 
         /// The assigned trainer commits its checkpoint bundle: Merkle `bundle_root`, where it is
         /// served, the final model's hash and the claimed metrics. Verification starts with
-        /// randomness from a later block.
+        /// randomness from a later block. A training that diverged commits the checkpoints before
+        /// the divergence and says where (`metrics.diverged_at`): a confirmed claim pays for the
+        /// steps trained, and nobody is slashed.
         #[pallet::call_index(4)]
         #[pallet::weight(T::WeightInfo::submit_bundle())]
         pub fn submit_bundle(
@@ -899,6 +915,10 @@ pub mod pallet {
             let now = frame_system::Pallet::<T>::block_number();
             ensure!(now <= record.deadline, Error::<T>::DeadlinePassed);
             ensure!(verification::is_valid_uri(&bundle_uri), Error::<T>::InvalidUri);
+            ensure!(
+                metrics.diverged_at.is_none_or(|step| step <= record.total_steps()),
+                Error::<T>::DivergenceOutOfRange
+            );
             let bundle = BundleCommitment {
                 root: bundle_root,
                 uri: bundle_uri,

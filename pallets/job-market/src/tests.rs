@@ -7,6 +7,7 @@ use frame_support::{
     traits::fungible::{Inspect, InspectHold},
 };
 use sp_core::H256;
+use sp_runtime::Perbill;
 
 const OWNER: u64 = 1;
 const TRAINER: u64 = 2;
@@ -563,6 +564,115 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
             burnt: 0,
             work_micro_ut: work
         }));
+    });
+}
+
+/// Commits a bundle that says the training diverged at `step`.
+fn submit_diverged(job: JobId, step: u64) -> frame_support::dispatch::DispatchResult {
+    JobMarket::submit_bundle(
+        origin(TRAINER),
+        job,
+        H256::repeat_byte(7),
+        uri(),
+        H256::repeat_byte(8),
+        ClaimedMetrics { diverged_at: Some(step), ..Default::default() },
+    )
+}
+
+/// The attack: an owner posts a spec that diverges (a learning rate far too high), so that whoever
+/// wins it cannot deliver a trained model and is slashed at the deadline, for the price of a
+/// posting fee. Instead the trainer commits the checkpoints before the divergence and says where;
+/// the verifiers' replay of the tail confirms it; the trainer is paid and credited for the steps it
+/// trained, keeps its bond, and the owner gets the rest back.
+#[test]
+fn attack_a_spec_that_diverges_does_not_get_its_trainer_slashed() {
+    use pallet_compute_power::ComputePowerLedger;
+    run(|| {
+        let issuance = Balances::total_issuance();
+        let job = assigned(1_400, 600);
+        let steps = example_spec().validate().unwrap().total_steps;
+        let step = steps / 4;
+        assert_ok!(submit_diverged(job, step));
+        let record = Jobs::<Test>::get(job).unwrap();
+        // The bundle holds the checkpoints before the divergence; its tail is drawable too.
+        let kept = example_spec().checkpoints_before_divergence(step);
+        assert_eq!(record.bundle_checkpoints(), kept);
+        assert_eq!(record.drawable_segments(), kept);
+        assert!(kept < record.checkpoints);
+        run_to_block(3);
+        let drawn = verifiers(job);
+        for v in &drawn {
+            assert!(segments_of(job, *v).iter().all(|s| (*s as u64) < kept), "{v}");
+        }
+        vote(job, &drawn, &[Verdict::Pass; 3]);
+
+        let earned = Perbill::from_rational(step, steps).mul_floor(600u128);
+        let JobState::Completed { trainer, price, .. } = state(job) else {
+            panic!("not settled: {:?}", state(job))
+        };
+        assert_eq!((trainer, price), (TRAINER, earned));
+        assert!(events().contains(&Event::TrainingDiverged {
+            job,
+            trainer: TRAINER,
+            step,
+            steps,
+            price: earned,
+            burnt: 0,
+            work_micro_ut: Perbill::from_rational(step, steps)
+                .mul_floor(example_spec().validate().unwrap().training_micro_ut()),
+        }));
+        // Not slashed: the whole bond is there, the collateral released; paid for its steps.
+        assert_eq!(bond_held(TRAINER), BOND);
+        assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND + earned);
+        // The owner paid the steps trained and the verifiers, and got the rest back.
+        assert_eq!(escrow_held(OWNER), 0);
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - earned - 3 * fee(2));
+        assert!(ComputePower::ecp(&TRAINER) > 0);
+        assert_eq!(Balances::total_issuance(), issuance);
+    });
+}
+
+/// The attack: a trainer that would rather not finish (it found a better job) claims the spec
+/// diverged, to be paid for the steps done instead of slashed at the deadline. The verifiers replay
+/// the tail, which does not diverge: they fail it, the dispute confirms, and the trainer is slashed
+/// like any trainer whose bundle fails; the owner is refunded.
+#[test]
+fn attack_a_made_up_divergence_is_refuted_and_slashed() {
+    run(|| {
+        let job = assigned(1_400, 600);
+        let steps = example_spec().validate().unwrap().total_steps;
+        assert_ok!(submit_diverged(job, steps / 2));
+        run_to_block(3);
+        let first = verifiers(job);
+        let fails: Vec<Verdict> = first.iter().map(|v| fail(job, *v)).collect();
+        vote(job, &first, &fails);
+        // The fails are disputed; the dispute's verifiers replay the named segments and fail too.
+        run_to_block(5);
+        let second = verifiers(job);
+        assert!(!second.is_empty() && second.iter().all(|v| !first.contains(v)));
+        let fails: Vec<Verdict> = second.iter().map(|v| fail(job, *v)).collect();
+        vote(job, &second, &fails);
+        assert_eq!(
+            state(job),
+            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
+        );
+        assert_eq!(bond_held(TRAINER), BOND - 600);
+        assert_eq!(escrow_held(OWNER), 0);
+    });
+}
+
+#[test]
+fn a_divergence_after_the_last_step_is_refused() {
+    run(|| {
+        let job = assigned(1_400, 600);
+        let steps = example_spec().validate().unwrap().total_steps;
+        assert_noop!(submit_diverged(job, steps + 1), Error::<Test>::DivergenceOutOfRange);
+        // At the last step itself: the final model's validation loss was not finite.
+        assert_ok!(submit_diverged(job, steps));
+        assert_eq!(
+            Jobs::<Test>::get(job).unwrap().bundle_checkpoints(),
+            Jobs::<Test>::get(job).unwrap().checkpoints - 1
+        );
     });
 }
 

@@ -50,6 +50,12 @@ pub struct ClaimedMetrics {
     pub validation_loss_micro: u64,
     /// Validation accuracy in parts per million (0 when the task has no accuracy).
     pub validation_accuracy_ppm: u32,
+    /// Set when the training diverged (the owner's spec, e.g. too high a learning rate): the
+    /// optimizer step whose loss (or, at the last step, the final validation loss) is not finite.
+    /// The bundle then holds the checkpoints before it and its tail is replayed by every verifier;
+    /// a confirmed divergence pays the trainer for the steps it trained (`price × step / steps`)
+    /// and refunds the rest, a refuted one fails the bundle. The metrics above are zero.
+    pub diverged_at: Option<u64>,
 }
 
 /// A trainer's commitment to a checkpoint bundle, made before the challenge randomness exists.
@@ -266,9 +272,40 @@ pub struct Job<AccountId, Balance, BlockNumber> {
 }
 
 impl<AccountId, Balance, BlockNumber> Job<AccountId, Balance, BlockNumber> {
-    /// Segments `Cᵢ → Cᵢ₊₁` of its bundle: what verifiers are assigned and fees are shares of.
+    /// Segments `Cᵢ → Cᵢ₊₁` of its spec's bundle: what fees are shares of (each segment costs the
+    /// same to replay, whatever the bundle).
     pub fn segments(&self) -> u64 {
         self.checkpoints.saturating_sub(1)
+    }
+
+    /// The step at which the committed bundle says the training diverged, if it does.
+    pub fn diverged_at(&self) -> Option<u64> {
+        match &self.state {
+            JobState::Verifying { bundle, .. } | JobState::Completed { bundle, .. } => {
+                bundle.metrics.diverged_at
+            }
+            _ => None,
+        }
+    }
+
+    /// Checkpoints of the committed bundle: the spec's, or those before a divergence
+    /// ([`JobSpec::checkpoints_before_divergence`]).
+    pub fn bundle_checkpoints(&self) -> u64 {
+        match self.diverged_at() {
+            Some(step) => self.spec.checkpoints_before_divergence(step),
+            None => self.checkpoints,
+        }
+    }
+
+    /// Segments verifiers are drawn for: the bundle's `Cᵢ → Cᵢ₊₁`, and the tail of a diverged
+    /// bundle (its last checkpoint to the divergence, segment `bundle_checkpoints() - 1`).
+    pub fn drawable_segments(&self) -> u64 {
+        self.bundle_checkpoints().saturating_sub(1) + self.diverged_at().is_some() as u64
+    }
+
+    /// Optimizer steps of its spec.
+    pub fn total_steps(&self) -> u64 {
+        self.spec.steps_per_epoch().saturating_mul(self.spec.epochs as u64)
     }
 
     /// What a verification of it spends besides its replay, in parts per billion of its training

@@ -43,12 +43,15 @@ use frame_support::{
 };
 use frame_system::pallet_prelude::BlockNumberFor;
 use sp_core::H256;
-use sp_runtime::traits::{One, SaturatedConversion, Saturating, Zero};
+use sp_runtime::{
+    traits::{One, SaturatedConversion, Saturating, Zero},
+    Perbill,
+};
 
 use crate::{
-    weights::WeightInfo, BalanceOf, Bid, Config, Error, Event, Evidence, FailureReason, HoldReason,
-    JobId, JobOf, JobState, Jobs, Pallet, PastVerifiers, PendingVote, PendingVotes, Phase, Round,
-    RoundOf, Rounds, Sketch, Verdict, VerifierPool, VerifierVote,
+    types::BundleCommitment, weights::WeightInfo, BalanceOf, Bid, Config, Error, Event, Evidence,
+    FailureReason, HoldReason, JobId, JobOf, JobState, Jobs, Pallet, PastVerifiers, PendingVote,
+    PendingVotes, Phase, Round, RoundOf, Rounds, Sketch, Verdict, VerifierPool, VerifierVote,
 };
 
 /// Bound of [`crate::PastVerifiers`] and [`crate::PendingVotes`]: every verifier of every round.
@@ -242,7 +245,7 @@ fn draw<T: Config>(
     } else {
         ergon_protocol::segments::assign(
             &seed,
-            u32::try_from(job.segments()).unwrap_or(u32::MAX),
+            u32::try_from(job.drawable_segments()).unwrap_or(u32::MAX),
             verifiers.len() as u32,
             T::SegmentsPerRound::get(),
         )
@@ -679,6 +682,9 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
         }
     }
     match decision {
+        Decision::Pass if job.diverged_at().is_some() => {
+            settle_divergence::<T>(id, job, trainer, price, bundle);
+        }
         Decision::Pass => {
             T::Staking::release(&trainer, Obligation::Training(id));
             let burnt = burn::<T>(job, T::PaymentBurn::get().mul_floor(price));
@@ -701,6 +707,38 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
             Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Rejected);
         }
     }
+}
+
+/// A confirmed divergence at step `s` of `n`: the trainer trained `s` steps of the owner's spec
+/// and is paid and credited for them (`price × s / n`, burn included), its collateral released; the
+/// rest of the escrow goes back to the owner. Nobody is slashed: the spec diverged, not the trainer.
+fn settle_divergence<T: Config>(
+    id: JobId,
+    job: &mut JobOf<T>,
+    trainer: T::AccountId,
+    price: BalanceOf<T>,
+    bundle: BundleCommitment<BlockNumberFor<T>>,
+) {
+    let (step, steps) = (job.diverged_at().unwrap_or_default(), job.total_steps().max(1));
+    let trained = Perbill::from_rational(step.min(steps), steps);
+    T::Staking::release(&trainer, Obligation::Training(id));
+    let earned = trained.mul_floor(price);
+    let burnt = burn::<T>(job, T::PaymentBurn::get().mul_floor(earned));
+    let paid = pay::<T>(job, &trainer, earned.saturating_sub(burnt));
+    let credited = credit_cap::<T>(trained.mul_floor(job.work_micro_ut));
+    T::ComputePower::credit(&trainer, WorkKind::Training, credited);
+    Pallet::<T>::refund(job);
+    job.state = JobState::Completed { trainer: trainer.clone(), price: paid, bundle };
+    Pallet::<T>::retire(id, job);
+    Pallet::<T>::deposit_event(Event::TrainingDiverged {
+        job: id,
+        trainer,
+        step,
+        steps,
+        price: paid,
+        burnt,
+        work_micro_ut: credited,
+    });
 }
 
 /// T credit a passed job earns: its work, at most `MaxCreditShare` of the network's ECP (or

@@ -339,6 +339,17 @@ impl JobSpec {
         shape::validate(self)
     }
 
+    /// Checkpoints of the bundle of a training that diverged at optimizer step `step` (its loss, or
+    /// at `step` = the total steps the final model's validation loss, is not finite): the
+    /// prescribed checkpoints of the steps before `step`, C0 always — `max(1, ⌈step / interval⌉)`.
+    /// The one rule the chain (draws, availability) and the worker (trainer, verifier) share.
+    pub fn checkpoints_before_divergence(&self, step: u64) -> u64 {
+        match self.checkpoint_interval {
+            0 => 1,
+            interval => step.div_ceil(interval as u64).max(1),
+        }
+    }
+
     /// Optimizer steps in one epoch (the last batch may be partial).
     pub fn steps_per_epoch(&self) -> u64 {
         if self.batch_size == 0 {

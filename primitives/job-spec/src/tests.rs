@@ -309,3 +309,16 @@ fn content_root_test_vector() {
     assert_eq!(hex, expected);
     assert_ne!(crate::content_root([digests[1], digests[0]]), root, "order matters");
 }
+
+#[test]
+fn a_diverged_bundle_holds_the_checkpoints_before_the_divergence() {
+    let mut spec = mlp();
+    spec.checkpoint_interval = 4;
+    let summary = spec.validate().unwrap();
+    // C0 alone until the first checkpoint step is passed, then one more per interval begun.
+    let counts: Vec<u64> =
+        [0, 1, 4, 5, 8, 9].iter().map(|s| spec.checkpoints_before_divergence(*s)).collect();
+    assert_eq!(counts, vec![1, 1, 1, 2, 2, 3]);
+    // Diverging at the very end (a non-finite validation loss) keeps all but the final checkpoint.
+    assert_eq!(spec.checkpoints_before_divergence(summary.total_steps), summary.checkpoints - 1);
+}

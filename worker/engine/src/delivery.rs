@@ -49,6 +49,12 @@ pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> R
     if manifest.spec_hash != hex(&trajectory::spec_hash(spec)) {
         return Err(Error::Bundle { path: manifest_path, reason: "trained another spec".into() });
     }
+    if let Some(step) = manifest.diverged_at {
+        return Err(Error::Bundle {
+            path: manifest_path,
+            reason: format!("the spec diverged at step {step}: there is no trained model"),
+        });
+    }
     let last = manifest.checkpoints.last().ok_or_else(|| Error::Bundle {
         path: manifest_path.clone(),
         reason: "no checkpoint".into(),

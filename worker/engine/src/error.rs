@@ -70,12 +70,13 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// Training diverged (a non-finite loss).
-    #[error("training diverged at step {step}: loss is {loss}")]
+    /// Training diverged: the loss of optimizer step `step`, or the state after `step` steps, is
+    /// not finite ([`crate::trajectory::ensure_finite_state`]).
+    #[error("training diverged at step {step}: a non-finite value ({loss})")]
     Diverged {
         /// The optimizer step.
         step: u64,
-        /// The loss.
+        /// The non-finite loss or state value.
         loss: f32,
     },
     /// A long computation stopped because its caller asked it to ([`crate::Cancel`]).

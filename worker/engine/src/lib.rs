@@ -15,6 +15,7 @@
 //! - [`verify`]: the Proof-of-Training verifier (integrity, Init(seed), segment replay, metrics);
 //! - [`full_pass`]: the rules read on every checkpoint pair a verifier samples;
 //! - [`drill`]: Proof-of-Drilling tasks;
+//! - [`calibrate`]: this machine's training throughput, measured by training a reference model;
 //! - [`delivery`]: a completed job's model, fetched alone, checked against its root and evaluated;
 //! - [`run`]: what every long computation takes from its caller — the thread pool, a progress
 //!   callback and a cancellation token — instead of process-global state.
@@ -22,6 +23,7 @@
 #[cfg(feature = "attacks")]
 pub mod attacks;
 pub mod bundle;
+pub mod calibrate;
 pub mod data;
 pub mod delivery;
 pub mod drill;

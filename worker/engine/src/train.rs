@@ -99,7 +99,9 @@ fn write_journal(dir: &std::path::Path, progress: &Journal) -> Result<()> {
 }
 
 /// Trains `spec` into the bundle directory `opts.out`, resuming from its last checkpoint if a previous
-/// run was interrupted. An uninterrupted and a resumed run produce the same bundle root.
+/// run was interrupted. An uninterrupted and a resumed run produce the same bundle root. A training
+/// that diverges (a non-finite loss) still finishes a bundle: the checkpoints before the divergence
+/// and [`Manifest::diverged_at`], which a verifier can check by replaying the tail.
 pub fn train(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     run::on(opts.threads.as_ref(), || train_here(spec, opts))
 }
@@ -158,7 +160,7 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     let mut checkpoint_seconds = 0.0;
     let mut halted = None;
 
-    run_steps(
+    let run = run_steps(
         spec,
         &summary,
         train_set,
@@ -195,17 +197,39 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
             }
             Ok(true)
         },
-    )?;
+    );
+    // A divergence is an outcome, not an error: the bundle says where, and a verifier can replay it.
+    let mut diverged_at = match run {
+        Ok(()) => None,
+        Err(Error::Diverged { step, .. }) => Some(step),
+        Err(e) => return Err(e),
+    };
     if let Some(done) = halted {
         return Ok(Outcome::Halted(done));
     }
     let train_seconds = started.elapsed().as_secs_f64();
 
-    let (validation_loss, validation_accuracy) = evaluate(&model, val_set, device)?;
+    let (validation_loss, validation_accuracy) = match diverged_at {
+        Some(_) => (0.0, 0.0),
+        None => evaluate(&model, val_set, device)?,
+    };
     if !validation_loss.is_finite() {
-        return Err(Error::Diverged { step: summary.total_steps, loss: validation_loss });
+        diverged_at = Some(summary.total_steps);
     }
-    let manifest = build_manifest(
+    let metrics = match diverged_at {
+        Some(step) => {
+            // The checkpoints before the divergence, the losses of the steps before it.
+            progress.checkpoints.truncate(spec.checkpoints_before_divergence(step) as usize);
+            progress.losses.truncate(step as usize);
+            Metrics { validation_loss: 0.0, validation_accuracy: 0.0, final_train_loss: 0.0 }
+        }
+        None => Metrics {
+            validation_loss,
+            validation_accuracy,
+            final_train_loss: 0.0, // set from the losses below
+        },
+    };
+    let mut manifest = build_manifest(
         spec,
         &summary,
         &opts.seed,
@@ -213,12 +237,9 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         opt.lr() as f32,
         progress.losses,
         progress.checkpoints,
-        Metrics {
-            validation_loss,
-            validation_accuracy,
-            final_train_loss: 0.0, // set from the losses below
-        },
+        metrics,
     )?;
+    manifest.diverged_at = diverged_at;
     let bytes = manifest
         .to_bytes()
         .map_err(|e| Error::Bundle { path: dir.clone(), reason: e.to_string() })?;

@@ -124,14 +124,30 @@ pub fn state_tensors(model: &Model, opt: &Optimizer) -> BTreeMap<String, Tensor>
     all
 }
 
-/// Writes the checkpoint of the current state as step `step` of the bundle in `dir`.
+/// Writes the checkpoint of the current state as step `step` of the bundle in `dir`. A state that
+/// is not finite is not written: the training diverged at `step` ([`ensure_finite_state`]).
 pub fn write_checkpoint(
     dir: &Path,
     step: u64,
     model: &Model,
     opt: &Optimizer,
 ) -> Result<CheckpointEntry> {
-    write_host_checkpoint(dir, step, &HostTensors::from_tensors(&state_tensors(model, opt))?)
+    let host = HostTensors::from_tensors(&state_tensors(model, opt))?;
+    ensure_finite_state(step, &host)?;
+    write_host_checkpoint(dir, step, &host)
+}
+
+/// `Err(Error::Diverged { step })` when the state after `step` steps holds a non-finite value
+/// (weights or optimizer state). With the non-finite loss [`run_steps`] reports, this is the one
+/// definition of "the training diverged at step s" that a trainer writing a bundle and a verifier
+/// replaying its tail share: a checkpoint step whose state is not finite, or a step whose loss is
+/// not.
+pub fn ensure_finite_state(step: u64, host: &HostTensors) -> Result<()> {
+    let bad = host.0.values().flat_map(|(_, values)| values).find(|v| !v.is_finite());
+    match bad {
+        Some(v) => Err(Error::Diverged { step, loss: *v }),
+        None => Ok(()),
+    }
 }
 
 /// Writes `host` as the checkpoint of step `step` of the bundle in `dir`; returns its manifest entry.
@@ -257,6 +273,7 @@ pub fn build_manifest(
         },
         losses,
         checkpoints,
+        diverged_at: None,
     })
 }
 

@@ -240,3 +240,39 @@ fn fashion_mnist_mlp_reaches_80_percent_in_one_epoch() {
     let acc = r.manifest.metrics.validation_accuracy;
     assert!(acc >= 0.80, "test accuracy {acc}");
 }
+
+/// The dataset cache keeps what its budget allows: the dataset used least recently goes first, a
+/// hit refreshes an entry, and the one just loaded always stays.
+#[test]
+fn the_dataset_cache_evicts_the_least_recently_used_past_its_budget() {
+    use ergon_engine::data::DatasetCache;
+    let dir = tempfile::tempdir().unwrap();
+    // Three files of the same shape and different bytes (so different content roots).
+    let csv = |name: &str, rows: u32| {
+        let text: String = (0..rows)
+            .map(|i| format!("{},{i},1,2,{}\n", i % 3, name.len() + name.as_bytes()[0] as usize))
+            .collect();
+        let format = DataFormat::Csv { features: 4, classes: 3 };
+        dataset(dir.path(), name, format, text.as_bytes(), rows as u64)
+    };
+    // 100 samples of 4 features and a label: 2 000 bytes each.
+    let (a, b, c) = (csv("a.csv", 100), csv("b.csv", 100), csv("c.csv", 100));
+    let cache = DatasetCache::with_budget(4_000);
+    let first = cache.get_or_load(&a, "a").unwrap();
+    assert_eq!((cache.len(), cache.bytes()), (1, 2_000));
+    cache.get_or_load(&b, "b").unwrap();
+    // `a` is used again: `b` is now the least recently used.
+    assert!(std::sync::Arc::ptr_eq(&first, &cache.get_or_load(&a, "a").unwrap()));
+    cache.get_or_load(&c, "c").unwrap();
+    assert_eq!((cache.len(), cache.bytes()), (2, 4_000));
+    assert!(std::sync::Arc::ptr_eq(&first, &cache.get_or_load(&a, "a").unwrap()), "a kept");
+    // `b` was evicted: loading it again evicts `c`, the least recently used now.
+    cache.get_or_load(&b, "b").unwrap();
+    assert_eq!(cache.len(), 2);
+    // A dataset larger than the whole budget is still kept alone (it is in use).
+    let tiny = DatasetCache::with_budget(10);
+    tiny.get_or_load(&a, "a").unwrap();
+    assert_eq!(tiny.len(), 1);
+    tiny.get_or_load(&b, "b").unwrap();
+    assert_eq!((tiny.len(), tiny.bytes()), (1, 2_000));
+}

@@ -59,7 +59,8 @@ pub struct Config {
     /// Least margin over the cost, in percent.
     #[arg(long, env = "ERGON_MIN_MARGIN", default_value_t = 20)]
     pub min_margin: u32,
-    /// Training throughput in ut per hour, for the deadline check (default: measured at start).
+    /// Training throughput in ut per hour, for the deadline check (default: measured at start by
+    /// training a reference model for a second, halved).
     #[arg(long, env = "ERGON_THROUGHPUT")]
     pub throughput: Option<f64>,
     /// Drilling capacity to declare, in ut per hour (default: half the measured f32 peak). Tasks are
@@ -75,6 +76,9 @@ pub struct Config {
     /// CPU threads for trainings, verifications and drills (0: one per core).
     #[arg(long, env = "ERGON_THREADS", default_value_t = 0)]
     pub threads: usize,
+    /// Decoded datasets kept between jobs, in MiB (the least recently used go first past it).
+    #[arg(long, env = "ERGON_DATASET_CACHE_MIB", default_value_t = 1024)]
+    pub dataset_cache_mib: u64,
 }
 
 impl Config {
@@ -105,13 +109,14 @@ impl Config {
         }
     }
 
-    /// The bidding policy: prices from the options, capacity from the options or measured.
-    pub fn policy(&self) -> Policy {
+    /// The bidding policy: prices from the options, capacity from the options or measured on
+    /// `threads` (the pool the daemon trains on).
+    pub fn policy(&self, threads: &ergon_engine::Threads) -> Policy {
         let micro_ut_per_hour = match self.throughput {
             Some(ut) => (ut * 1e6) as u128,
-            // A training step reaches a fraction of the f32 peak (small layers, the backward pass,
-            // data movement): a quarter, conservatively.
-            None => peak_micro_ut_per_hour() / 4,
+            // Measured on an MLP; jobs of other shapes (convolutions on a CPU) train slower per
+            // FLOP: half of it, conservatively.
+            None => measured_training_micro_ut_per_hour(threads) / 2,
         };
         let memory_bytes = match self.memory_mib {
             Some(mib) => mib << 20,
@@ -126,6 +131,18 @@ impl Config {
             deadline_use_percent: 50,
         }
     }
+}
+
+/// Training throughput in micro-ut per hour, measured once by training the reference model
+/// (`ergon_engine::calibrate`) for a second on `threads`.
+fn measured_training_micro_ut_per_hour(threads: &ergon_engine::Threads) -> u128 {
+    let flops = ergon_engine::calibrate::training_flops_per_second(
+        Some(threads),
+        &candle_core::Device::Cpu,
+        1.0,
+    )
+    .unwrap_or(1e8);
+    (flops * 3600.0 / ergon_job_spec::FLOPS_PER_UT as f64 * 1e6) as u128
 }
 
 /// The machine's f32 matrix-product peak in micro-ut per hour, measured once (half a second).

@@ -190,13 +190,9 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         store
             .put_training(&Training {
-                job: 1,
-                price: 10,
                 root: Some("0x00".into()),
-                final_model_hash: None,
-                metrics: None,
-                failure: None,
                 submitted: true,
+                ..Training::new(1, 10)
             })
             .unwrap();
         store

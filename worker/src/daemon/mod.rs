@@ -28,7 +28,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use ergon_client::subxt::transactions::Payload;
 use ergon_client::{keys, runtime, AccountId32, Chain};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 pub use config::Config;
 
@@ -161,7 +161,14 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         .map_err(|e| Fatal::Config(format!("data dir {}: {e}", config.data_dir.display())))?;
     let store = store::Store::open(&config.data_dir).map_err(Fatal::Store)?;
     store.claim(&me.to_string()).map_err(|e| Fatal::Config(e.to_string()))?;
-    let policy = config.policy();
+    let threads =
+        ergon_engine::Threads::new(config.threads).map_err(|e| Fatal::Config(e.to_string()))?;
+    let policy = config.policy(&threads);
+    info!(
+        training_ut_per_hour = policy.micro_ut_per_hour as f64 / 1e6,
+        threads = threads.count(),
+        "throughput for the deadline check"
+    );
     info!(account = %me, roles = ?config.roles, data_dir = %config.data_dir.display(), "starting");
 
     // The bundle server answers verifiers and availability checks for as long as the daemon runs.
@@ -181,8 +188,6 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
     } else {
         None
     };
-    let threads =
-        ergon_engine::Threads::new(config.threads).map_err(|e| Fatal::Config(e.to_string()))?;
 
     let chain = connect(&config.chain).await?;
     let ctx = Arc::new(Ctx {
@@ -191,7 +196,7 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         me,
         store,
         compute: compute::Compute::new(threads),
-        datasets: Arc::new(DatasetCache::new()),
+        datasets: Arc::new(DatasetCache::with_budget(config.dataset_cache_mib << 20)),
         config,
         policy,
         metrics: Default::default(),
@@ -224,6 +229,21 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         };
         let now = block.number as u32;
         observe(&ctx, &block).await;
+        // Decisions come from the finalized state: while one of our own transactions is not final
+        // yet, the state does not show it and a role would send it again (and pay a fee for the
+        // runtime's refusal). Decide at a later block instead.
+        match ctx.chain.all_finalized(&ctx.me).await {
+            Ok(true) => {}
+            Ok(false) => {
+                debug!(block = now, "an earlier transaction is not final yet: deciding later");
+                continue;
+            }
+            Err(e) if e.is_fatal() => return Err(Fatal::Chain(e)),
+            Err(e) => {
+                warn!(block = now, error = %e, "reading our nonces; will retry");
+                continue;
+            }
+        }
         // A role's failure to read or send is retried at the next block; only a fatal one stops us.
         // The jobs this account is in, read once for the roles that look at them.
         let mine = match ctx.chain.jobs_of_with_rounds(&ctx.me, JOBS_LIMIT).await {
@@ -268,8 +288,33 @@ pub enum RoleError {
     Store(#[from] store::StoreError),
 }
 
+/// Longest wait at start for this account's earlier transactions to be finalized.
+const SETTLE_WAIT: Duration = Duration::from_secs(180);
+
+/// Waits (at most [`SETTLE_WAIT`]) until every transaction this account sent is finalized: a
+/// daemon restarted right after sending a bid, a commitment or a bond decides from the finalized
+/// state, where that action does not show yet, and would pay a fee to send it again.
+async fn settle_earlier_transactions(ctx: &Ctx) {
+    let started = std::time::Instant::now();
+    let mut said = false;
+    while started.elapsed() < SETTLE_WAIT {
+        match ctx.chain.all_finalized(&ctx.me).await {
+            Ok(true) => return,
+            Ok(false) if !said => {
+                info!("waiting for this account's earlier transactions to be finalized");
+                said = true;
+            }
+            Ok(false) => {}
+            Err(e) => warn!(error = %e, "reading this account's nonces; will retry"),
+        }
+        tokio::time::sleep(Duration::from_secs(BLOCK_SECONDS)).await;
+    }
+    warn!("earlier transactions still not finalized: going on (a repeated action is refused)");
+}
+
 /// Bonds up to `--bond` and joins the verifier pool, as the roles need.
 async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
+    settle_earlier_transactions(ctx).await;
     let at = ctx.chain.at().await.map_err(Fatal::Chain)?;
     let ledger = at
         .storage()
@@ -358,9 +403,19 @@ fn log_events(ctx: &Ctx, block: &ergon_client::follow::Block) {
                     info!(job, round, ?segments, "drawn to verify")
                 }
             }
+            // `price` is what reached the trainer (the burn already taken out).
             M::JobCompleted { job, trainer, price, burnt, work_micro_ut } if *trainer == ctx.me => {
                 info!(job, price, burnt, work_micro_ut, "job completed: paid");
-                earned(*job, "training", price.saturating_sub(*burnt), *work_micro_ut);
+                earned(*job, "training", *price, *work_micro_ut);
+            }
+            M::TrainingDiverged { job, trainer, step, steps, price, work_micro_ut, .. }
+                if *trainer == ctx.me =>
+            {
+                info!(
+                    job,
+                    step, steps, price, "the spec diverged (confirmed): paid for the steps trained"
+                );
+                earned(*job, "training", *price, *work_micro_ut);
             }
             M::VerifierPaid { job, verifier, amount } if *verifier == ctx.me => {
                 info!(job, amount, "verifier fee paid");

@@ -83,6 +83,9 @@ pub struct Training {
     pub failure: Option<String>,
     /// The bundle commitment was sent (and seen in a block).
     pub submitted: bool,
+    /// The step at which the training diverged (the bundle holds the checkpoints before it).
+    #[serde(default)]
+    pub diverged_at: Option<u64>,
 }
 
 impl Training {
@@ -96,6 +99,7 @@ impl Training {
             metrics: None,
             failure: None,
             submitted: false,
+            diverged_at: None,
         }
     }
 }

@@ -160,6 +160,7 @@ impl Trainer {
                             train_loss_micro: train_loss,
                             validation_loss_micro: val_loss,
                             validation_accuracy_ppm: accuracy,
+                            diverged_at: record.diverged_at,
                         };
                     let call = runtime::tx().job_market().submit_bundle(
                         id,
@@ -263,7 +264,18 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
                 micro(m.validation_loss),
                 (m.validation_accuracy as f64 * 1e6).round().clamp(0.0, 1e6) as u32,
             ));
-            info!(job = id, root = %hex(&report.root), accuracy = m.validation_accuracy, "trained");
+            record.diverged_at = report.manifest.diverged_at;
+            match record.diverged_at {
+                Some(step) => warn!(
+                    job = id,
+                    step,
+                    root = %hex(&report.root),
+                    "the spec diverged: committing the checkpoints before it (paid for the steps trained)"
+                ),
+                None => {
+                    info!(job = id, root = %hex(&report.root), accuracy = m.validation_accuracy, "trained")
+                }
+            }
         }
         Err(why) => {
             error!(job = id, "training failed for good: {why}");

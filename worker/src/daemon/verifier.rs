@@ -5,7 +5,7 @@
 //! and the reveal reads them from there: a daemon killed between commit and reveal reveals after its
 //! restart instead of being slashed as silent.
 
-use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
+use std::{collections::BTreeMap, path::Path, sync::Arc};
 
 use ergon_client::{
     chain::{Job, JobState, Phase},
@@ -149,6 +149,8 @@ struct Target {
     uri: String,
     root: [u8; 32],
     trainer: [u8; 32],
+    /// The divergence the commitment claims, if any.
+    diverged_at: Option<u64>,
 }
 
 impl Target {
@@ -160,6 +162,7 @@ impl Target {
             uri: String::from_utf8_lossy(&bundle.uri.0).into_owned(),
             root: bundle.root.0,
             trainer: trainer.0,
+            diverged_at: bundle.metrics.diverged_at,
         })
     }
 }
@@ -173,13 +176,12 @@ async fn verification(
     segments: Vec<u32>,
     attempt: u32,
 ) {
-    let Target { spec, uri, root, trainer } = target;
     let dir = ctx.config.data_dir.join("verify").join(format!("job-{id}-round-{round}"));
     let slot = ctx.compute.urgently().await;
-    info!(job = id, round, ?segments, %uri, "verifying");
+    info!(job = id, round, ?segments, uri = %target.uri, diverged_at = ?target.diverged_at, "verifying");
     let (datasets, segs, c) = (ctx.datasets.clone(), segments.clone(), ctx.clone());
     let replay = tokio::task::spawn_blocking(move || {
-        let result = replay(&spec, &uri, &dir, root, id, trainer, segs, &c.compute, datasets);
+        let result = replay(&target, &dir, id, segs, &c.compute, datasets);
         let _ = std::fs::remove_dir_all(&dir);
         result
     })
@@ -247,26 +249,24 @@ fn error_report_hash(text: &str) -> [u8; 32] {
 
 /// Downloads the manifest and the checkpoints the replay of `segments` reads (and no others), and
 /// replays them (blocking).
-#[allow(clippy::too_many_arguments)]
 fn replay(
-    spec: &ergon_job_spec::JobSpec,
-    uri: &str,
-    dir: &PathBuf,
-    root: [u8; 32],
+    target: &Target,
+    dir: &Path,
     job: u64,
-    trainer: [u8; 32],
     segments: Vec<u32>,
     compute: &Compute,
     datasets: Arc<ergon_engine::data::DatasetCache>,
 ) -> ergon_engine::Result<verify::Report> {
     let _ = std::fs::remove_dir_all(dir);
-    let mut opts = VerifyOptions::new(dir.clone(), ergon_protocol::seed::job_seed(job, &trainer));
+    let seed = ergon_protocol::seed::job_seed(job, &target.trainer);
+    let mut opts = VerifyOptions::new(dir.to_path_buf(), seed);
     opts.segments = segments;
-    opts.expected_root = Some(root);
+    opts.expected_root = Some(target.root);
+    opts.expected_divergence = Some(target.diverged_at);
     opts.datasets = Some(datasets);
     opts.threads = Some(compute.threads());
     opts.cancel = Some(compute.shutdown_token());
-    let fetched = verify::fetch_for(uri, &opts)?;
+    let fetched = verify::fetch_for(&target.uri, &opts)?;
     info!(job, checkpoints = fetched, "downloaded the checkpoints the verification reads");
-    verify::verify(spec, &opts)
+    verify::verify(&target.spec, &opts)
 }

@@ -82,6 +82,13 @@ pub struct Manifest {
     pub final_model_hash: String,
     /// Metrics of the final model.
     pub metrics: Metrics,
+    /// Set when the training diverged: the optimizer step whose loss is not finite (or, equal to
+    /// `total_steps`, a final model whose validation loss is not finite). The bundle then holds
+    /// the checkpoints before it ([`ergon_job_spec::JobSpec::checkpoints_before_divergence`]), the
+    /// losses of the steps before it, and zero metrics; a verifier replays from the last
+    /// checkpoint to the divergence (the "tail", segment `checkpoints.len() - 1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diverged_at: Option<u64>,
 }
 
 impl Manifest {

@@ -44,6 +44,15 @@ impl Samples {
     pub fn sample_len(&self) -> usize {
         self.sample_shape.iter().product()
     }
+
+    /// Bytes its inputs and targets take in memory.
+    pub fn bytes(&self) -> u64 {
+        let inputs = match &self.inputs {
+            Inputs::Float(v) => v.len(),
+            Inputs::Tokens(v) => v.len(),
+        };
+        ((inputs + self.targets.len()) * 4) as u64
+    }
 }
 
 /// A job's training and validation sets, loaded once each: a spec that validates on its training data
@@ -92,42 +101,95 @@ impl JobData {
 /// files' bytes, checked when first loaded), the format and the sample count; where the files were
 /// fetched from does not matter. A verifier that checks many jobs on the same data (a daemon) loads
 /// each dataset once instead of fetching, hashing and decoding it for every job.
-#[derive(Default)]
+///
+/// The cache holds at most its budget of decoded bytes: past it, the datasets used least recently
+/// are dropped (a job still using one keeps its own reference, so nothing is freed under it).
 pub struct DatasetCache {
-    sets: Mutex<BTreeMap<DatasetKey, Arc<Samples>>>,
+    budget_bytes: u64,
+    state: Mutex<CacheState>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    sets: BTreeMap<DatasetKey, Entry>,
+    /// Incremented on every use: an entry's `used` orders the evictions.
+    clock: u64,
+}
+
+struct Entry {
+    samples: Arc<Samples>,
+    bytes: u64,
+    used: u64,
 }
 
 /// What decides a decoded dataset: content root, format (as text) and sample count.
 type DatasetKey = ([u8; 32], String, u64);
 
+impl Default for DatasetCache {
+    fn default() -> Self {
+        Self::with_budget(u64::MAX)
+    }
+}
+
 impl DatasetCache {
-    /// An empty cache.
+    /// An empty cache without a size limit.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty cache that keeps at most `budget_bytes` of decoded data (the last dataset loaded
+    /// is kept even when it alone is larger).
+    pub fn with_budget(budget_bytes: u64) -> Self {
+        Self { budget_bytes, state: Mutex::new(CacheState::default()) }
     }
 
     /// `data`'s samples: from the cache, or loaded ([`load`], content root checked) and kept.
     pub fn get_or_load(&self, data: &Dataset, what: &'static str) -> Result<Arc<Samples>> {
         let key = (data.content_root.0, format!("{:?}", data.format), data.samples);
-        if let Some(hit) = self.sets.lock().ok().and_then(|sets| sets.get(&key).cloned()) {
-            return Ok(hit);
+        if let Ok(mut state) = self.state.lock() {
+            state.clock += 1;
+            let now = state.clock;
+            if let Some(hit) = state.sets.get_mut(&key) {
+                hit.used = now;
+                return Ok(hit.samples.clone());
+            }
         }
         // Loaded outside the lock: another job may load another dataset meanwhile.
         let loaded = Arc::new(load(data, what)?);
-        if let Ok(mut sets) = self.sets.lock() {
-            sets.insert(key, loaded.clone());
+        if let Ok(mut state) = self.state.lock() {
+            state.clock += 1;
+            let entry = Entry { samples: loaded.clone(), bytes: loaded.bytes(), used: state.clock };
+            state.sets.insert(key.clone(), entry);
+            // Least recently used first, never the one just loaded.
+            while state.sets.values().map(|e| e.bytes).sum::<u64>() > self.budget_bytes {
+                let oldest = state
+                    .sets
+                    .iter()
+                    .filter(|(k, _)| **k != key)
+                    .min_by_key(|(_, e)| e.used)
+                    .map(|(k, _)| k.clone());
+                match oldest {
+                    Some(k) => state.sets.remove(&k),
+                    None => break,
+                };
+            }
         }
         Ok(loaded)
     }
 
     /// Datasets held.
     pub fn len(&self) -> usize {
-        self.sets.lock().map(|s| s.len()).unwrap_or_default()
+        self.state.lock().map(|s| s.sets.len()).unwrap_or_default()
     }
 
     /// Whether it holds no dataset.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Decoded bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.state.lock().map(|s| s.sets.values().map(|e| e.bytes).sum()).unwrap_or_default()
     }
 }
 

@@ -25,6 +25,8 @@
 //! (the spec or the data cannot be read). An error on chain would make the job inconclusive and
 //! spare a forger its slash.
 
+mod tail;
+
 use std::{collections::BTreeMap, path::PathBuf};
 
 use candle_core::{DType, Device};
@@ -54,6 +56,7 @@ pub const DEFAULT_SEGMENTS: u32 = 3;
 pub const METRIC_TOLERANCE: f64 = 1e-4;
 /// Tolerance on each replayed step's loss against the manifest's: `|Δ| ≤ LOSS_TOLERANCE · max(1, |loss|)`.
 pub const LOSS_TOLERANCE: f64 = 1e-3;
+pub use tail::DIVERGENCE_TOLERANCE;
 
 /// What to verify and how strictly.
 pub struct VerifyOptions {
@@ -77,6 +80,9 @@ pub struct VerifyOptions {
     pub expected_seed: Seed,
     /// The committed final-model hash, if known.
     pub expected_final_model: Option<[u8; 32]>,
+    /// The divergence committed on chain (`Some(None)`: none; `Some(Some(s))`: diverged at step
+    /// `s`), if known: the manifest must say the same.
+    pub expected_divergence: Option<Option<u64>>,
     /// Device to replay on.
     pub device: Device,
     /// Run the six full-pass rules ([`crate::full_pass`]).
@@ -106,6 +112,7 @@ impl VerifyOptions {
             expected_root: None,
             expected_seed,
             expected_final_model: None,
+            expected_divergence: None,
             device: Device::Cpu,
             full_pass: true,
             replay: true,
@@ -587,6 +594,71 @@ fn replay_segment(
     Ok(ReplayOutcome { weights, state, loss_gap, missing, probe, sketch })
 }
 
+/// A tail check's outcome as the report shows it.
+struct TailCheck {
+    passed: bool,
+    measured: String,
+    threshold: String,
+    sketch: Option<SegmentSketch>,
+}
+
+/// Replays the tail of the diverged bundle `checkpoints` (from its last checkpoint) and says
+/// whether the training diverges where the manifest claims.
+#[allow(clippy::too_many_arguments)]
+fn check_tail(
+    spec: &JobSpec,
+    summary: &ergon_job_spec::SpecSummary,
+    data: &data::JobData,
+    seed: &Seed,
+    (m, checkpoints): (&Manifest, &Checkpoints),
+    (model, opt): (&Model, &mut Optimizer),
+    evidence_key: [u8; 32],
+    device: &Device,
+) -> TailCheck {
+    let claimed = m.diverged_at.unwrap_or(summary.total_steps);
+    let threshold = format!(
+        "the replay diverges within {DIVERGENCE_TOLERANCE} steps of step {claimed}; every step \
+         before within {LOSS_TOLERANCE:e} of its claimed loss"
+    );
+    let Some(from) = m.checkpoints.last() else {
+        return TailCheck {
+            passed: false,
+            measured: "no checkpoint".into(),
+            threshold,
+            sketch: None,
+        };
+    };
+    let tail = tail::Tail { from, claimed, claimed_losses: &m.losses, evidence_key };
+    let outcome = checkpoints.load(from, model, opt).and_then(|()| {
+        let sets = (data.train(), data.validation());
+        tail::replay(spec, summary, sets, seed, model, opt, &tail, device)
+    });
+    match outcome {
+        Ok(r) => TailCheck {
+            passed: r.confirms(),
+            measured: match r.diverged_at {
+                Some(t) => format!(
+                    "steps {}..: diverges at step {t}; max loss gap {:.2e}",
+                    from.step, r.loss_gap
+                ),
+                None => format!(
+                    "steps {}..: no divergence near step {claimed}; max loss gap {:.2e}",
+                    from.step, r.loss_gap
+                ),
+            },
+            threshold,
+            sketch: Some(SegmentSketch {
+                segment: m.checkpoints.len().saturating_sub(1) as u32,
+                probe: r.probe,
+                exponent: r.sketch.exponent,
+                deviation: r.sketch.deviation,
+                scale: r.sketch.scale,
+            }),
+        },
+        Err(e) => TailCheck { passed: false, measured: e.to_string(), threshold, sketch: None },
+    }
+}
+
 /// The checkpoints a verification reads, drawn from its options and the bundle's checkpoint count.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Selection {
@@ -598,15 +670,12 @@ pub struct Selection {
     pub read: Vec<usize>,
 }
 
-/// What [`verify`] reads of a bundle of `checkpoints` checkpoints under `opts`: a verifier
-/// downloads exactly these ([`bundle::fetch_selected`]) and nothing else.
-pub fn selection(opts: &VerifyOptions, checkpoints: usize) -> Selection {
+/// What [`verify`] reads of the bundle of `manifest` under `opts`: a verifier downloads exactly
+/// these ([`bundle::fetch_selected`]) and nothing else.
+pub fn selection(opts: &VerifyOptions, manifest: &Manifest) -> Selection {
+    let checkpoints = manifest.checkpoints.len();
     let segments = if opts.segments.is_empty() {
-        segments_from_challenge(
-            &opts.challenge,
-            checkpoints.saturating_sub(1) as u64,
-            opts.segment_count,
-        )
+        segments_from_challenge(&opts.challenge, drawable_segments(manifest), opts.segment_count)
     } else {
         opts.segments.clone()
     };
@@ -621,12 +690,19 @@ pub fn selection(opts: &VerifyOptions, checkpoints: usize) -> Selection {
     Selection { segments, rules_sample, read: picked.into_iter().collect() }
 }
 
+/// The segments a draw picks from: `Cᵢ → Cᵢ₊₁` of every pair of checkpoints, and the tail of a
+/// diverged bundle (segment `checkpoints.len() - 1`).
+pub fn drawable_segments(manifest: &Manifest) -> u64 {
+    let real = manifest.checkpoints.len().saturating_sub(1) as u64;
+    real + manifest.diverged_at.is_some() as u64
+}
+
 /// Downloads from `url` into `opts.bundle` the manifest and exactly the checkpoints that
 /// [`verify`] with `opts` reads ([`selection`]); returns how many checkpoints it downloaded.
 pub fn fetch_for(url: &str, opts: &VerifyOptions) -> Result<usize> {
     let mut count = 0;
     bundle::fetch_selected(url, &opts.bundle, |m| {
-        let read = selection(opts, m.checkpoints.len()).read;
+        let read = selection(opts, m).read;
         count = read.len();
         read
     })?;
@@ -655,7 +731,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     // over the manifest still commits to every one.
     let mut chosen = Selection::default();
     let select = |m: &Manifest| {
-        chosen = selection(opts, m.checkpoints.len());
+        chosen = selection(opts, m);
         chosen.read.clone()
     };
     let inspection = match bundle::inspect_selected(dir, select) {
@@ -692,18 +768,35 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let m: &Manifest = &inspection.manifest;
 
     // 2. The manifest describes this spec, this seed, and the prescribed checkpoint schedule.
-    let schedule = trajectory::checkpoint_steps(spec, &summary);
+    let mut schedule = trajectory::checkpoint_steps(spec, &summary);
+    let mut trained_steps = summary.total_steps;
     let steps: Vec<u64> = m.checkpoints.iter().map(|c| c.step).collect();
     let seed = bundle::parse_hash(&m.seed);
     let mut mismatches = Vec::new();
     if m.spec_hash != hex(&trajectory::spec_hash(spec)) {
         mismatches.push("spec hash".to_string());
     }
+    // A diverged bundle holds the checkpoints and losses before its divergence.
+    if let Some(step) = m.diverged_at {
+        if step > summary.total_steps {
+            mismatches.push(format!("diverged at step {step}, after the last"));
+        }
+        schedule.truncate(spec.checkpoints_before_divergence(step) as usize);
+        trained_steps = step.min(summary.total_steps);
+    }
+    if let Some(expected) = opts.expected_divergence {
+        if m.diverged_at != expected {
+            mismatches.push(format!(
+                "divergence {:?} where the commitment says {expected:?}",
+                m.diverged_at
+            ));
+        }
+    }
     if m.batch_size != spec.batch_size
         || m.checkpoint_interval != spec.checkpoint_interval
         || m.steps_per_epoch != summary.steps_per_epoch
         || m.total_steps != summary.total_steps
-        || m.losses.len() as u64 != summary.total_steps
+        || m.losses.len() as u64 != trained_steps
     {
         mismatches.push("step schedule".into());
     }
@@ -785,7 +878,12 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
             device,
         ) {
             Ok(checks) => {
-                for check in checks {
+                // Four rules assume a converging run (accuracy, steps and distances settle): a
+                // diverged one is judged by its replay and the two rules about C0.
+                let about_c0 = ["rule:initial_distribution", "rule:initial_independence"];
+                let applies =
+                    |c: &Check| m.diverged_at.is_none() || about_c0.contains(&c.name.as_str());
+                for check in checks.into_iter().filter(applies) {
                     report.passed &= check.passed;
                     report.checks.push(check);
                 }
@@ -800,11 +898,34 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         report.segments = segments;
     }
     let started = std::time::Instant::now();
+    // A diverged bundle's tail (its last checkpoint to the divergence) is replayed by everyone: as
+    // a drawn segment with its evidence, or else as a check of the bundle as a whole.
+    let tail_index = m.diverged_at.map(|_| m.checkpoints.len().saturating_sub(1) as u32);
+    let mut tail_replayed = false;
     for &i in &report.segments.clone() {
         if let Some(cancel) = &opts.cancel {
             cancel.check()?;
         }
         let name = format!("replay[{i}]");
+        if Some(i) == tail_index {
+            let key = ergon_protocol::evidence::key(&inspection.root, i);
+            let tail = check_tail(
+                spec,
+                &summary,
+                &data,
+                &seed,
+                (m, &checkpoints),
+                (&model, &mut opt),
+                key,
+                device,
+            );
+            if let Some(sketch) = tail.sketch {
+                report.sketches.push(sketch);
+            }
+            report.push(name, tail.passed, tail.measured, &tail.threshold);
+            tail_replayed = true;
+            continue;
+        }
         let (Some(from), Some(to)) =
             (m.checkpoints.get(i as usize), m.checkpoints.get(i as usize + 1))
         else {
@@ -865,6 +986,20 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
             Err(e) => report.push(name, false, e.to_string(), &threshold),
         }
     }
+    if let (Some(i), false) = (tail_index, tail_replayed) {
+        let key = ergon_protocol::evidence::key(&inspection.root, i);
+        let tail = check_tail(
+            spec,
+            &summary,
+            &data,
+            &seed,
+            (m, &checkpoints),
+            (&model, &mut opt),
+            key,
+            device,
+        );
+        report.push("divergence", tail.passed, tail.measured, &tail.threshold);
+    }
     report.replay_seconds = started.elapsed().as_secs_f64();
 
     // 6. Final-model hash.
@@ -888,7 +1023,16 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         "the manifest's (and the committed) final-model hash",
     );
 
-    // 7. Claimed metrics of the final weights.
+    // 7. Claimed metrics of the final weights (a diverged bundle claims none: its tail decides).
+    if let Some(step) = m.diverged_at {
+        report.push(
+            "metrics",
+            true,
+            format!("none: diverged at step {step} of {}", summary.total_steps),
+            "the metrics of a bundle that did not diverge",
+        );
+        return Ok(report);
+    }
     match checkpoints
         .load(last, &model, &mut opt)
         .and_then(|()| trajectory::evaluate(&model, val_set, device))

@@ -1,0 +1,129 @@
+//! The tail of a diverged bundle: from its last checkpoint to the step where the training diverged
+//! ([`crate::bundle::Manifest::diverged_at`]). A verifier replays it and confirms that the training
+//! diverges there, so a trainer is paid for the steps it trained and nobody is paid for a claim the
+//! replay refutes. The tail is the bundle's last segment (`checkpoints.len() - 1`) in draws and
+//! disputes, and every verifier of a diverged bundle replays it.
+
+use candle_core::Device;
+use ergon_job_spec::{JobSpec, SpecSummary};
+
+use super::{evidence_weights, sketch, LOSS_TOLERANCE};
+use crate::{
+    bundle::{CheckpointEntry, HostTensors},
+    data::Samples,
+    error::{Error, Result},
+    model::Model,
+    optim::Optimizer,
+    rng::Seed,
+    trajectory,
+};
+
+/// Steps a replay's divergence may lie from the claimed one. A divergence is an overflow of a
+/// quantity growing exponentially, so replays that differ in the last bit can cross `f32::MAX` a step
+/// apart on other hardware; the trainer's pay moves by that many steps' worth, nothing more.
+pub const DIVERGENCE_TOLERANCE: u64 = 2;
+
+/// What the replay of a tail found.
+pub(super) struct TailOutcome {
+    /// Where the replay diverged, if it did within [`DIVERGENCE_TOLERANCE`] steps past the claim.
+    pub diverged_at: Option<u64>,
+    /// Largest gap between a replayed step's loss and the claimed one (steps before the divergence).
+    pub loss_gap: f64,
+    /// The probe step of the replay evidence.
+    pub probe: Option<u64>,
+    /// The replay evidence: the sketch of the weights at the probe against the chord from the
+    /// tail's start to the state just before the divergence.
+    pub sketch: ergon_protocol::Sketch,
+}
+
+/// The inputs of a tail's replay.
+pub(super) struct Tail<'a> {
+    /// The bundle's last checkpoint (loaded into the model and optimizer already).
+    pub from: &'a CheckpointEntry,
+    /// The claimed divergence step.
+    pub claimed: u64,
+    /// The manifest's per-step losses (the steps before the divergence).
+    pub claimed_losses: &'a [f32],
+    /// The key of its replay evidence.
+    pub evidence_key: [u8; 32],
+}
+
+/// Replays the tail from its checkpoint to a few steps past the claimed divergence, stopping where
+/// the replay diverges (a step's loss, or a checkpoint step's state, not finite; at the last step,
+/// the final model's validation loss).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn replay(
+    spec: &JobSpec,
+    summary: &SpecSummary,
+    (train_set, val_set): (&Samples, &Samples),
+    seed: &Seed,
+    model: &Model,
+    opt: &mut Optimizer,
+    tail: &Tail,
+    device: &Device,
+) -> Result<TailOutcome> {
+    let (from, claimed) = (tail.from.step, tail.claimed);
+    let until = claimed.saturating_add(DIVERGENCE_TOLERANCE + 1).min(summary.total_steps);
+    let start = evidence_weights(model)?;
+    let probe = ergon_protocol::evidence::probe_step(&tail.evidence_key, from, claimed);
+    let (mut losses, mut at_probe, mut before_divergence) = (Vec::new(), None, None);
+    let run = trajectory::run_steps(
+        spec,
+        summary,
+        train_set,
+        seed,
+        model,
+        opt,
+        from..until,
+        device,
+        |model, opt, done, loss| {
+            losses.push(loss);
+            if Some(done) == probe {
+                at_probe = Some(evidence_weights(model)?);
+            }
+            if done == claimed {
+                before_divergence = Some(evidence_weights(model)?);
+            }
+            if trajectory::is_checkpoint_step(spec, summary, done) {
+                let host = HostTensors::from_tensors(&trajectory::state_tensors(model, opt))?;
+                trajectory::ensure_finite_state(done, &host)?;
+            }
+            Ok(true)
+        },
+    );
+    let diverged_at = match run {
+        Err(Error::Diverged { step, .. }) => Some(step),
+        Err(e) => return Err(e),
+        Ok(()) if until == summary.total_steps => {
+            let (validation_loss, _) = trajectory::evaluate(model, val_set, device)?;
+            (!validation_loss.is_finite()).then_some(summary.total_steps)
+        }
+        Ok(()) => None,
+    };
+    // The losses of the steps before the divergence, replayed against claimed.
+    let compared = diverged_at.unwrap_or(until).min(claimed).saturating_sub(from) as usize;
+    let claimed_losses =
+        tail.claimed_losses.get(from as usize..from as usize + compared).unwrap_or_default();
+    let loss_gap = if claimed_losses.len() != compared || losses.len() < compared {
+        f64::INFINITY
+    } else {
+        losses[..compared]
+            .iter()
+            .zip(claimed_losses)
+            .map(|(a, b)| (*a as f64 - *b as f64).abs() / (*b as f64).abs().max(1.0))
+            .fold(0.0, |worst, gap| if gap.is_nan() { f64::INFINITY } else { worst.max(gap) })
+    };
+    let end = before_divergence.unwrap_or_else(|| start.clone());
+    let sketch =
+        sketch(&tail.evidence_key, (from, probe, claimed), &start, at_probe.as_deref(), &end);
+    let diverged_at = diverged_at.filter(|t| t.abs_diff(claimed) <= DIVERGENCE_TOLERANCE);
+    Ok(TailOutcome { diverged_at, loss_gap, probe, sketch })
+}
+
+impl TailOutcome {
+    /// Whether the replay confirms the claim: it diverges within the tolerance of the claimed step,
+    /// and the steps before match the claimed losses.
+    pub fn confirms(&self) -> bool {
+        self.diverged_at.is_some() && self.loss_gap <= LOSS_TOLERANCE
+    }
+}
