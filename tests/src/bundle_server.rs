@@ -10,13 +10,16 @@ use std::{
 
 use ergon_bundle::{to_hex, FileCommitment, ManifestIndex};
 
+/// Requests answered, as (path, range header), in order.
+pub type Requests = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// A tiny HTTP server for the test bundle: GET of known paths, with single byte ranges; records the
 /// requests it answered as (path, range header).
 pub struct BundleServer {
     /// Loopback port it listens on.
     pub port: u16,
-    /// Every request answered, as (path, range header), in order.
-    pub requests: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    /// Every request answered.
+    pub requests: Requests,
 }
 
 impl BundleServer {

@@ -1,5 +1,6 @@
 //! Test harness for Ergon's integration tests: starts real `ergon-node` processes on free loopback
-//! ports and talks to them as any client would, over JSON-RPC with SCALE-encoded payloads.
+//! ports and talks to them as any client would: transactions and storage through `ergon-client`
+//! (the types generated from the runtime's metadata, see [`chain`]), views over JSON-RPC.
 //!
 //! Every process is killed when its [`Node`] is dropped (also when a test panics), and the kernel kills
 //! it if the test process itself dies (`PR_SET_PDEATHSIG`).
@@ -7,7 +8,7 @@
 //! The node binary is `$ERGON_NODE`, or `ergon-node` in the cargo target directory's `release/`.
 
 pub mod bundle_server;
-pub mod extrinsic;
+pub mod chain;
 pub mod rpc;
 
 use std::{
@@ -20,7 +21,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use codec::Decode;
 use serde_json::{json, Value};
 use sp_core::H256;
 
@@ -90,6 +90,8 @@ pub struct Node {
     child: Option<Child>,
     log: PathBuf,
     args: Vec<String>,
+    /// The `ergon-client` connection, made at first use and dropped when the process stops.
+    client: std::sync::OnceLock<chain::Client>,
 }
 
 impl Node {
@@ -107,7 +109,14 @@ impl Node {
             "--no-mdns".into(),
         ]);
         let log = log_dir.join(format!("{name}.log"));
-        let mut node = Node { name: name.to_string(), ports, child: None, log, args: all_args };
+        let mut node = Node {
+            name: name.to_string(),
+            ports,
+            child: None,
+            log,
+            args: all_args,
+            client: std::sync::OnceLock::new(),
+        };
         node.spawn();
         node
     }
@@ -118,6 +127,7 @@ impl Node {
 
     /// Stops the process (SIGTERM, then SIGKILL after 10 s) and waits for it.
     pub fn stop(&mut self) {
+        self.client.take();
         if let Some(child) = self.child.take() {
             terminate(child);
         }
@@ -127,6 +137,11 @@ impl Node {
     pub fn restart(&mut self) {
         self.stop();
         self.spawn();
+    }
+
+    /// The `ergon-client` connection to this node (made at first use).
+    pub fn client(&self) -> &chain::Client {
+        self.client.get_or_init(|| chain::Client::connect(self.ports.rpc))
     }
 
     /// The last `lines` lines of this node's log, for failure messages.
@@ -185,62 +200,10 @@ impl Node {
         rpc::bytes(&value)
     }
 
-    /// A decoded storage value in the best block.
-    pub fn storage_decoded<T: Decode>(&self, key: &[u8]) -> Option<T> {
-        self.storage(key).and_then(|bytes| T::decode(&mut &bytes[..]).ok())
-    }
-
     /// `state_call` of a runtime API function with SCALE-encoded `args`; the SCALE-encoded result.
     pub fn runtime_call(&self, function: &str, args: &[u8]) -> Result<Vec<u8>, RpcError> {
         let value = self.call("state_call", json!([function, rpc::to_hex(args)]))?;
         rpc::bytes(&value).ok_or_else(|| RpcError::Malformed(value.to_string()))
-    }
-
-    /// Submits a SCALE-encoded extrinsic; returns its hash.
-    pub fn submit(&self, xt: &[u8]) -> Result<H256, RpcError> {
-        let value = self.call("author_submitExtrinsic", json!([rpc::to_hex(xt)]))?;
-        rpc::h256(&value).ok_or_else(|| RpcError::Malformed(value.to_string()))
-    }
-
-    /// What signed extrinsics for this chain commit to (runtime version, genesis).
-    pub fn chain_context(&self) -> extrinsic::ChainContext {
-        let version = self.call("state_getRuntimeVersion", json!([])).expect("runtime version");
-        let field = |name: &str| version[name].as_u64().expect("version field") as u32;
-        extrinsic::ChainContext {
-            spec_version: field("specVersion"),
-            transaction_version: field("transactionVersion"),
-            genesis: self.block_hash(0).expect("genesis hash"),
-        }
-    }
-
-    /// Signs `call` by `signer` with its next nonce, submits it and waits until it is in a block
-    /// (the nonce moved on). Whether the call succeeded is for the caller to check in state.
-    pub fn send(&self, call: &[u8], signer: &sp_core::sr25519::Pair, timeout: Duration) {
-        self.send_all(&[(call.to_vec(), signer)], timeout);
-    }
-
-    /// Signs and submits every `(call, signer)` at once, each signer's calls with consecutive nonces
-    /// in the order given, and waits until all are in blocks (each signer's nonce moved past its
-    /// last). Whether the calls succeeded is for the caller to check in state.
-    pub fn send_all(&self, calls: &[(Vec<u8>, &sp_core::sr25519::Pair)], timeout: Duration) {
-        use sp_core::Pair;
-        use std::collections::BTreeMap;
-        let ctx = self.chain_context();
-        let account = |who: &[u8; 32]| {
-            self.storage_decoded::<extrinsic::AccountInfo>(&extrinsic::system_account_key(who))
-                .map_or(0, |a| a.nonce)
-        };
-        let mut next: BTreeMap<[u8; 32], u32> = BTreeMap::new();
-        for (call, signer) in calls {
-            let who = signer.public().0;
-            let nonce = *next.entry(who).or_insert_with(|| account(&who));
-            let xt = extrinsic::signed_extrinsic(call, signer, nonce, ctx);
-            self.submit(&xt).expect("the pool accepts the extrinsic");
-            next.insert(who, nonce + 1);
-        }
-        wait_for("the extrinsics to be included", timeout, || {
-            next.iter().all(|(who, nonce)| account(who) >= *nonce).then_some(())
-        });
     }
 }
 
@@ -383,9 +346,8 @@ impl Drop for Daemon {
 }
 
 /// A well-known development key (`//Alice`, `//Bob`, …).
-pub fn dev_pair(uri: &str) -> sp_core::sr25519::Pair {
-    use sp_core::Pair;
-    sp_core::sr25519::Pair::from_string(uri, None).expect("dev key URIs are valid")
+pub fn dev_pair(uri: &str) -> ergon_client::keys::Signer {
+    ergon_client::keys::from_uri(uri).expect("dev key URIs are valid")
 }
 
 /// Polls `f` every 500 ms until it yields `Some`, or panics with `what` after `timeout`.
@@ -434,7 +396,6 @@ pub fn job_view(node: &Node, job: u64) -> Value {
 /// verifiers have joined the pool and registered as drillers: a draw only takes verifiers that
 /// joined before its randomness began, so jobs should be posted after this.
 pub fn market_daemons(node: &Node, dir: &Path) -> [Daemon; 3] {
-    use sp_core::Pair;
     let start = |name: &str, key: &str, roles: &str| {
         Daemon::start(name, &daemon_args(node, key, roles, dir, name), dir)
     };
@@ -444,10 +405,9 @@ pub fn market_daemons(node: &Node, dir: &Path) -> [Daemon; 3] {
         start("dave", "//Dave", "verifier,driller"),
     ];
     for who in ["//Bob", "//Charlie", "//Dave"] {
-        let key = extrinsic::staking_ledger_key(&dev_pair(who).public().0);
+        let account = dev_pair(who).public_key().0;
         wait_for(&format!("{who}'s daemon to bond"), Duration::from_secs(180), || {
-            node.storage_decoded::<extrinsic::StakingLedger>(&key)
-                .filter(|l| l.active >= 2_000 * 1_000_000_000_000)
+            node.bond(&account).filter(|b| b.active >= 2_000 * 1_000_000_000_000)
         });
     }
     for daemon in &daemons[1..] {

@@ -5,33 +5,26 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use codec::{Decode, Encode};
 use ergon_bundle::MANIFEST_FILE;
+use ergon_client::runtime;
 use ergon_integration_tests::{
     bundle_server::{synthetic_bundle, BundleServer},
-    dev_pair,
-    extrinsic::{
-        accept_bid_call, bid_call, bond_call, post_job_call, staking_ledger_key,
-        submit_bundle_call, StakingLedger,
-    },
-    free_port, wait_for, Node, Ports,
+    chain::calls,
+    dev_pair, free_port, wait_for, Node, Ports,
 };
 use serde_json::json;
-use sp_core::{crypto::Ss58Codec, Pair};
-use sp_crypto_hashing::{twox_128, twox_64};
 
 const ERG: u128 = 1_000_000_000_000;
-/// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
-const STAKING: u8 = 7;
-const MARKET: u8 = 13;
 
-/// `JobMarket::Attestations(job)`: (attester key, available) pairs.
+/// `JobMarket::Attestations(job)` at the best block: (attester key, available) pairs.
 fn attestations(node: &Node, job: u64) -> Vec<([u8; 32], bool)> {
-    let mut key = twox_128(b"JobMarket").to_vec();
-    key.extend(twox_128(b"Attestations"));
-    key.extend(twox_64(&job.encode()));
-    key.extend(job.encode());
-    node.storage(&key).and_then(|v| Vec::decode(&mut &v[..]).ok()).unwrap_or_default()
+    node.client().block_on(async {
+        let at = node.at_best().await;
+        let entry = runtime::storage().job_market().attestations();
+        let value = at.storage().try_fetch(entry, (job,)).await.expect("Attestations reads");
+        let pairs = value.map(|v| v.decode().expect("Attestations decodes").0).unwrap_or_default();
+        pairs.into_iter().map(|(key, available)| (key.0, available)).collect()
+    })
 }
 
 /// Alice posts a job, Bob bids and is accepted, Bob commits `root` at `uri`; returns the job id.
@@ -39,14 +32,16 @@ fn committed_job(node: &Node, spec: &ergon_job_spec::JobSpec, root: [u8; 32], ur
     let (alice, bob) = (dev_pair("//Alice"), dev_pair("//Bob"));
     let timeout = Duration::from_secs(120);
     // Alice posts every job of this test: the next id is the number she has.
-    let known = node.call("ergon_jobsOf", json!([alice.public().to_ss58check()])).expect("jobsOf");
+    let known = node
+        .call("ergon_jobsOf", json!([alice.public_key().to_account_id().to_string()]))
+        .expect("jobsOf");
     let id = known.as_array().map_or(0, |a| a.len() as u64);
     let best = node.block_number(None).expect("best block");
     // 20 ERG leave room for a 5 ERG price besides every possible verifier's fee.
-    node.send(&post_job_call(MARKET, spec, 20 * ERG, 10, best + 500), &alice, timeout);
-    node.send(&bid_call(MARKET, id, 5 * ERG), &bob, timeout);
-    node.send(&accept_bid_call(MARKET, id, &bob.public().0), &alice, timeout);
-    node.send(&submit_bundle_call(MARKET, id, root, uri, [6; 32]), &bob, timeout);
+    node.send(calls::post_job(spec, 20 * ERG, 10, best + 500), &alice, timeout);
+    node.send(calls::bid(id, 5 * ERG), &bob, timeout);
+    node.send(calls::accept_bid(id, &bob.public_key().0), &alice, timeout);
+    node.send(calls::submit_bundle(id, root, uri, [6; 32]), &bob, timeout);
     let job = node.call("ergon_job", json!([id])).expect("ergon_job");
     assert_eq!(job["state"]["status"], "verifying", "job {id}: {job}");
     id
@@ -69,7 +64,7 @@ fn offchain_workers_attest_served_bundles_and_fail_unserved_ones() {
         ("/job/ckpt-00000000.safetensors".to_string(), file),
     ]));
     let bob = dev_pair("//Bob");
-    node.send(&bond_call(STAKING, 2_000 * ERG), &bob, Duration::from_secs(120));
+    node.send(calls::bond(2_000 * ERG), &bob, Duration::from_secs(120));
 
     // A served bundle: the manifest, then two sampled chunks by range, and an "available" attestation.
     let uri = format!("http://127.0.0.1:{}/job", server.port);
@@ -77,7 +72,7 @@ fn offchain_workers_attest_served_bundles_and_fail_unserved_ones() {
     let attested = wait_for("Alice's attestation", Duration::from_secs(120), || {
         Some(attestations(&node, served)).filter(|a| !a.is_empty())
     });
-    assert_eq!(attested, vec![(dev_pair("//Alice").public().0, true)]);
+    assert_eq!(attested, vec![(dev_pair("//Alice").public_key().0, true)]);
     let requests = server.requests.lock().unwrap().clone();
     assert_eq!(requests[0], (format!("/job/{MANIFEST_FILE}"), None));
     let ranges: Vec<_> = requests[1..].iter().filter_map(|(_, r)| r.clone()).collect();
@@ -93,8 +88,7 @@ fn offchain_workers_attest_served_bundles_and_fail_unserved_ones() {
     assert_eq!(job["state"]["status"], "verifying", "an available bundle goes on to verification");
 
     // A bundle nobody serves: Alice attests it unavailable, which is the quorum of one attester.
-    let ledger =
-        |n: &Node| n.storage_decoded::<StakingLedger>(&staking_ledger_key(&bob.public().0));
+    let ledger = |n: &Node| n.bond(&bob.public_key().0);
     let bond_before = ledger(&node).expect("Bob is bonded").active;
     let dead = format!("http://127.0.0.1:{}/gone", free_port());
     let unserved = committed_job(&node, &spec, root, &dead);

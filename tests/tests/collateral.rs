@@ -6,21 +6,10 @@
 
 use std::time::Duration;
 
-use ergon_integration_tests::{
-    dev_pair,
-    extrinsic::{
-        accept_bid_call, bid_call, bond_call, post_job_call, staking_ledger_key,
-        system_account_key, unbond_call, AccountInfo, StakingLedger,
-    },
-    wait_for, Node, Ports,
-};
+use ergon_integration_tests::{chain::calls, dev_pair, wait_for, Node, Ports};
 use serde_json::json;
-use sp_core::Pair;
 
 const ERG: u128 = 1_000_000_000_000;
-/// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
-const STAKING: u8 = 7;
-const MARKET: u8 = 13;
 
 #[test]
 fn an_assigned_trainer_who_unbonds_and_walks_away_loses_its_collateral() {
@@ -30,34 +19,28 @@ fn an_assigned_trainer_who_unbonds_and_walks_away_loses_its_collateral() {
     node.wait_finalized(1, Duration::from_secs(180));
     let (alice, bob) = (dev_pair("//Alice"), dev_pair("//Bob"));
     let timeout = Duration::from_secs(120);
-    let ledger = || {
-        node.storage_decoded::<StakingLedger>(&staking_ledger_key(&bob.public().0))
-            .expect("Bob is bonded")
-    };
-    let alice_account = || {
-        node.storage_decoded::<AccountInfo>(&system_account_key(&alice.public().0))
-            .expect("Alice has an account")
-    };
+    let ledger = || node.bond(&bob.public_key().0).expect("Bob is bonded");
+    let alice_account = || node.account(&alice.public_key().0);
 
-    node.send(&bond_call(STAKING, 2_000 * ERG), &bob, timeout);
+    node.send(calls::bond(2_000 * ERG), &bob, timeout);
     let spec: ergon_job_spec::JobSpec =
         serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
             .expect("example spec parses");
     // Bidding closes 2 blocks after posting; the deadline leaves the 20 blocks of training the
     // runtime asks for, with a little slack for inclusion.
     let best = node.block_number(None).expect("best block");
-    node.send(&post_job_call(MARKET, &spec, 20 * ERG, 2, best + 28), &alice, timeout);
-    node.send(&bid_call(MARKET, 0, 5 * ERG), &bob, timeout);
-    node.send(&accept_bid_call(MARKET, 0, &bob.public().0), &alice, timeout);
+    node.send(calls::post_job(&spec, 20 * ERG, 2, best + 28), &alice, timeout);
+    node.send(calls::bid(0, 5 * ERG), &bob, timeout);
+    node.send(calls::accept_bid(0, &bob.public_key().0), &alice, timeout);
     let job = node.call("ergon_job", json!([0])).expect("ergon_job");
     assert_eq!(job["state"]["status"], "assigned", "{job}");
     assert_eq!(ledger().obligated, 5 * ERG, "the price is frozen as collateral");
 
     // The attacker unbonds all it can: the whole bond is refused (collateral), everything above
     // the minimum goes through.
-    node.send(&unbond_call(STAKING, 2_000 * ERG), &bob, timeout);
+    node.send(calls::unbond(2_000 * ERG), &bob, timeout);
     assert_eq!(ledger().active, 2_000 * ERG, "unbonding the collateral is refused");
-    node.send(&unbond_call(STAKING, 1_000 * ERG), &bob, timeout);
+    node.send(calls::unbond(1_000 * ERG), &bob, timeout);
     assert_eq!(ledger().active, 1_000 * ERG);
     let alice_before = alice_account();
 
@@ -68,7 +51,7 @@ fn an_assigned_trainer_who_unbonds_and_walks_away_loses_its_collateral() {
     assert_eq!(failed["state"]["reason"], "MissedDeadline", "{failed}");
     let after = ledger();
     assert_eq!(after.active, 1_000 * ERG - 5 * ERG, "the collateral is slashed");
-    assert_eq!(after.unlocking.iter().map(|c| c.0).sum::<u128>(), 1_000 * ERG);
+    assert_eq!(after.unlocking, 1_000 * ERG);
     assert_eq!((after.obligated, after.obligations), (0, 0));
     // The owner's escrow (20 ERG) is released and Bob's 10 ERG bid deposit is hers.
     let alice_after = alice_account();

@@ -25,20 +25,11 @@ use std::{
 
 use ergon_drill::MatmulChain;
 use ergon_integration_tests::{
-    dev_pair,
-    extrinsic::{
-        approve_publisher_call, publish_matmul_task_call, register_publisher_call,
-        staking_ledger_key, sudo_call, system_account_key, AccountInfo, StakingLedger,
-    },
-    job_view, market_daemons, user_cli, wait_for, Daemon, Node, Ports,
+    chain::calls, dev_pair, job_view, market_daemons, user_cli, wait_for, Daemon, Node, Ports,
 };
 use serde_json::{json, Value};
-use sp_core::{crypto::Ss58Codec, Pair};
 
 const ERG: u128 = 1_000_000_000_000;
-/// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
-const SUDO: u8 = 12;
-const DRILLING: u8 = 14;
 
 /// A JSON record of a daemon's store, if written.
 fn record(dir: &Path, path: &str) -> Option<Value> {
@@ -68,14 +59,10 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     // Alice publishes a matrix-chain task for two executors (the registered drillers).
     let alice_pair = dev_pair("//Alice");
     let timeout = Duration::from_secs(120);
-    node.send(&register_publisher_call(DRILLING), &alice_pair, timeout);
-    node.send(
-        &sudo_call(SUDO, &approve_publisher_call(DRILLING, &alice_pair.public().0)),
-        &alice_pair,
-        timeout,
-    );
+    node.send(calls::register_publisher(), &alice_pair, timeout);
+    node.send(calls::sudo_approve_publisher(&alice_pair.public_key().0), &alice_pair, timeout);
     let chain = MatmulChain { seed: [0x42; 32], dim: 128, length: 4 };
-    node.send(&publish_matmul_task_call(DRILLING, &chain, 2), &alice_pair, timeout);
+    node.send(calls::publish_matmul_task(&chain, 2), &alice_pair, timeout);
 
     // A malformed spec (its second layer does not take the first one's output) is refused by the
     // CLI before anything is signed, with the runtime's error and the reason in words.
@@ -86,15 +73,15 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     bad["model"]["layers"][1]["in_features"] = json!(785);
     let bad_path = dir.path().join("bad-spec.json");
     std::fs::write(&bad_path, bad.to_string()).unwrap();
-    let alice = system_account_key(&dev_pair("//Alice").public().0);
-    let before = node.storage_decoded::<AccountInfo>(&alice).expect("Alice exists");
+    let alice = dev_pair("//Alice").public_key().0;
+    let before = node.account(&alice);
     let (ok, out) =
         user_cli(node.ports.rpc, &["post-job", &bad_path.to_string_lossy(), "--budget", "100"]);
     assert!(
         !ok && out.contains("jobMarket.LayerShapeMismatch") && out.contains("layer 1"),
         "{out}"
     );
-    let after = node.storage_decoded::<AccountInfo>(&alice).expect("Alice exists");
+    let after = node.account(&alice);
     assert_eq!(
         (after.nonce, after.reserved),
         (before.nonce, before.reserved),
@@ -200,9 +187,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     // action was sent once.
     let charlie_vote = record(dir.path(), vote_file).expect("Charlie's vote");
     check(charlie_vote["revealed"] == true, "Charlie revealed", &[&charlie]);
-    let ledger = node
-        .storage_decoded::<StakingLedger>(&staking_ledger_key(&dev_pair("//Charlie").public().0))
-        .expect("Charlie is bonded");
+    let ledger = node.bond(&dev_pair("//Charlie").public_key().0).expect("Charlie is bonded");
     assert_eq!(ledger.active, 2_000 * ERG, "Charlie was not slashed");
     let (bob_log, charlie_log) = (bob.log(), charlie.log());
     assert_eq!(bob_log.matches("bid: in a block").count(), 1, "one bid");
@@ -228,7 +213,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
 
     // The drillers computed the task, agreed and were credited D.
     for who in ["//Charlie", "//Dave"] {
-        let account = dev_pair(who).public().to_ss58check();
+        let account = dev_pair(who).public_key().to_account_id().to_string();
         let rate = wait_for(&format!("{who}'s drilling record"), Duration::from_secs(600), || {
             let r = node.call("ergon_hashrate", json!([account])).ok()?;
             (!r.is_null()).then_some(r)
@@ -239,7 +224,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
 
     // Bob was credited the training work.
     let ecp = node
-        .call("ergon_ecp", json!([dev_pair("//Bob").public().to_ss58check()]))
+        .call("ergon_ecp", json!([dev_pair("//Bob").public_key().to_account_id().to_string()]))
         .expect("ergon_ecp");
     let training: u128 = ecp["training"].as_str().and_then(|s| s.parse().ok()).unwrap_or_default();
     assert!(training > 0, "Bob's T grew: {ecp}");

@@ -5,16 +5,11 @@ use std::time::Duration;
 
 use codec::{Decode, Encode};
 use ergon_integration_tests::{
-    dev_pair,
-    extrinsic::{
-        bond_call, post_job_call, signed_extrinsic, staking_ledger_key, system_account_key,
-        transfer_keep_alive_call, AccountInfo, StakingLedger,
-    },
-    wait_for, Node, Ports,
+    chain::{calls, Bond},
+    dev_pair, wait_for, Node, Ports,
 };
 use frame_metadata::{RuntimeMetadata, RuntimeMetadataPrefixed};
 use serde_json::json;
-use sp_core::{crypto::Ss58Codec, Pair};
 
 /// Pallet names and indices of a decoded metadata.
 fn pallets(metadata: &RuntimeMetadata) -> Vec<(String, u8)> {
@@ -60,14 +55,6 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
             "{name} missing from metadata: {pallets:?}"
         );
     }
-    // The pallet indices other integration tests encode calls with.
-    for (name, index) in [("TrainerStaking", 7), ("Sudo", 12), ("JobMarket", 13), ("Drilling", 14)]
-    {
-        assert!(
-            pallets.iter().any(|(n, i)| n == name && *i == index),
-            "{name} is not pallet {index}: {pallets:?}"
-        );
-    }
 
     // Metadata V15, what polkadot.js asks for, is served through the Metadata runtime API.
     let versions = node.runtime_call("Metadata_metadata_versions", &[]).expect("metadata versions");
@@ -92,7 +79,7 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     assert_eq!(props["ss58Format"], 42);
 
     // Alice's computing power, seeded at genesis (1 ut = 10^6 micro-ut), barely decayed (half-life a week).
-    let alice_ss58 = dev_pair("//Alice").public().to_ss58check();
+    let alice_ss58 = dev_pair("//Alice").public_key().to_account_id().to_string();
     let power = node.call("ergon_ecp", json!([alice_ss58])).expect("ergon_ecp");
     let ecp: u128 = power["ecp"].as_str().expect("decimal string").parse().unwrap();
     assert!((990_000..=1_000_000).contains(&ecp), "ECP of Alice: {power}");
@@ -102,46 +89,31 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
 
     // A transfer signed by //Alice changes Bob's free balance by exactly the amount.
     let alice = dev_pair("//Alice");
-    let bob = dev_pair("//Bob").public().0;
-    let bob_key = system_account_key(&bob);
-    let before: AccountInfo = node.storage_decoded(&bob_key).expect("Bob is endowed");
-    let sender: AccountInfo =
-        node.storage_decoded(&system_account_key(&alice.public().0)).expect("Alice is endowed");
-    let ctx = node.chain_context();
-    let balances_index = pallets.iter().find(|(n, _)| n == "Balances").map(|(_, i)| *i).unwrap();
+    let bob = dev_pair("//Bob");
+    let bob_id = bob.public_key().0;
+    let before = node.account(&bob_id);
+    let sender = node.account(&alice.public_key().0);
+    let timeout = Duration::from_secs(120);
     let amount: u128 = 1_234_567_890_123;
-    let call = transfer_keep_alive_call(balances_index, &bob, amount);
-    let xt = signed_extrinsic(&call, &alice, sender.nonce, ctx);
-    node.submit(&xt).expect("the pool accepts the transfer");
-
-    let after = wait_for("Bob's balance to change", Duration::from_secs(120), || {
-        let now: AccountInfo = node.storage_decoded(&bob_key)?;
+    node.send(calls::transfer_keep_alive(&bob_id, amount), &alice, timeout);
+    let after = wait_for("Bob's balance to change", timeout, || {
+        let now = node.account(&bob_id);
         (now.free != before.free).then_some(now)
     });
     assert_eq!(after.free - before.free, amount, "Bob received exactly the amount sent");
 
     // Bob bonds 2 000 ERG: the ledger shows it and the amount is held (reserved) on his account.
     const ERG: u128 = 1_000_000_000_000;
-    let staking_index =
-        pallets.iter().find(|(n, _)| n == "TrainerStaking").map(|(_, i)| *i).unwrap();
-    let bob_pair = dev_pair("//Bob");
     let bond = 2_000 * ERG;
-    let xt = signed_extrinsic(&bond_call(staking_index, bond), &bob_pair, after.nonce, ctx);
-    node.submit(&xt).expect("the pool accepts the bond");
-    let ledger: StakingLedger = wait_for("Bob's bond to appear", Duration::from_secs(120), || {
-        node.storage_decoded(&staking_ledger_key(&bob))
-    });
-    assert_eq!(
-        ledger,
-        StakingLedger { active: bond, unlocking: vec![], obligated: 0, obligations: 0 }
-    );
-    let bonded: AccountInfo = node.storage_decoded(&bob_key).expect("Bob exists");
+    node.send(calls::bond(bond), &bob, timeout);
+    let ledger = wait_for("Bob's bond to appear", timeout, || node.bond(&bob_id));
+    assert_eq!(ledger, Bond { active: bond, unlocking: 0, obligated: 0, obligations: 0 });
+    let bonded = node.account(&bob_id);
     assert_eq!(bonded.reserved, after.reserved + bond, "the bond is held on Bob's balance");
 
     // Alice, the only author, is minted 1 ERG per block (and collects the fees): her balance grows
     // although she paid for the transfer.
-    let alice_now: AccountInfo =
-        node.storage_decoded(&system_account_key(&alice.public().0)).expect("Alice exists");
+    let alice_now = node.account(&alice.public_key().0);
     assert!(
         alice_now.free > sender.free - amount + ERG,
         "Alice's balance did not grow with block rewards: {} -> {}",
@@ -155,13 +127,10 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
         serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
             .expect("example spec parses");
     let work = spec.validate().expect("example spec is valid").training_micro_ut();
-    let market_index = pallets.iter().find(|(n, _)| n == "JobMarket").map(|(_, i)| *i).unwrap();
     let best = node.block_number(None).expect("best block");
     let budget = 100 * ERG;
-    let call = post_job_call(market_index, &spec, budget, 10, best + 500);
-    let nonce = alice_now.nonce;
-    node.submit(&signed_extrinsic(&call, &alice, nonce, ctx)).expect("the pool accepts post_job");
-    let job = wait_for("job 0 to appear", Duration::from_secs(120), || {
+    node.send(calls::post_job(&spec, budget, 10, best + 500), &alice, timeout);
+    let job = wait_for("job 0 to appear", timeout, || {
         node.call("ergon_job", json!([0])).ok().filter(|j| !j.is_null())
     });
     assert_eq!(job["owner"], alice_ss58);
@@ -173,7 +142,6 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     assert_eq!(open[0]["id"], 0);
     let mine = node.call("ergon_jobsOf", json!([alice_ss58])).expect("ergon_jobsOf");
     assert_eq!(mine, json!([0]));
-    let alice_after: AccountInfo =
-        node.storage_decoded(&system_account_key(&alice.public().0)).expect("Alice exists");
+    let alice_after = node.account(&alice.public_key().0);
     assert_eq!(alice_after.reserved, alice_now.reserved + budget, "the budget is held in escrow");
 }

@@ -14,27 +14,19 @@
 use std::{collections::HashMap, time::Duration};
 
 use ergon_bundle::MANIFEST_FILE;
+use ergon_client::keys::Signer;
 use ergon_integration_tests::{
     bundle_server::{synthetic_bundle, BundleServer},
-    dev_pair,
-    extrinsic::{
-        accept_bid_call, bid_call, bond_call, commit_verdict_call, post_job_call,
-        reveal_verdict_call, set_verifier_call, staking_ledger_key, submit_bundle_call,
-        system_account_key, AccountInfo, StakingLedger,
-    },
-    wait_for, Node, Ports,
+    chain::{calls, Bond},
+    dev_pair, wait_for, Node, Ports,
 };
 use ergon_protocol::{
     commitments::{self, Verdict},
     Sketch,
 };
 use serde_json::{json, Value};
-use sp_core::{crypto::Ss58Codec, sr25519, Pair};
 
 const ERG: u128 = 1_000_000_000_000;
-/// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
-const STAKING: u8 = 7;
-const MARKET: u8 = 13;
 /// Ten well-known accounts besides Alice (owner, validator) and Bob (trainer): three verifiers for
 /// the regular round and five others for the dispute (nobody verifies one job twice), with room.
 const VERIFIERS: [&str; 10] = [
@@ -53,15 +45,12 @@ const VERIFIERS: [&str; 10] = [
 /// round opened (at most two 200 s epochs), with margin for slow blocks.
 const DRAW: Duration = Duration::from_secs(700);
 
-fn ledger(node: &Node, who: &sr25519::Pair) -> StakingLedger {
-    node.storage_decoded::<StakingLedger>(&staking_ledger_key(&who.public().0))
-        .expect("the account is bonded")
+fn ledger(node: &Node, who: &Signer) -> Bond {
+    node.bond(&who.public_key().0).expect("the account is bonded")
 }
 
-fn free(node: &Node, who: &sr25519::Pair) -> u128 {
-    node.storage_decoded::<AccountInfo>(&system_account_key(&who.public().0))
-        .expect("the account exists")
-        .free
+fn free(node: &Node, who: &Signer) -> u128 {
+    node.account(&who.public_key().0).free
 }
 
 /// The fee of a vote that replayed `replayed` of `segments` segments at `price`, on a job whose
@@ -83,19 +72,17 @@ fn drawn_round(node: &Node, job: u64, number: u64) -> Value {
 }
 
 /// The drawn verifiers of `round` with their segments, as our key pairs.
-fn assignments<'a>(
-    round: &Value,
-    pairs: &'a [sr25519::Pair],
-) -> Vec<(&'a sr25519::Pair, Vec<u32>)> {
+fn assignments<'a>(round: &Value, pairs: &'a [Signer]) -> Vec<(&'a Signer, Vec<u32>)> {
     round["votes"]
         .as_array()
         .expect("votes")
         .iter()
         .map(|vote| {
             let address = vote["verifier"].as_str().expect("an address");
-            let (public, _) =
-                sr25519::Public::from_ss58check_with_version(address).expect("a valid address");
-            let pair = pairs.iter().find(|p| p.public() == public).expect("one of ours");
+            let pair = pairs
+                .iter()
+                .find(|p| p.public_key().to_account_id().to_string() == address)
+                .expect("one of ours");
             let segments = serde_json::from_value(vote["segments"].clone()).expect("segments");
             (pair, segments)
         })
@@ -109,7 +96,7 @@ fn sketch(segment: u32) -> Sketch {
 
 /// Every drawn verifier commits to its verdict, then reveals it (a pass with a sketch of each of
 /// its segments; report: a hash standing for its report; salt: fresh per vote).
-fn vote(node: &Node, job: u64, round: u32, votes: &[(&sr25519::Pair, Vec<u32>, Verdict)]) {
+fn vote(node: &Node, job: u64, round: u32, votes: &[(&Signer, Vec<u32>, Verdict)]) {
     let salt = |i: usize| [round as u8 * 16 + i as u8 + 1; 32];
     let report = [0xee; 32];
     let sketches = |segments: &[u32], verdict: &Verdict| -> Vec<Sketch> {
@@ -126,13 +113,13 @@ fn vote(node: &Node, job: u64, round: u32, votes: &[(&sr25519::Pair, Vec<u32>, V
             let c = commitments::verdict(
                 job,
                 round,
-                &who.public().0,
+                &who.public_key().0,
                 *verdict,
                 &sketches(segments, verdict),
                 &report,
                 &salt(i),
             );
-            (commit_verdict_call(MARKET, job, c), *who)
+            (calls::commit_verdict(job, c), *who)
         })
         .collect();
     node.send_all(&commits, Duration::from_secs(120));
@@ -141,7 +128,7 @@ fn vote(node: &Node, job: u64, round: u32, votes: &[(&sr25519::Pair, Vec<u32>, V
         .enumerate()
         .map(|(i, (who, segments, verdict))| {
             let sketches = sketches(segments, verdict);
-            (reveal_verdict_call(MARKET, job, *verdict, &sketches, report, salt(i)), *who)
+            (calls::reveal_verdict(job, *verdict, &sketches, report, salt(i)), *who)
         })
         .collect();
     node.send_all(&reveals, Duration::from_secs(120));
@@ -166,16 +153,15 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
         ("/job/ckpt-00000000.safetensors".to_string(), file),
     ]));
     let (alice, bob) = (dev_pair("//Alice"), dev_pair("//Bob"));
-    let pairs: Vec<sr25519::Pair> = VERIFIERS.iter().map(|uri| dev_pair(uri)).collect();
+    let pairs: Vec<Signer> = VERIFIERS.iter().map(|uri| dev_pair(uri)).collect();
 
     // Bob bonds to train; the ten others bond the minimum plus one verification's collateral and
     // opt in as verifiers, before the job exists (the draws only take verifiers that joined before
     // their randomness began).
-    let mut joins = vec![(bond_call(STAKING, 2_000 * ERG), &bob)];
-    for v in &pairs {
-        joins.push((bond_call(STAKING, 1_100 * ERG), v));
-        joins.push((set_verifier_call(MARKET, true), v));
-    }
+    let mut bonds = vec![(calls::bond(2_000 * ERG), &bob)];
+    bonds.extend(pairs.iter().map(|v| (calls::bond(1_100 * ERG), v)));
+    node.send_all(&bonds, Duration::from_secs(120));
+    let joins: Vec<_> = pairs.iter().map(|v| (calls::set_verifier(true), v)).collect();
     node.send_all(&joins, Duration::from_secs(120));
 
     // Alice posts a 100 ERG job, Bob takes it at 30 ERG and commits the forged bundle.
@@ -187,12 +173,12 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     );
     let timeout = Duration::from_secs(120);
     let best = node.block_number(None).expect("best block");
-    node.send(&post_job_call(MARKET, &spec, budget, 5, best + 500), &alice, timeout);
+    node.send(calls::post_job(&spec, budget, 5, best + 500), &alice, timeout);
     let job = 0;
-    node.send(&bid_call(MARKET, job, price), &bob, timeout);
-    node.send(&accept_bid_call(MARKET, job, &bob.public().0), &alice, timeout);
+    node.send(calls::bid(job, price), &bob, timeout);
+    node.send(calls::accept_bid(job, &bob.public_key().0), &alice, timeout);
     let uri = format!("http://127.0.0.1:{}/job", server.port);
-    node.send(&submit_bundle_call(MARKET, job, root, &uri, [6; 32]), &bob, timeout);
+    node.send(calls::submit_bundle(job, root, &uri, [6; 32]), &bob, timeout);
     let view = node.call("ergon_job", json!([job])).expect("ergon_job");
     assert_eq!(view["state"]["status"], "verifying", "{view}");
     let trainer_bond = ledger(&node, &bob).active;
@@ -236,7 +222,10 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     assert_eq!(dispute.len(), 5, "{round}");
     for (who, own) in &dispute {
         assert_eq!(own, &vec![disputed], "{round}");
-        assert!(regular.iter().all(|(r, _)| r.public() != who.public()), "a fresh verifier");
+        assert!(
+            regular.iter().all(|(r, _)| r.public_key().0 != who.public_key().0),
+            "a fresh verifier"
+        );
     }
     // Four find the forgery again; one passes without replaying.
     let lazy = dispute[4].0;
@@ -275,8 +264,9 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     for (i, v) in pairs.iter().enumerate() {
         let name = VERIFIERS[i];
         let gained = free(&node, v) as i128 - balances[i] as i128;
-        let drawn = regular.iter().chain(&dispute).find(|(p, _)| p.public() == v.public());
-        let is = |p: &sr25519::Pair| p.public() == v.public();
+        let drawn =
+            regular.iter().chain(&dispute).find(|(p, _)| p.public_key().0 == v.public_key().0);
+        let is = |p: &Signer| p.public_key().0 == v.public_key().0;
         let expected =
             match drawn {
                 _ if is(lazy) || is(partner) => 0,

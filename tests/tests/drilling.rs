@@ -5,24 +5,13 @@
 
 use std::time::Duration;
 
+use ergon_client::keys::Signer;
 use ergon_drill::MatmulChain;
-use ergon_integration_tests::{
-    dev_pair,
-    extrinsic::{
-        approve_publisher_call, bond_call, commit_result_call, drilling_commitment,
-        publish_matmul_task_call, register_publisher_call, reveal_result_call, set_driller_call,
-        sudo_call,
-    },
-    wait_for, Node, Ports,
-};
+use ergon_integration_tests::{chain::calls, dev_pair, wait_for, Node, Ports};
+use ergon_protocol::commitments::drill_result;
 use serde_json::json;
-use sp_core::{crypto::Ss58Codec, Pair};
 
 const ERG: u128 = 1_000_000_000_000;
-/// Pallet indices of the runtime (checked against the metadata by the dev-chain test).
-const STAKING: u8 = 7;
-const SUDO: u8 = 12;
-const DRILLING: u8 = 14;
 
 #[test]
 fn a_published_task_is_drilled_agreed_credited_and_its_hashrate_shown() {
@@ -32,26 +21,22 @@ fn a_published_task_is_drilled_agreed_credited_and_its_hashrate_shown() {
     node.wait_finalized(1, Duration::from_secs(180));
     let timeout = Duration::from_secs(120);
     let (alice, bob) = (dev_pair("//Alice"), dev_pair("//Bob"));
-    node.send(&bond_call(STAKING, 2_000 * ERG), &bob, timeout);
+    node.send(calls::bond(2_000 * ERG), &bob, timeout);
     // Both run the driller role and declare 1 000 ut/hour: tasks up to 41.7 ut, 51.7 ERG of
     // collateral each.
     let capacity = Some(1_000 * 1_000_000);
-    node.send(&set_driller_call(DRILLING, capacity), &alice, timeout);
-    node.send(&set_driller_call(DRILLING, capacity), &bob, timeout);
+    node.send(calls::set_driller(capacity), &alice, timeout);
+    node.send(calls::set_driller(capacity), &bob, timeout);
 
-    node.send(&register_publisher_call(DRILLING), &alice, timeout);
-    node.send(
-        &sudo_call(SUDO, &approve_publisher_call(DRILLING, &alice.public().0)),
-        &alice,
-        timeout,
-    );
+    node.send(calls::register_publisher(), &alice, timeout);
+    node.send(calls::sudo_approve_publisher(&alice.public_key().0), &alice, timeout);
     let chain = MatmulChain { seed: [0x42; 32], dim: 128, length: 4 };
-    node.send(&publish_matmul_task_call(DRILLING, &chain, 2), &alice, timeout);
+    node.send(calls::publish_matmul_task(&chain, 2), &alice, timeout);
 
     // Executors are drawn once BABE randomness that began after the publication exists (the second
     // epoch change after it: 200–400 s): both bonded trainers.
-    let tasks_of = |who: &sp_core::sr25519::Pair| {
-        node.call("ergon_drillingTasksOf", json!([who.public().to_ss58check()]))
+    let tasks_of = |who: &Signer| {
+        node.call("ergon_drillingTasksOf", json!([who.public_key().to_account_id().to_string()]))
             .expect("ergon_drillingTasksOf")
     };
     let task = wait_for("Alice to be drawn", Duration::from_secs(600), || {
@@ -62,17 +47,17 @@ fn a_published_task_is_drilled_agreed_credited_and_its_hashrate_shown() {
     // Both run the reference and commit, then reveal.
     let result = chain.run_reference();
     for (who, salt) in [(&alice, [1u8; 32]), (&bob, [2u8; 32])] {
-        let commitment = drilling_commitment(task, &who.public().0, result, salt);
-        node.send(&commit_result_call(DRILLING, task, commitment), who, timeout);
+        let commitment = drill_result(task, &who.public_key().0, &result, &salt);
+        node.send(calls::commit_result(task, commitment), who, timeout);
     }
     for (who, salt) in [(&alice, [1u8; 32]), (&bob, [2u8; 32])] {
-        node.send(&reveal_result_call(DRILLING, task, result, salt), who, timeout);
+        node.send(calls::reveal_result(task, result, salt), who, timeout);
     }
 
     // Agreement: both credited the task's difficulty, and their hashrate is on record.
     let difficulty = chain.difficulty_micro_ut();
     for who in [&alice, &bob] {
-        let account = who.public().to_ss58check();
+        let account = who.public_key().to_account_id().to_string();
         let rate = wait_for("the hashrate record", timeout, || {
             let r = node.call("ergon_hashrate", json!([account])).ok()?;
             (!r.is_null()).then_some(r)

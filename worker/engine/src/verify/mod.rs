@@ -18,33 +18,53 @@
 //!    hold: the replay evidence a pass carries on chain ([`ergon_protocol::evidence`]);
 //! 6. **final_model**: the final-model hash is the hash of the last checkpoint's weights (and the
 //!    committed one, when given);
-//! 7. **metrics**: the claimed validation loss and accuracy are what the final weights give.
+//! 7. **metrics**: the claimed validation loss and accuracy are what the final weights give;
+//! 8. for a bundle whose training diverged (`Manifest::diverged_at`), no metrics: its **tail** (the
+//!    last checkpoint to the divergence) is replayed by every verifier, as its last segment when
+//!    drawn for it (`replay[k]`, with a sketch) or else as the `divergence` check, and must diverge
+//!    where the manifest says; only the two rules about C0 apply.
+//!
+//! The files: `select.rs` (what is read and replayed), `replay.rs` (a segment's replay and its
+//! sketch), `rules.rs` (the full-pass rules and state sanity), `tail.rs` (a diverged bundle's
+//! tail), `report.rs` (checks, report, verdict); this module runs them in order.
 //!
 //! Whatever a bundle holds (missing, truncated, altered, malformed or non-finite files) yields a
 //! failing check with its reason, never an error: errors are for what is not the trainer's fault
 //! (the spec or the data cannot be read). An error on chain would make the job inconclusive and
 //! spare a forger its slash.
 
+mod replay;
+mod report;
+mod rules;
+mod select;
 mod tail;
+
+pub use replay::{checkpoint_evidence_weights, compare_updates, sketch};
+pub use report::{Check, Report, SegmentSketch};
+pub use rules::{state_defects, RULE_RANDOM_INITS};
+pub use select::{
+    drawable_segments, fetch_for, rule_sample, rule_seed, segments_from_challenge, selection,
+    Selection, RULE_CHECKPOINTS, RULE_VALIDATION_SAMPLES,
+};
 
 use std::{collections::BTreeMap, path::PathBuf};
 
 use candle_core::{DType, Device};
 use ergon_job_spec::JobSpec;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::{
     bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest},
     data::{self, hex},
     error::Result,
-    full_pass,
     model::Model,
     optim::Optimizer,
     rng::Seed,
     run::{self, Cancel, Threads},
     trajectory,
 };
+use replay::{evidence_weights, loss_gap, replay_segment, Segment};
+use rules::full_pass_rules;
+use tail::check_tail;
 
 /// Default replay tolerance ε on the relative error of a segment's update.
 pub const DEFAULT_EPSILON: f64 = 1e-3;
@@ -123,223 +143,6 @@ impl VerifyOptions {
     }
 }
 
-/// One check's outcome.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    /// Which check (`files`, `manifest`, `init`, `replay[i]`, `final_model`, `metrics`).
-    pub name: String,
-    /// Whether it passed.
-    pub passed: bool,
-    /// What was measured.
-    pub measured: String,
-    /// What passing requires.
-    pub threshold: String,
-}
-
-/// The verdict on a bundle: every check that ran. Its [`Report::evidence_hash`] is what a verifier
-/// commits on chain.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    /// All checks passed.
-    pub passed: bool,
-    /// The bundle's recomputed Merkle root (0x-hex), if the manifest could be read.
-    pub root: Option<String>,
-    /// Replayed segments.
-    pub segments: Vec<u32>,
-    /// The checks, in the order they ran.
-    pub checks: Vec<Check>,
-    /// The replay evidence of each replayed segment, in the order of `segments`.
-    #[serde(default)]
-    pub sketches: Vec<SegmentSketch>,
-    /// Seconds spent replaying.
-    pub replay_seconds: f64,
-}
-
-/// The replay evidence of one segment ([`ergon_protocol::Sketch`]) as the report and the CLI
-/// print it: what a pass reveals on chain, field for field.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SegmentSketch {
-    /// The segment `i` of `Cᵢ → Cᵢ₊₁`.
-    pub segment: u32,
-    /// The probe step inside it (none for a segment of one step).
-    pub probe: Option<u64>,
-    /// The shared power-of-two exponent.
-    pub exponent: i16,
-    /// The projections of the probe's deviation from the chord.
-    pub deviation: [i32; ergon_protocol::evidence::SKETCH_DIMS],
-    /// The scale (the chord's projections).
-    pub scale: i32,
-}
-
-impl SegmentSketch {
-    /// The protocol's sketch.
-    pub fn sketch(&self) -> ergon_protocol::Sketch {
-        ergon_protocol::Sketch {
-            exponent: self.exponent,
-            deviation: self.deviation,
-            scale: self.scale,
-        }
-    }
-}
-
-impl Report {
-    /// SHA-256 of the report's JSON without its timing: the report hash revealed with the verdict
-    /// (the same bundle and challenge give the same hash on the same machine).
-    pub fn evidence_hash(&self) -> [u8; 32] {
-        let timeless = Report { replay_seconds: 0.0, ..self.clone() };
-        Sha256::digest(serde_json::to_vec(&timeless).unwrap_or_default()).into()
-    }
-
-    /// The segment a fail names on chain (its evidence, which a dispute re-checks): the first
-    /// replayed segment whose replay failed, or, when the defect is the bundle's as a whole (files,
-    /// manifest, seed, rules, final model, metrics: any replay finds it again), the first replayed
-    /// segment. `None` when the report passed.
-    pub fn failed_segment(&self) -> Option<u32> {
-        if self.passed {
-            return None;
-        }
-        let failed_replay =
-            self.checks.iter().filter(|c| !c.passed).find_map(|c| {
-                c.name.strip_prefix("replay[")?.strip_suffix(']')?.parse::<u32>().ok()
-            });
-        failed_replay.or_else(|| self.segments.first().copied())
-    }
-
-    /// The sketches a pass reveals: one per replayed segment, in the order of `segments`.
-    pub fn evidence(&self) -> Vec<ergon_protocol::Sketch> {
-        self.sketches.iter().map(SegmentSketch::sketch).collect()
-    }
-
-    /// The first failing check, if any.
-    pub fn first_failure(&self) -> Option<&Check> {
-        self.checks.iter().find(|c| !c.passed)
-    }
-
-    fn push(&mut self, name: impl Into<String>, passed: bool, measured: String, threshold: &str) {
-        self.checks.push(Check {
-            name: name.into(),
-            passed,
-            measured,
-            threshold: threshold.into(),
-        });
-        self.passed &= passed;
-    }
-}
-
-/// The segments a challenge draws: the protocol's uniform draw ([`ergon_protocol::segments::draw`])
-/// seeded with the challenge (a 32-byte seed; other lengths are hashed into one with blake2-256),
-/// sorted. For checks off chain: on chain each verifier replays the segments the round assigned it
-/// ([`ergon_protocol::segments::assign`], announced in `VerifiersDrawn`), given with `--segments`.
-pub fn segments_from_challenge(challenge: &[u8], segments: u64, count: u32) -> Vec<u32> {
-    let seed: [u8; 32] =
-        challenge.try_into().unwrap_or_else(|_| ergon_protocol::hash::blake2_256(challenge));
-    ergon_protocol::segments::draw(&seed, u32::try_from(segments).unwrap_or(u32::MAX), count)
-}
-
-/// All weights of `model`, flattened in parameter order.
-fn flat_weights(model: &Model) -> Result<Vec<f32>> {
-    let mut all = Vec::new();
-    for p in &model.params {
-        all.extend(p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
-    }
-    Ok(all)
-}
-
-/// All weights of `model` in the order the replay evidence projects them: parameter tensors by
-/// name (`param.<name>`, the order of a checkpoint's tensors), each flattened.
-fn evidence_weights(model: &Model) -> Result<Vec<f32>> {
-    let mut params: Vec<_> = model.params.iter().collect();
-    params.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut all = Vec::new();
-    for p in params {
-        all.extend(p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
-    }
-    Ok(all)
-}
-
-/// The weights of a checkpoint in the order the replay evidence projects them (see
-/// [`evidence_weights`]): what a verifier that did not replay has of a segment's two ends.
-pub fn checkpoint_evidence_weights(host: &HostTensors) -> Vec<f32> {
-    host.0
-        .iter()
-        .filter(|(n, _)| n.starts_with("param."))
-        .flat_map(|(_, (_, v))| v.iter().copied())
-        .collect()
-}
-
-/// Relative error and cosine between a claimed and a replayed update.
-pub fn compare_updates(claimed: &[f32], replayed: &[f32]) -> (f64, f64) {
-    let (mut diff, mut rr, mut cc, mut dot) = (0f64, 0f64, 0f64, 0f64);
-    for (c, r) in claimed.iter().zip(replayed) {
-        let (c, r) = (*c as f64, *r as f64);
-        diff += (c - r) * (c - r);
-        rr += r * r;
-        cc += c * c;
-        dot += c * r;
-    }
-    if claimed.len() != replayed.len() {
-        return (f64::INFINITY, 0.0);
-    }
-    let rel = if rr > 0.0 {
-        diff.sqrt() / rr.sqrt()
-    } else if diff > 0.0 {
-        f64::INFINITY
-    } else {
-        0.0
-    };
-    let cos = if rr > 0.0 && cc > 0.0 {
-        dot / (rr.sqrt() * cc.sqrt())
-    } else if rr == 0.0 && cc == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    (rel, cos)
-}
-
-/// Validation samples rule 1 evaluates each checkpoint on (the protocol's number: the fees pay for
-/// exactly this much).
-pub const RULE_VALIDATION_SAMPLES: usize =
-    ergon_protocol::overhead::RULE_VALIDATION_SAMPLES as usize;
-/// Checkpoints the full-pass rules look at, at most (the first, the last, and an evenly spaced grid
-/// at an offset drawn from the challenge; the protocol's number).
-pub const RULE_CHECKPOINTS: usize = ergon_protocol::overhead::RULE_CHECKPOINTS as usize;
-
-/// The checkpoints the rules read out of `n`: every one if `n` ≤ [`RULE_CHECKPOINTS`]; else the
-/// first, the last, and a grid of `RULE_CHECKPOINTS − 2` evenly spaced ones whose offset is drawn
-/// from `seed` (the challenge), so that a forger committing its bundle cannot know which of its
-/// checkpoints the rules will read. Returns all picks (sorted) and the grid (evenly spaced, which is
-/// what the continuity rule compares).
-pub fn rule_sample(n: usize, seed: &[u8; 32]) -> (Vec<usize>, Vec<usize>) {
-    if n <= RULE_CHECKPOINTS {
-        let all: Vec<usize> = (0..n).collect();
-        return (all.clone(), all);
-    }
-    let grid_len = RULE_CHECKPOINTS - 2;
-    let stride = ((n - 1) / grid_len).max(1);
-    let span = stride * (grid_len - 1);
-    let room = (n - 1).saturating_sub(span) as u64;
-    let offset = ergon_protocol::draw::Stream::new(seed, b"rule-offset").below(room + 1) as usize;
-    let grid: Vec<usize> = (0..grid_len).map(|k| offset + k * stride).filter(|i| *i < n).collect();
-    let mut picks: Vec<usize> = grid.iter().copied().chain([0, n - 1]).collect();
-    picks.sort_unstable();
-    picks.dedup();
-    (picks, grid)
-}
-
-/// The seed of the rules' sample: the challenge and the segments the verifier was given (drawn on
-/// chain from randomness that began after the bundle was committed).
-pub fn rule_seed(challenge: &[u8], segments: &[u32]) -> [u8; 32] {
-    ergon_protocol::hash::blake2_256(
-        &[b"ergon/verify/rules".as_slice(), challenge, &{
-            segments.iter().flat_map(|s| s.to_le_bytes()).collect::<Vec<u8>>()
-        }]
-        .concat(),
-    )
-}
-/// Fresh initializations rule 6 compares the final model with.
-pub const RULE_RANDOM_INITS: usize = 3;
-
 /// The bundle's checkpoints as the checks read them: those the files check parsed and matched
 /// against their digest come from memory, the others are read (and their digest checked) again.
 struct Checkpoints<'a> {
@@ -360,353 +163,6 @@ impl<'a> Checkpoints<'a> {
         let host = self.tensors(entry)?;
         trajectory::load_state(&self.dir.join(&entry.file), &host, entry.step, model, opt)
     }
-}
-
-/// The parameters of a checkpoint (weights only).
-fn checkpoint_weights(host: &HostTensors) -> full_pass::Weights {
-    host.0
-        .iter()
-        .filter(|(n, _)| n.starts_with("param."))
-        .map(|(n, (_, v))| (n.clone(), v.clone()))
-        .collect()
-}
-
-/// The weights of Init(`seed`) for `spec`.
-fn init_weights(spec: &JobSpec, seed: &Seed, device: &Device) -> Result<full_pass::Weights> {
-    let model = Model::new(spec, seed, device, DType::F32)?;
-    let mut out = BTreeMap::new();
-    for p in &model.params {
-        out.insert(format!("param.{}", p.name), p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
-    }
-    Ok(out)
-}
-
-/// A seed derived from `seed` for reference draws, never the training seed itself.
-fn derived_seed(seed: &Seed, label: &str) -> Seed {
-    Sha256::new()
-        .chain_update(b"ergon/verify/")
-        .chain_update(label)
-        .chain_update(seed)
-        .finalize()
-        .into()
-}
-
-/// Runs the six full-pass rules over every checkpoint of the bundle.
-#[allow(clippy::too_many_arguments)]
-fn full_pass_rules(
-    spec: &JobSpec,
-    checkpoints: &Checkpoints,
-    m: &Manifest,
-    (picks, grid): &(Vec<usize>, Vec<usize>),
-    seed: &Seed,
-    model: &Model,
-    opt: &mut Optimizer,
-    val_set: &data::Samples,
-    device: &Device,
-) -> Result<Vec<Check>> {
-    let mut chain = Vec::new();
-    let mut evenly = Vec::new();
-    let mut accuracies = Vec::new();
-    let mut c0 = None;
-    // The rules look at a sample of the chain drawn from the challenge (first and last included):
-    // reading and evaluating every checkpoint of a long chain would cost more than the replay.
-    for &i in picks {
-        let entry = &m.checkpoints[i];
-        // The files check passed: every sampled file is readable and matches its hashes.
-        let host = checkpoints.tensors(entry)?;
-        let weights = checkpoint_weights(&host);
-        trajectory::load_state(&checkpoints.dir.join(&entry.file), &host, entry.step, model, opt)?;
-        accuracies
-            .push(trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
-        let flat = full_pass::flatten(&weights);
-        if grid.contains(&i) {
-            evenly.push(flat.clone());
-        }
-        chain.push(flat);
-        c0.get_or_insert(weights);
-    }
-    let c0 = c0.unwrap_or_default();
-    let reference = init_weights(spec, &derived_seed(seed, "reference"), device)?;
-    let randoms = (0..RULE_RANDOM_INITS)
-        .map(|k| init_weights(spec, &derived_seed(seed, &format!("random-{k}")), device))
-        .collect::<Result<Vec<_>>>()?
-        .iter()
-        .map(full_pass::flatten)
-        .collect::<Vec<_>>();
-    let (first, last) =
-        (chain.first().cloned().unwrap_or_default(), chain.last().cloned().unwrap_or_default());
-    Ok(vec![
-        full_pass::accuracy_monotone(&accuracies),
-        full_pass::continuity(&evenly),
-        full_pass::initial_distribution(&c0, &reference),
-        full_pass::initial_independence(&c0),
-        full_pass::distance_monotone(&chain),
-        full_pass::init_final_distance(&first, &last, &randoms),
-    ])
-}
-
-/// What is wrong with a checkpoint's state: non-finite values anywhere (weights or optimizer
-/// state), or every weight zero. Empty when the state is sane.
-pub fn state_defects(step: u64, host: &HostTensors) -> Vec<String> {
-    let mut defects = Vec::new();
-    for (name, (_, values)) in &host.0 {
-        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
-            defects.push(format!("step {step}: {name} holds {bad}"));
-        }
-    }
-    let mut weights = host.0.iter().filter(|(n, _)| n.starts_with("param.")).peekable();
-    if weights.peek().is_none() {
-        defects.push(format!("step {step}: no weights"));
-    } else if weights.all(|(_, (_, values))| values.iter().all(|v| *v == 0.0)) {
-        defects.push(format!("step {step}: every weight is zero"));
-    }
-    defects
-}
-
-/// A segment to replay: its two checkpoints, the end's tensors, the manifest's per-step losses and
-/// the key of its replay evidence.
-struct Segment<'a> {
-    from: &'a CheckpointEntry,
-    to: &'a CheckpointEntry,
-    target: &'a HostTensors,
-    claimed_losses: &'a [f32],
-    evidence_key: [u8; 32],
-}
-
-/// How a replay compares with what the bundle claims.
-struct ReplayOutcome {
-    /// Relative error and cosine of the weight update.
-    weights: (f64, f64),
-    /// Relative error and cosine of the optimizer state after the segment.
-    state: (f64, f64),
-    /// Largest gap between a replayed step's loss and the claimed one, relative to max(1, |loss|).
-    loss_gap: f64,
-    /// Tensors the replay produces that the end checkpoint lacks.
-    missing: Vec<String>,
-    /// The probe step and the sketch of the weights there (the replay evidence).
-    probe: Option<u64>,
-    sketch: ergon_protocol::Sketch,
-}
-
-/// The sketch of the weights `mid` at step `probe` of a segment `from → to` that starts at `start`
-/// and is claimed to end at `end` ([`ergon_protocol::evidence`]; every vector holds the parameter
-/// tensors by name, each flattened, as a checkpoint orders them): the projections of
-/// `mid − (start + t·(end − start))`, `t = (probe − from) / (to − from)`, scaled by those of the
-/// chord `end − start`. Without a probe (a one-step segment) the deviation is zero.
-pub fn sketch(
-    key: &[u8; 32],
-    (from, probe, to): (u64, Option<u64>, u64),
-    start: &[f32],
-    mid: Option<&[f32]>,
-    end: &[f32],
-) -> ergon_protocol::Sketch {
-    use ergon_protocol::evidence::{Projector, Sketch};
-    let (mut deviation, mut chord) = (Projector::new(key), Projector::new(key));
-    let t = match probe {
-        Some(p) if to > from => (p - from) as f64 / (to - from) as f64,
-        _ => 0.0,
-    };
-    for (i, (s, e)) in start.iter().zip(end).enumerate() {
-        let (s, e) = (*s as f64, *e as f64);
-        chord.push(e - s);
-        let m = mid.and_then(|m| m.get(i)).map_or(s + t * (e - s), |m| *m as f64);
-        deviation.push((m - s) - t * (e - s));
-    }
-    Sketch::quantize(deviation.finish(), chord.finish())
-}
-
-/// Replays `segment` from its start (already loaded into `model` and `opt`) and compares every
-/// state it produces with the claimed end.
-#[allow(clippy::too_many_arguments)]
-fn replay_segment(
-    spec: &JobSpec,
-    summary: &ergon_job_spec::SpecSummary,
-    train_set: &data::Samples,
-    seed: &Seed,
-    model: &Model,
-    opt: &mut Optimizer,
-    segment: &Segment,
-    device: &Device,
-) -> Result<ReplayOutcome> {
-    let (from, to) = (segment.from, segment.to);
-    let before = flat_weights(model)?;
-    let start = evidence_weights(model)?;
-    let probe = ergon_protocol::evidence::probe_step(&segment.evidence_key, from.step, to.step);
-    let mut losses = Vec::new();
-    let mut at_probe = None;
-    trajectory::run_steps(
-        spec,
-        summary,
-        train_set,
-        seed,
-        model,
-        opt,
-        from.step..to.step,
-        device,
-        |model, _, done, loss| {
-            losses.push(loss);
-            if Some(done) == probe {
-                at_probe = Some(evidence_weights(model)?);
-            }
-            Ok(true)
-        },
-    )?;
-    let mut missing = Vec::new();
-    let mut claimed_of = |name: String, out: &mut Vec<f32>| match segment.target.0.get(&name) {
-        Some((_, values)) => out.extend_from_slice(values),
-        None => missing.push(name),
-    };
-    // Weights: the update from the start, claimed against replayed.
-    let replayed = flat_weights(model)?;
-    let mut claimed = Vec::with_capacity(replayed.len());
-    for p in &model.params {
-        claimed_of(format!("param.{}", p.name), &mut claimed);
-    }
-    let delta =
-        |after: &[f32]| -> Vec<f32> { after.iter().zip(&before).map(|(a, b)| a - b).collect() };
-    let weights = compare_updates(&delta(&claimed), &delta(&replayed));
-    let sketch = sketch(
-        &segment.evidence_key,
-        (from.step, probe, to.step),
-        &start,
-        at_probe.as_deref(),
-        &checkpoint_evidence_weights(segment.target),
-    );
-    // Optimizer state: what the next segment would start from.
-    let (mut state_claimed, mut state_replayed) = (Vec::new(), Vec::new());
-    for (name, tensor) in opt.named_state(&model.params) {
-        state_replayed.extend(tensor.flatten_all()?.to_vec1::<f32>()?);
-        claimed_of(name, &mut state_claimed);
-    }
-    let state = compare_updates(&state_claimed, &state_replayed);
-    // Per-step losses.
-    let claimed_losses =
-        segment.claimed_losses.get(from.step as usize..to.step as usize).unwrap_or_default();
-    let loss_gap = if claimed_losses.len() != losses.len() {
-        f64::INFINITY
-    } else {
-        losses
-            .iter()
-            .zip(claimed_losses)
-            .map(|(a, b)| (*a as f64 - *b as f64).abs() / (*b as f64).abs().max(1.0))
-            .fold(0.0, |worst, gap| if gap.is_nan() { f64::INFINITY } else { worst.max(gap) })
-    };
-    Ok(ReplayOutcome { weights, state, loss_gap, missing, probe, sketch })
-}
-
-/// A tail check's outcome as the report shows it.
-struct TailCheck {
-    passed: bool,
-    measured: String,
-    threshold: String,
-    sketch: Option<SegmentSketch>,
-}
-
-/// Replays the tail of the diverged bundle `checkpoints` (from its last checkpoint) and says
-/// whether the training diverges where the manifest claims.
-#[allow(clippy::too_many_arguments)]
-fn check_tail(
-    spec: &JobSpec,
-    summary: &ergon_job_spec::SpecSummary,
-    data: &data::JobData,
-    seed: &Seed,
-    (m, checkpoints): (&Manifest, &Checkpoints),
-    (model, opt): (&Model, &mut Optimizer),
-    evidence_key: [u8; 32],
-    device: &Device,
-) -> TailCheck {
-    let claimed = m.diverged_at.unwrap_or(summary.total_steps);
-    let threshold = format!(
-        "the replay diverges within {DIVERGENCE_TOLERANCE} steps of step {claimed}; every step \
-         before within {LOSS_TOLERANCE:e} of its claimed loss"
-    );
-    let Some(from) = m.checkpoints.last() else {
-        return TailCheck {
-            passed: false,
-            measured: "no checkpoint".into(),
-            threshold,
-            sketch: None,
-        };
-    };
-    let tail = tail::Tail { from, claimed, claimed_losses: &m.losses, evidence_key };
-    let outcome = checkpoints.load(from, model, opt).and_then(|()| {
-        let sets = (data.train(), data.validation());
-        tail::replay(spec, summary, sets, seed, model, opt, &tail, device)
-    });
-    match outcome {
-        Ok(r) => TailCheck {
-            passed: r.confirms(),
-            measured: match r.diverged_at {
-                Some(t) => format!(
-                    "steps {}..: diverges at step {t}; max loss gap {:.2e}",
-                    from.step, r.loss_gap
-                ),
-                None => format!(
-                    "steps {}..: no divergence near step {claimed}; max loss gap {:.2e}",
-                    from.step, r.loss_gap
-                ),
-            },
-            threshold,
-            sketch: Some(SegmentSketch {
-                segment: m.checkpoints.len().saturating_sub(1) as u32,
-                probe: r.probe,
-                exponent: r.sketch.exponent,
-                deviation: r.sketch.deviation,
-                scale: r.sketch.scale,
-            }),
-        },
-        Err(e) => TailCheck { passed: false, measured: e.to_string(), threshold, sketch: None },
-    }
-}
-
-/// The checkpoints a verification reads, drawn from its options and the bundle's checkpoint count.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Selection {
-    /// The segments replayed (`i` for `Cᵢ → Cᵢ₊₁`).
-    pub segments: Vec<u32>,
-    /// The rules' sample: all picks and the evenly spaced grid ([`rule_sample`]).
-    pub rules_sample: (Vec<usize>, Vec<usize>),
-    /// Every checkpoint index read, sorted: the rules' sample and the replayed segments' ends.
-    pub read: Vec<usize>,
-}
-
-/// What [`verify`] reads of the bundle of `manifest` under `opts`: a verifier downloads exactly
-/// these ([`bundle::fetch_selected`]) and nothing else.
-pub fn selection(opts: &VerifyOptions, manifest: &Manifest) -> Selection {
-    let checkpoints = manifest.checkpoints.len();
-    let segments = if opts.segments.is_empty() {
-        segments_from_challenge(&opts.challenge, drawable_segments(manifest), opts.segment_count)
-    } else {
-        opts.segments.clone()
-    };
-    let rules_sample = rule_sample(checkpoints, &rule_seed(&opts.challenge, &segments));
-    let mut picked: std::collections::BTreeSet<usize> = rules_sample.0.iter().copied().collect();
-    if opts.replay {
-        for s in &segments {
-            picked.extend([*s as usize, *s as usize + 1]);
-        }
-    }
-    picked.retain(|i| *i < checkpoints);
-    Selection { segments, rules_sample, read: picked.into_iter().collect() }
-}
-
-/// The segments a draw picks from: `Cᵢ → Cᵢ₊₁` of every pair of checkpoints, and the tail of a
-/// diverged bundle (segment `checkpoints.len() - 1`).
-pub fn drawable_segments(manifest: &Manifest) -> u64 {
-    let real = manifest.checkpoints.len().saturating_sub(1) as u64;
-    real + manifest.diverged_at.is_some() as u64
-}
-
-/// Downloads from `url` into `opts.bundle` the manifest and exactly the checkpoints that
-/// [`verify`] with `opts` reads ([`selection`]); returns how many checkpoints it downloaded.
-pub fn fetch_for(url: &str, opts: &VerifyOptions) -> Result<usize> {
-    let mut count = 0;
-    bundle::fetch_selected(url, &opts.bundle, |m| {
-        let read = selection(opts, m).read;
-        count = read.len();
-        read
-    })?;
-    Ok(count)
 }
 
 /// Verifies the bundle at `opts.bundle` against `spec`.

@@ -7,7 +7,7 @@
 use candle_core::Device;
 use ergon_job_spec::{JobSpec, SpecSummary};
 
-use super::{evidence_weights, sketch, LOSS_TOLERANCE};
+use super::*;
 use crate::{
     bundle::{CheckpointEntry, HostTensors},
     data::Samples,
@@ -104,14 +104,9 @@ pub(super) fn replay(
     let compared = diverged_at.unwrap_or(until).min(claimed).saturating_sub(from) as usize;
     let claimed_losses =
         tail.claimed_losses.get(from as usize..from as usize + compared).unwrap_or_default();
-    let loss_gap = if claimed_losses.len() != compared || losses.len() < compared {
-        f64::INFINITY
-    } else {
-        losses[..compared]
-            .iter()
-            .zip(claimed_losses)
-            .map(|(a, b)| (*a as f64 - *b as f64).abs() / (*b as f64).abs().max(1.0))
-            .fold(0.0, |worst, gap| if gap.is_nan() { f64::INFINITY } else { worst.max(gap) })
+    let loss_gap = match losses.get(..compared) {
+        Some(replayed) if claimed_losses.len() == compared => loss_gap(replayed, claimed_losses),
+        _ => f64::INFINITY,
     };
     let end = before_divergence.unwrap_or_else(|| start.clone());
     let sketch =
@@ -125,5 +120,70 @@ impl TailOutcome {
     /// and the steps before match the claimed losses.
     pub fn confirms(&self) -> bool {
         self.diverged_at.is_some() && self.loss_gap <= LOSS_TOLERANCE
+    }
+}
+
+/// A tail check's outcome as the report shows it.
+pub(super) struct TailCheck {
+    pub(super) passed: bool,
+    pub(super) measured: String,
+    pub(super) threshold: String,
+    pub(super) sketch: Option<SegmentSketch>,
+}
+
+/// Replays the tail of the diverged bundle `checkpoints` (from its last checkpoint) and says
+/// whether the training diverges where the manifest claims.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_tail(
+    spec: &JobSpec,
+    summary: &ergon_job_spec::SpecSummary,
+    data: &data::JobData,
+    seed: &Seed,
+    (m, checkpoints): (&Manifest, &Checkpoints),
+    (model, opt): (&Model, &mut Optimizer),
+    evidence_key: [u8; 32],
+    device: &Device,
+) -> TailCheck {
+    let claimed = m.diverged_at.unwrap_or(summary.total_steps);
+    let threshold = format!(
+        "the replay diverges within {DIVERGENCE_TOLERANCE} steps of step {claimed}; every step \
+         before within {LOSS_TOLERANCE:e} of its claimed loss"
+    );
+    let Some(from) = m.checkpoints.last() else {
+        return TailCheck {
+            passed: false,
+            measured: "no checkpoint".into(),
+            threshold,
+            sketch: None,
+        };
+    };
+    let tail = tail::Tail { from, claimed, claimed_losses: &m.losses, evidence_key };
+    let outcome = checkpoints.load(from, model, opt).and_then(|()| {
+        let sets = (data.train(), data.validation());
+        tail::replay(spec, summary, sets, seed, model, opt, &tail, device)
+    });
+    match outcome {
+        Ok(r) => TailCheck {
+            passed: r.confirms(),
+            measured: match r.diverged_at {
+                Some(t) => format!(
+                    "steps {}..: diverges at step {t}; max loss gap {:.2e}",
+                    from.step, r.loss_gap
+                ),
+                None => format!(
+                    "steps {}..: no divergence near step {claimed}; max loss gap {:.2e}",
+                    from.step, r.loss_gap
+                ),
+            },
+            threshold,
+            sketch: Some(SegmentSketch {
+                segment: m.checkpoints.len().saturating_sub(1) as u32,
+                probe: r.probe,
+                exponent: r.sketch.exponent,
+                deviation: r.sketch.deviation,
+                scale: r.sketch.scale,
+            }),
+        },
+        Err(e) => TailCheck { passed: false, measured: e.to_string(), threshold, sketch: None },
     }
 }

@@ -1,0 +1,301 @@
+//! The chain through `ergon-client`, as the trainer daemon sees it: calls, storage and events are
+//! the types subxt generated from the runtime's metadata, so no test encodes SCALE by hand or knows
+//! a pallet's index. The wrappers block, so tests stay plain `#[test]` functions: each [`Node`]
+//! holds a small async runtime and a client connected to it (reconnecting across node restarts).
+
+use std::{collections::BTreeMap, future::Future, time::Duration};
+
+use ergon_client::{
+    chain::AtBlock,
+    keys::Signer,
+    runtime,
+    subxt::{
+        config::DefaultExtrinsicParamsBuilder as Params, transactions::Payload, SubstrateConfig,
+    },
+    AccountId32, Chain,
+};
+use serde_json::json;
+
+use crate::{wait_for, Node};
+
+/// A node's client: an async runtime and the connection.
+pub struct Client {
+    runtime: tokio::runtime::Runtime,
+    chain: Chain,
+}
+
+impl Client {
+    /// Connects to the node whose RPC listens on `rpc_port`.
+    pub fn connect(rpc_port: u16) -> Client {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("an async runtime for the client");
+        let url = format!("ws://127.0.0.1:{rpc_port}");
+        let chain = runtime.block_on(Chain::connect(&url)).expect("ergon-client connects");
+        Client { runtime, chain }
+    }
+
+    /// Runs `future` to its end.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    /// The connection.
+    pub fn chain(&self) -> &Chain {
+        &self.chain
+    }
+}
+
+/// A trainer's bond (`TrainerStaking::Ledgers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bond {
+    /// Bonded and not unbonding.
+    pub active: u128,
+    /// Unbonding (still slashable until it unlocks), all chunks together.
+    pub unlocking: u128,
+    /// Part of `active` frozen as collateral for open duties.
+    pub obligated: u128,
+    /// Open duties.
+    pub obligations: u32,
+}
+
+/// An account's balance and nonce (`System::Account`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Account {
+    /// Transactions sent.
+    pub nonce: u32,
+    /// Free balance.
+    pub free: u128,
+    /// Reserved (held) balance.
+    pub reserved: u128,
+}
+
+impl Node {
+    /// The account's nonce in the node's transaction pool (its transactions in blocks and pending).
+    fn pool_nonce(&self, who: &Signer) -> u64 {
+        let address = who.public_key().to_account_id().to_string();
+        let next = self.call("system_accountNextIndex", json!([address])).expect("next index");
+        next.as_u64().expect("a nonce")
+    }
+
+    /// Signs `call` by `signer` with its next nonce, submits it and waits until it is in a block
+    /// (the nonce moved on). Whether the call succeeded is for the caller to check in state.
+    pub fn send<C: Payload>(&self, call: C, signer: &Signer, timeout: Duration) {
+        self.send_all(&[(call, signer)], timeout);
+    }
+
+    /// Signs and submits every `(call, signer)` at once, each signer's calls with consecutive nonces
+    /// in the order given, and waits until all are in blocks (each signer's nonce moved past its
+    /// last). Whether the calls succeeded is for the caller to check in state.
+    pub fn send_all<C: Payload>(&self, calls: &[(C, &Signer)], timeout: Duration) {
+        let client = self.client();
+        let mut next: BTreeMap<[u8; 32], u64> = BTreeMap::new();
+        for (call, signer) in calls {
+            let who = signer.public_key().0;
+            let nonce = match next.get(&who) {
+                Some(n) => *n,
+                None => self.pool_nonce(signer),
+            };
+            client
+                .block_on(async {
+                    let at =
+                        client.chain().api().at_current_block().await.map_err(|e| e.to_string())?;
+                    let params = Params::<SubstrateConfig>::new().nonce(nonce).build();
+                    at.transactions()
+                        .sign_and_submit(call, *signer, params)
+                        .await
+                        .map_err(|e| e.to_string())
+                })
+                .expect("the pool accepts the transaction");
+            next.insert(who, nonce + 1);
+        }
+        wait_for("the transactions to be included", timeout, || {
+            next.iter().all(|(who, n)| u64::from(self.account(who).nonce) >= *n).then_some(())
+        });
+    }
+
+    /// `who`'s balance and nonce at the best block (zero for an account that does not exist).
+    pub fn account(&self, who: &[u8; 32]) -> Account {
+        let client = self.client();
+        let info = client.block_on(async {
+            let at = self.at_best().await;
+            let entry = runtime::storage().system().account();
+            match at.storage().try_fetch(entry, (AccountId32(*who),)).await {
+                Ok(Some(v)) => Some(v.decode().expect("System::Account decodes")),
+                Ok(None) => None,
+                Err(e) => panic!("reading System::Account: {e}"),
+            }
+        });
+        info.map_or(Account { nonce: 0, free: 0, reserved: 0 }, |i| Account {
+            nonce: i.nonce,
+            free: i.data.free,
+            reserved: i.data.reserved,
+        })
+    }
+
+    /// `who`'s bond at the best block, if it bonded.
+    pub fn bond(&self, who: &[u8; 32]) -> Option<Bond> {
+        let client = self.client();
+        let ledger = client.block_on(async {
+            let at = self.at_best().await;
+            let entry = runtime::storage().trainer_staking().ledgers();
+            match at.storage().try_fetch(entry, (AccountId32(*who),)).await {
+                Ok(Some(v)) => Some(v.decode().expect("TrainerStaking::Ledgers decodes")),
+                Ok(None) => None,
+                Err(e) => panic!("reading TrainerStaking::Ledgers: {e}"),
+            }
+        });
+        ledger.map(|l| Bond {
+            active: l.active,
+            unlocking: l.unlocking.0.iter().map(|c| c.value).sum(),
+            obligated: l.obligated,
+            obligations: l.obligations,
+        })
+    }
+
+    /// The chain at the best block (what the node's RPC answers by default).
+    pub async fn at_best(&self) -> AtBlock {
+        let best = self.block_number(None).expect("best block");
+        self.client().chain().api().at_block(best).await.expect("the best block")
+    }
+}
+
+/// The calls the tests make, built with the generated API (arguments converted to its types).
+pub mod calls {
+    use ergon_client::{
+        runtime::{
+            self,
+            runtime_types::{
+                bounded_collections::bounded_vec::BoundedVec,
+                ergon_runtime::RuntimeCall,
+                pallet_drilling::{pallet::Call as DrillingCall, types::TaskKind},
+                pallet_job_market::types::ClaimedMetrics,
+            },
+        },
+        subxt::transactions::Payload,
+        AccountId32, Static, H256,
+    };
+
+    /// `TrainerStaking::bond(amount)`.
+    pub fn bond(amount: u128) -> impl Payload {
+        runtime::tx().trainer_staking().bond(amount)
+    }
+
+    /// `TrainerStaking::unbond(amount)`.
+    pub fn unbond(amount: u128) -> impl Payload {
+        runtime::tx().trainer_staking().unbond(amount)
+    }
+
+    /// `JobMarket::set_verifier(enabled)`.
+    pub fn set_verifier(enabled: bool) -> impl Payload {
+        runtime::tx().job_market().set_verifier(enabled)
+    }
+
+    /// `JobMarket::post_job(spec, budget, bid_window, deadline)`.
+    pub fn post_job(
+        spec: &ergon_job_spec::JobSpec,
+        budget: u128,
+        bid_window: u32,
+        deadline: u32,
+    ) -> impl Payload {
+        runtime::tx().job_market().post_job(Static(spec.clone()), budget, bid_window, deadline)
+    }
+
+    /// `JobMarket::bid(job, price)`.
+    pub fn bid(job: u64, price: u128) -> impl Payload {
+        runtime::tx().job_market().bid(job, price)
+    }
+
+    /// `JobMarket::accept_bid(job, trainer)`.
+    pub fn accept_bid(job: u64, trainer: &[u8; 32]) -> impl Payload {
+        runtime::tx().job_market().accept_bid(job, AccountId32(*trainer))
+    }
+
+    /// `JobMarket::submit_bundle(job, root, uri, final_model_hash, metrics)` with zero claimed
+    /// metrics and no divergence.
+    pub fn submit_bundle(
+        job: u64,
+        root: [u8; 32],
+        uri: &str,
+        final_model: [u8; 32],
+    ) -> impl Payload {
+        let metrics = ClaimedMetrics {
+            train_loss_micro: 0,
+            validation_loss_micro: 0,
+            validation_accuracy_ppm: 0,
+            diverged_at: None,
+        };
+        runtime::tx().job_market().submit_bundle(
+            job,
+            H256(root),
+            BoundedVec(uri.as_bytes().to_vec()),
+            H256(final_model),
+            metrics,
+        )
+    }
+
+    /// `JobMarket::commit_verdict(job, commitment)`: the commitment is the protocol's rule,
+    /// [`ergon_protocol::commitments::verdict`].
+    pub fn commit_verdict(job: u64, commitment: [u8; 32]) -> impl Payload {
+        runtime::tx().job_market().commit_verdict(job, H256(commitment))
+    }
+
+    /// `JobMarket::reveal_verdict(job, verdict, sketches, report, salt)`: a pass's replay evidence
+    /// is one sketch per segment, in order.
+    pub fn reveal_verdict(
+        job: u64,
+        verdict: ergon_protocol::commitments::Verdict,
+        sketches: &[ergon_protocol::Sketch],
+        report: [u8; 32],
+        salt: [u8; 32],
+    ) -> impl Payload {
+        runtime::tx().job_market().reveal_verdict(
+            job,
+            Static(verdict),
+            BoundedVec(sketches.iter().copied().map(Static).collect()),
+            H256(report),
+            H256(salt),
+        )
+    }
+
+    /// `Balances::transfer_keep_alive(dest, value)`.
+    pub fn transfer_keep_alive(dest: &[u8; 32], value: u128) -> impl Payload {
+        runtime::tx().balances().transfer_keep_alive(AccountId32(*dest).into(), value)
+    }
+
+    /// `Drilling::register_publisher()`.
+    pub fn register_publisher() -> impl Payload {
+        runtime::tx().drilling().register_publisher()
+    }
+
+    /// `Sudo::sudo(Drilling::approve_publisher(who))`: root approves a task publisher.
+    pub fn sudo_approve_publisher(who: &[u8; 32]) -> impl Payload {
+        let call =
+            RuntimeCall::Drilling(DrillingCall::approve_publisher { who: AccountId32(*who) });
+        runtime::tx().sudo().sudo(call)
+    }
+
+    /// `Drilling::publish_task(TaskKind::MatmulChain(chain), replication)`.
+    pub fn publish_matmul_task(chain: &ergon_drill::MatmulChain, replication: u32) -> impl Payload {
+        runtime::tx().drilling().publish_task(TaskKind::MatmulChain(Static(*chain)), replication)
+    }
+
+    /// `Drilling::commit_result(task, commitment)`: the commitment is the protocol's rule,
+    /// [`ergon_protocol::commitments::drill_result`].
+    pub fn commit_result(task: u64, commitment: [u8; 32]) -> impl Payload {
+        runtime::tx().drilling().commit_result(task, H256(commitment))
+    }
+
+    /// `Drilling::reveal_result(task, result, salt)`.
+    pub fn reveal_result(task: u64, result: [u8; 32], salt: [u8; 32]) -> impl Payload {
+        runtime::tx().drilling().reveal_result(task, H256(result), H256(salt))
+    }
+
+    /// `Drilling::set_driller(capacity)`: `Some` declared capacity in micro-ut per hour starts
+    /// drilling, `None` stops.
+    pub fn set_driller(capacity: Option<u128>) -> impl Payload {
+        runtime::tx().drilling().set_driller(capacity)
+    }
+}

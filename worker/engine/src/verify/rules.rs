@@ -1,0 +1,128 @@
+//! The full-pass rules on the bundle's sampled checkpoints ([`crate::full_pass`]), and the sanity of
+//! every state read.
+
+use std::collections::BTreeMap;
+
+use candle_core::{DType, Device};
+use ergon_job_spec::JobSpec;
+use sha2::{Digest, Sha256};
+
+use super::*;
+use crate::{
+    bundle::{HostTensors, Manifest},
+    data,
+    error::Result,
+    full_pass,
+    model::Model,
+    optim::Optimizer,
+    rng::Seed,
+    trajectory,
+};
+
+/// Fresh initializations rule 6 compares the final model with.
+pub const RULE_RANDOM_INITS: usize = 3;
+
+/// The parameters of a checkpoint (weights only).
+pub(super) fn checkpoint_weights(host: &HostTensors) -> full_pass::Weights {
+    host.0
+        .iter()
+        .filter(|(n, _)| n.starts_with("param."))
+        .map(|(n, (_, v))| (n.clone(), v.clone()))
+        .collect()
+}
+
+/// The weights of Init(`seed`) for `spec`.
+pub(super) fn init_weights(
+    spec: &JobSpec,
+    seed: &Seed,
+    device: &Device,
+) -> Result<full_pass::Weights> {
+    let model = Model::new(spec, seed, device, DType::F32)?;
+    let mut out = BTreeMap::new();
+    for p in &model.params {
+        out.insert(format!("param.{}", p.name), p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
+    }
+    Ok(out)
+}
+
+/// A seed derived from `seed` for reference draws, never the training seed itself.
+pub(super) fn derived_seed(seed: &Seed, label: &str) -> Seed {
+    Sha256::new()
+        .chain_update(b"ergon/verify/")
+        .chain_update(label)
+        .chain_update(seed)
+        .finalize()
+        .into()
+}
+
+/// Runs the six full-pass rules over every checkpoint of the bundle.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn full_pass_rules(
+    spec: &JobSpec,
+    checkpoints: &Checkpoints,
+    m: &Manifest,
+    (picks, grid): &(Vec<usize>, Vec<usize>),
+    seed: &Seed,
+    model: &Model,
+    opt: &mut Optimizer,
+    val_set: &data::Samples,
+    device: &Device,
+) -> Result<Vec<Check>> {
+    let mut chain = Vec::new();
+    let mut evenly = Vec::new();
+    let mut accuracies = Vec::new();
+    let mut c0 = None;
+    // The rules look at a sample of the chain drawn from the challenge (first and last included):
+    // reading and evaluating every checkpoint of a long chain would cost more than the replay.
+    for &i in picks {
+        let entry = &m.checkpoints[i];
+        // The files check passed: every sampled file is readable and matches its hashes.
+        let host = checkpoints.tensors(entry)?;
+        let weights = checkpoint_weights(&host);
+        trajectory::load_state(&checkpoints.dir.join(&entry.file), &host, entry.step, model, opt)?;
+        accuracies
+            .push(trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
+        let flat = full_pass::flatten(&weights);
+        if grid.contains(&i) {
+            evenly.push(flat.clone());
+        }
+        chain.push(flat);
+        c0.get_or_insert(weights);
+    }
+    let c0 = c0.unwrap_or_default();
+    let reference = init_weights(spec, &derived_seed(seed, "reference"), device)?;
+    let randoms = (0..RULE_RANDOM_INITS)
+        .map(|k| init_weights(spec, &derived_seed(seed, &format!("random-{k}")), device))
+        .collect::<Result<Vec<_>>>()?
+        .iter()
+        .map(full_pass::flatten)
+        .collect::<Vec<_>>();
+    let (first, last) =
+        (chain.first().cloned().unwrap_or_default(), chain.last().cloned().unwrap_or_default());
+    Ok(vec![
+        full_pass::accuracy_monotone(&accuracies),
+        full_pass::continuity(&evenly),
+        full_pass::initial_distribution(&c0, &reference),
+        full_pass::initial_independence(&c0),
+        full_pass::distance_monotone(&chain),
+        full_pass::init_final_distance(&first, &last, &randoms),
+    ])
+}
+
+/// What is wrong with a checkpoint's state: non-finite values anywhere (weights or optimizer
+/// state), or every weight zero. Empty when the state is sane.
+pub fn state_defects(step: u64, host: &HostTensors) -> Vec<String> {
+    let mut defects = Vec::new();
+    for (name, (_, values)) in &host.0 {
+        if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+            defects.push(format!("step {step}: {name} holds {bad}"));
+        }
+    }
+    let mut weights = host.0.iter().filter(|(n, _)| n.starts_with("param.")).peekable();
+    if weights.peek().is_none() {
+        defects.push(format!("step {step}: no weights"));
+    } else if weights.all(|(_, (_, values))| values.iter().all(|v| *v == 0.0)) {
+        defects.push(format!("step {step}: every weight is zero"));
+    }
+    defects
+}
