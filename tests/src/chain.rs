@@ -155,6 +155,18 @@ impl Node {
         })
     }
 
+    /// Whether `who` is in the verifier pool at the best block.
+    pub fn in_verifier_pool(&self, who: &[u8; 32]) -> bool {
+        self.client().block_on(async {
+            let at = self.at_best().await;
+            let entry = runtime::storage().job_market().verifier_pool();
+            match at.storage().try_fetch(entry, (AccountId32(*who),)).await {
+                Ok(entry) => entry.is_some(),
+                Err(e) => panic!("reading JobMarket::VerifierPool: {e}"),
+            }
+        })
+    }
+
     /// The chain at the best block (what the node's RPC answers by default).
     pub async fn at_best(&self) -> AtBlock {
         let best = self.block_number(None).expect("best block");

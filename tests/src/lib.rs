@@ -319,6 +319,35 @@ impl Daemon {
         self.child = Some(spawn_logged(&worker_binary(), &self.args, &self.log));
     }
 
+    /// Stops it with SIGTERM, as a service manager does; returns whether it exited by itself
+    /// within 10 s with status 0 (else it was killed).
+    pub fn stop(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else { return true };
+        // SAFETY: plain signal to a child we own and have not reaped.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            sleep(Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+
+    /// Stops it and starts it again (same data directory) with `roles` instead.
+    pub fn restart_with_roles(&mut self, roles: &str) {
+        self.stop();
+        if let Some(i) = self.args.iter().position(|a| a == "--roles") {
+            self.args[i + 1] = roles.to_string();
+        }
+        self.child = Some(spawn_logged(&worker_binary(), &self.args, &self.log));
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))

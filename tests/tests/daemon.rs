@@ -54,7 +54,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     let mut node = Node::start("dev", Ports::free(), &args, dir.path());
     node.wait_finalized(1, Duration::from_secs(180));
 
-    let [mut bob, mut charlie, dave] = market_daemons(&node, dir.path());
+    let [mut bob, mut charlie, mut dave] = market_daemons(&node, dir.path());
 
     // Alice publishes a matrix-chain task for two executors (the registered drillers).
     let alice_pair = dev_pair("//Alice");
@@ -221,6 +221,15 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
         assert_eq!(rate["tasks"], 1, "{rate}");
         assert_eq!(rate["difficultyMicroUt"], chain.difficulty_micro_ut().to_string(), "{rate}");
     }
+
+    // An operator turns Dave's verifier role off: SIGTERM stops the daemon cleanly, and at its
+    // next start it leaves the verifier pool (left in it, it would be drawn and slashed as silent).
+    check(dave.stop(), "Dave's daemon stops cleanly on SIGTERM", &[&dave]);
+    dave.restart_with_roles("driller");
+    wait_for("Dave's daemon to leave the verifier pool", Duration::from_secs(180), || {
+        dave.log().contains("leaving the verifier pool: in a block").then_some(())
+    });
+    assert!(!node.in_verifier_pool(&dev_pair("//Dave").public_key().0), "Dave left the pool");
 
     // Bob was credited the training work.
     let ecp = node

@@ -11,7 +11,7 @@ use ergon_client::{runtime, H256};
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
-use super::{config::Role, store::Drill, Ctx, RoleError};
+use super::{store::Drill, Ctx, RoleError};
 use ergon_engine::{
     data::hex,
     drill::{self, DrillTask, Engine},
@@ -35,11 +35,9 @@ impl Driller {
         Driller { ctx, running: BTreeMap::new() }
     }
 
-    /// One block's work: start the tasks drawn, commit the computed ones, reveal.
+    /// One block's work: start the tasks drawn, commit the computed ones, reveal. Tasks drawn
+    /// before the role was turned off are still computed: a silent executor loses its collateral.
     pub async fn on_block(&mut self) -> Result<(), RoleError> {
-        if !self.ctx.config.has(Role::Driller) {
-            return Ok(());
-        }
         self.running.retain(|_, t| !t.is_finished());
         let ctx = self.ctx.clone();
         let at = ctx.chain.at().await?;

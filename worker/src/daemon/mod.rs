@@ -333,29 +333,43 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
         ctx.send(call, None, "bond").await.map_err(Fatal::Chain)?;
         info!(bonded = want / policy::ERG, "bonded");
     }
-    if ctx.config.has(config::Role::Verifier) {
-        let entry = at
-            .storage()
-            .try_fetch(runtime::storage().job_market().verifier_pool(), (ctx.me,))
-            .await
-            .map_err(|e| Fatal::Chain(e.into()))?;
-        if entry.is_none() {
+    // Opt in for the roles asked for, and out of those no longer asked for (an account left in
+    // the pool would be drawn and, silent, slashed); what was drawn before is still answered.
+    let in_pool = at
+        .storage()
+        .try_fetch(runtime::storage().job_market().verifier_pool(), (ctx.me,))
+        .await
+        .map_err(|e| Fatal::Chain(e.into()))?
+        .is_some();
+    match (ctx.config.has(config::Role::Verifier), in_pool) {
+        (true, false) => {
             let call = runtime::tx().job_market().set_verifier(true);
             ctx.send(call, None, "joining the verifier pool").await.map_err(Fatal::Chain)?;
         }
+        (false, true) => {
+            let call = runtime::tx().job_market().set_verifier(false);
+            ctx.send(call, None, "leaving the verifier pool").await.map_err(Fatal::Chain)?;
+        }
+        _ => {}
     }
-    if ctx.config.has(config::Role::Driller) {
-        let entry = at
-            .storage()
-            .try_fetch(runtime::storage().drilling().drillers(), (ctx.me,))
-            .await
-            .map_err(|e| Fatal::Chain(e.into()))?;
-        if entry.is_none() {
+    let drilling = at
+        .storage()
+        .try_fetch(runtime::storage().drilling().drillers(), (ctx.me,))
+        .await
+        .map_err(|e| Fatal::Chain(e.into()))?
+        .is_some();
+    match (ctx.config.has(config::Role::Driller), drilling) {
+        (true, false) => {
             let capacity = ctx.config.drill_capacity();
             let call = runtime::tx().drilling().set_driller(Some(capacity));
             ctx.send(call, None, "registering as a driller").await.map_err(Fatal::Chain)?;
             info!(ut_per_hour = capacity / 1_000_000, "drilling capacity declared");
         }
+        (false, true) => {
+            let call = runtime::tx().drilling().set_driller(None);
+            ctx.send(call, None, "leaving the drillers").await.map_err(Fatal::Chain)?;
+        }
+        _ => {}
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use ergon_client::{
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
-use super::{compute::Compute, config::Role, store::Vote, Ctx, MyJobs, RoleError};
+use super::{compute::Compute, store::Vote, Ctx, MyJobs, RoleError};
 use ergon_engine::{
     data::hex,
     verify::{self, VerifyOptions},
@@ -45,11 +45,10 @@ impl Verifier {
         }
     }
 
-    /// One block's work: start the verifications drawn, commit the finished ones, reveal.
+    /// One block's work: start the verifications drawn, commit the finished ones, reveal. Seats
+    /// drawn before the role was turned off are still answered: leaving the pool does not end
+    /// them, and a silent seat is slashed.
     pub async fn on_block(&mut self, mine: &MyJobs) -> Result<(), RoleError> {
-        if !self.ctx.config.has(Role::Verifier) {
-            return Ok(());
-        }
         let finished: Vec<_> =
             self.running.iter().filter(|(_, t)| t.is_finished()).map(|(k, _)| *k).collect();
         for key in finished {
