@@ -449,3 +449,14 @@ pub fn market_daemons(node: &Node, dir: &Path) -> [Daemon; 3] {
     }
     daemons
 }
+
+/// Alice posts the job spec at `spec_path` with the user CLI: 100 ERG budget, bids for 20 blocks,
+/// 400 blocks to deliver. Returns the job id the CLI prints.
+pub fn post_job_as_alice(rpc_port: u16, spec_path: &Path) -> u64 {
+    let spec = spec_path.to_string_lossy();
+    let args = ["post-job", &spec, "--key", "//Alice", "--budget", "100"];
+    let (ok, out) =
+        user_cli(rpc_port, &[&args[..], &["--bid-window", "20", "--deadline", "400"]].concat());
+    assert!(ok, "{out}");
+    out.lines().last().and_then(|l| l.trim().parse().ok()).expect("the job id")
+}

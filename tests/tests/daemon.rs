@@ -25,7 +25,8 @@ use std::{
 
 use ergon_drill::MatmulChain;
 use ergon_integration_tests::{
-    chain::calls, dev_pair, job_view, market_daemons, user_cli, wait_for, Daemon, Node, Ports,
+    chain::calls, dev_pair, job_view, market_daemons, post_job_as_alice, user_cli, wait_for,
+    Daemon, Node, Ports,
 };
 use serde_json::{json, Value};
 
@@ -89,23 +90,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     );
 
     // Alice posts the job: 100 ERG budget, bids for 20 blocks, 400 blocks to deliver.
-    let (ok, out) = user_cli(
-        node.ports.rpc,
-        &[
-            "post-job",
-            &spec_path.to_string_lossy(),
-            "--key",
-            "//Alice",
-            "--budget",
-            "100",
-            "--bid-window",
-            "20",
-            "--deadline",
-            "400",
-        ],
-    );
-    assert!(ok, "{out}");
-    let job: u64 = out.lines().last().and_then(|l| l.trim().parse().ok()).expect("the job id");
+    let job = post_job_as_alice(node.ports.rpc, &spec_path);
     // Where the post → settled latency goes (printed with --nocapture).
     let posted = Instant::now();
     let mark = |what: &str| {

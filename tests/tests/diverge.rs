@@ -11,7 +11,8 @@
 use std::{path::Path, process::Command, time::Duration};
 
 use ergon_integration_tests::{
-    dev_pair, job_view, market_daemons, user_cli, wait_for, worker_binary, Daemon, Node, Ports,
+    dev_pair, job_view, market_daemons, post_job_as_alice, user_cli, wait_for, worker_binary,
+    Daemon, Node, Ports,
 };
 use serde_json::{json, Value};
 
@@ -77,23 +78,7 @@ fn a_diverging_spec_settles_with_its_trainer_paid_for_the_steps_and_not_slashed(
     std::fs::write(&spec_path, diverging_spec(dir.path()).to_string()).unwrap();
     let alice = dev_pair("//Alice").public_key().0;
     let reserved_before = node.account(&alice).reserved;
-    let (ok, out) = user_cli(
-        node.ports.rpc,
-        &[
-            "post-job",
-            &spec_path.to_string_lossy(),
-            "--key",
-            "//Alice",
-            "--budget",
-            "100",
-            "--bid-window",
-            "20",
-            "--deadline",
-            "400",
-        ],
-    );
-    assert!(ok, "{out}");
-    let job: u64 = out.lines().last().and_then(|l| l.trim().parse().ok()).expect("the job id");
+    let job = post_job_as_alice(node.ports.rpc, &spec_path);
 
     // The agreed price, seen while the bundle is verified; then the settlement.
     let mut agreed = 0u128;

@@ -84,8 +84,8 @@ pub fn training_flops_per_second(
         let seed = [0x5a; 32];
         let model = Model::new(&spec, &seed, device, DType::F32)?;
         let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
-        // One step first: it allocates what the later ones reuse.
-        let warm = 0..1;
+        // The clock starts after the first step: it allocates what the later ones reuse.
+        let (mut started, mut steps) = (Instant::now(), 0u64);
         trajectory::run_steps(
             &spec,
             &summary,
@@ -93,23 +93,14 @@ pub fn training_flops_per_second(
             &seed,
             &model,
             &mut opt,
-            warm,
+            0..summary.total_steps,
             device,
-            |_, _, _, _| Ok(true),
-        )?;
-        let started = Instant::now();
-        let mut steps = 0u64;
-        trajectory::run_steps(
-            &spec,
-            &summary,
-            &samples,
-            &seed,
-            &model,
-            &mut opt,
-            1..summary.total_steps,
-            device,
-            |_, _, _, _| {
-                steps += 1;
+            |_, _, done, _| {
+                if done == 1 {
+                    started = Instant::now();
+                } else {
+                    steps += 1;
+                }
                 Ok(steps < 5 || started.elapsed().as_secs_f64() < seconds)
             },
         )?;

@@ -357,28 +357,25 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     // A diverged bundle's tail (its last checkpoint to the divergence) is replayed by everyone: as
     // a drawn segment with its evidence, or else as a check of the bundle as a whole.
     let tail_index = m.diverged_at.map(|_| m.checkpoints.len().saturating_sub(1) as u32);
+    if let (Some(_), Some(cancel)) = (tail_index, &opts.cancel) {
+        cancel.check()?;
+    }
+    let tail = tail_index.map(|i| {
+        let key = ergon_protocol::evidence::key(&inspection.root, i);
+        let state = (&model, &mut opt);
+        check_tail(spec, &summary, &data, &seed, (m, &checkpoints), state, key, device)
+    });
     let mut tail_replayed = false;
     for &i in &report.segments.clone() {
         if let Some(cancel) = &opts.cancel {
             cancel.check()?;
         }
         let name = format!("replay[{i}]");
-        if Some(i) == tail_index {
-            let key = ergon_protocol::evidence::key(&inspection.root, i);
-            let tail = check_tail(
-                spec,
-                &summary,
-                &data,
-                &seed,
-                (m, &checkpoints),
-                (&model, &mut opt),
-                key,
-                device,
-            );
-            if let Some(sketch) = tail.sketch {
-                report.sketches.push(sketch);
+        if let (Some(tail), true) = (&tail, Some(i) == tail_index) {
+            if let Some(sketch) = &tail.sketch {
+                report.sketches.push(sketch.clone());
             }
-            report.push(name, tail.passed, tail.measured, &tail.threshold);
+            report.push(name, tail.passed, tail.measured.clone(), &tail.threshold);
             tail_replayed = true;
             continue;
         }
@@ -442,18 +439,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
             Err(e) => report.push(name, false, e.to_string(), &threshold),
         }
     }
-    if let (Some(i), false) = (tail_index, tail_replayed) {
-        let key = ergon_protocol::evidence::key(&inspection.root, i);
-        let tail = check_tail(
-            spec,
-            &summary,
-            &data,
-            &seed,
-            (m, &checkpoints),
-            (&model, &mut opt),
-            key,
-            device,
-        );
+    if let (Some(tail), false) = (tail, tail_replayed) {
         report.push("divergence", tail.passed, tail.measured, &tail.threshold);
     }
     report.replay_seconds = started.elapsed().as_secs_f64();
