@@ -38,7 +38,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 echo "[demo] starting a dev chain (log: $work/node.log)"
-"$CARGO_TARGET_DIR/release/ergon-node" --dev --tmp --rpc-cors all --rpc-port 9944 > "$work/node.log" 2>&1 &
+"$CARGO_TARGET_DIR/release/ergon-node" --dev --tmp --rpc-port 9944 > "$work/node.log" 2>&1 &
 node_pid=$!
 pids+=("$node_pid")
 for _ in $(seq 60); do

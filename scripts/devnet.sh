@@ -1,64 +1,69 @@
 #!/usr/bin/env bash
-# A 4-validator Ergon network on loopback (Alice, Bob, Charlie, Dave; `--chain local`).
+# A 4-validator Ergon network on loopback (Alice, Bob, Charlie, Dave; `--chain local`), each validator
+# with its trainer daemon beside it: what an operator runs, on one machine.
 #
-#   scripts/devnet.sh start     start the four validators (builds ergon-node if needed)
-#   scripts/devnet.sh status    show which of them run and their best/finalized block
-#   scripts/devnet.sh stop      stop exactly the processes `start` launched
+#   scripts/devnet.sh start     start the four validators and their daemons (builds what is missing)
+#   scripts/devnet.sh status    which of them run; each node's best and finalized block
+#   scripts/devnet.sh stop      stop exactly the processes `start` launched (daemons first)
 #
-# Ports: node i (0..3) listens for p2p on 30333+i, RPC (HTTP + WebSocket) on 9944+i, Prometheus on 9615+i.
-# State lives in $ERGON_DEVNET_DIR (default: ./target-devnet), logs in $ERGON_DEVNET_DIR/logs.
-# Node keys are fixed (0x…01 to 0x…04) so the peer IDs are known in advance: dev use only.
+# Ports, node i (0..3): p2p 30333+i, RPC (HTTP + WebSocket, 127.0.0.1 only) 9944+i, Prometheus 9615+i;
+# its daemon (`ergon-worker run`, dev key //Name, against node i): bundles 8700+i, metrics 9715+i.
+# ERGON_DEVNET_ROLES sets the daemons' roles (default trainer,verifier,driller; `none`: no daemons).
+# State lives in $ERGON_DEVNET_DIR (default: ./target-devnet), logs beside it. The nodes and daemons
+# are started by the launcher the benchmarks use (scripts/lib/localnet.sh), which keeps the RPC safe.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$here/scripts/lib/localnet.sh"
 dir="${ERGON_DEVNET_DIR:-$here/target-devnet}"
-target="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
-node_bin="${ERGON_NODE:-$target/release/ergon-node}"
-names=(alice bob charlie dave)
-# libp2p peer ID of the ed25519 node key 0x00…01 (Alice's), the others' bootnode.
-alice_peer_id="12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDEp"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
+node="${ERGON_NODE:-$CARGO_TARGET_DIR/release/ergon-node}"
+worker="${ERGON_WORKER:-$CARGO_TARGET_DIR/release/ergon-worker}"
+roles="${ERGON_DEVNET_ROLES:-trainer,verifier,driller}"
 
-node_key() { printf '%064x' "$(($1 + 1))"; }
+running() { [ -f "$dir/$1.pid" ] && kill -0 "$(cat "$dir/$1.pid")" 2>/dev/null; }
 
 start() {
-    if [ ! -x "$node_bin" ]; then
-        echo "[devnet] building ergon-node (release)…"
-        (cd "$here" && CARGO_TARGET_DIR="$target" cargo build --release -p ergon-node)
-    fi
-    mkdir -p "$dir/logs"
-    for i in "${!names[@]}"; do
-        name="${names[$i]}"
-        pidfile="$dir/$name.pid"
-        if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-            echo "[devnet] $name already runs (pid $(cat "$pidfile"))"
-            continue
+    # Two invocations: built together, cargo would unify their features and rebuild both.
+    [ -x "$node" ] || (cd "$here" && cargo build --release --locked -p ergon-node)
+    [ "$roles" = none ] || [ -x "$worker" ] || (cd "$here" && cargo build --release --locked -p ergon-worker)
+    mkdir -p "$dir"
+    for i in 0 1 2 3; do
+        name="${localnet_names[$i]}"
+        if running "$name"; then
+            echo "[devnet] $name already runs (pid $(cat "$dir/$name.pid"))"
+        else
+            start_validator "$i" "$dir" 30333 9944 9615
+            echo $! >"$dir/$name.pid"
+            echo "[devnet] $name: pid $!, rpc ws://127.0.0.1:$((9944 + i)), log $dir/$name.log"
         fi
-        args=(--chain local --"$name" --validator
-            --base-path "$dir/$name" --node-key "$(node_key "$i")"
-            --port $((30333 + i)) --rpc-port $((9944 + i)) --prometheus-port $((9615 + i))
-            --rpc-cors all --no-mdns --no-telemetry)
-        if [ "$i" -ne 0 ]; then
-            args+=(--bootnodes "/ip4/127.0.0.1/tcp/30333/p2p/$alice_peer_id")
+    done
+    [ "$roles" != none ] || return 0
+    for i in 0 1 2 3; do
+        name="${localnet_names[$i]}-worker"
+        if running "$name"; then
+            echo "[devnet] $name already runs (pid $(cat "$dir/$name.pid"))"
+        else
+            start_validator_worker "$i" "$dir" 9944 $((8700 + i)) $((9715 + i)) "$roles"
+            echo $! >"$dir/$name.pid"
+            echo "[devnet] $name ($roles): pid $!, metrics http://127.0.0.1:$((9715 + i))/metrics, log $dir/$name.log"
         fi
-        "$node_bin" "${args[@]}" >"$dir/logs/$name.log" 2>&1 &
-        echo $! >"$pidfile"
-        echo "[devnet] $name: pid $!, rpc ws://127.0.0.1:$((9944 + i)), log $dir/logs/$name.log"
     done
 }
 
 stop() {
-    for name in "${names[@]}"; do
-        pidfile="$dir/$name.pid"
-        [ -f "$pidfile" ] || continue
-        pid="$(cat "$pidfile")"
-        # Only signal the process if it is still the ergon-node we started.
-        if kill -0 "$pid" 2>/dev/null && grep -q ergon-node "/proc/$pid/cmdline" 2>/dev/null; then
+    local name pid
+    for name in "${localnet_names[@]/%/-worker}" "${localnet_names[@]}"; do
+        [ -f "$dir/$name.pid" ] || continue
+        pid="$(cat "$dir/$name.pid")"
+        # Only signal the process if it is still one we started.
+        if kill -0 "$pid" 2>/dev/null && grep -qa -e ergon-node -e ergon-worker "/proc/$pid/cmdline" 2>/dev/null; then
             kill "$pid"
-            for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+            for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
             kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
             echo "[devnet] stopped $name (pid $pid)"
         fi
-        rm -f "$pidfile"
+        rm -f "$dir/$name.pid"
     done
 }
 
@@ -68,16 +73,22 @@ rpc() {
 }
 
 status() {
-    for i in "${!names[@]}"; do
-        name="${names[$i]}"
+    local i name port best fin_hash fin
+    for i in 0 1 2 3; do
+        name="${localnet_names[$i]}"
         port=$((9944 + i))
-        if [ -f "$dir/$name.pid" ] && kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null; then
+        if running "$name"; then
             best=$(rpc "$port" chain_getHeader "" | sed -n 's/.*"number":"\(0x[0-9a-f]*\)".*/\1/p')
             fin_hash=$(rpc "$port" chain_getFinalizedHead "" | sed -n 's/.*"result":"\(0x[0-9a-f]*\)".*/\1/p')
             fin=$(rpc "$port" chain_getHeader "\"$fin_hash\"" | sed -n 's/.*"number":"\(0x[0-9a-f]*\)".*/\1/p')
             echo "$name: running, best #$((best)), finalized #$((fin))"
         else
             echo "$name: stopped"
+        fi
+        if running "$name-worker"; then
+            echo "$name-worker: running, metrics http://127.0.0.1:$((9715 + i))/metrics"
+        else
+            echo "$name-worker: stopped"
         fi
     done
 }

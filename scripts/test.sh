@@ -19,7 +19,7 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "job spec, bundle commitment, drilling workloads, engine (training, verifier, attack suite), worker and daemon"
 cargo test --release --locked -p ergon-job-spec -p ergon-bundle -p ergon-drill -p ergon-protocol \
-    -p ergon-engine -p ergon-worker --features ergon-engine/attacks
+    -p ergon-engine -p ergon-worker --features ergon-worker/attacks
 # These crates are shared with the runtime: they must build without std for the wasm target.
 cargo build --release --locked --target wasm32v1-none -p ergon-job-spec -p ergon-bundle \
     -p ergon-drill -p ergon-protocol --no-default-features
@@ -36,13 +36,24 @@ step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node
 
 step "integration tests: real nodes and trainer daemons on loopback"
-# The daemon test runs this build's worker (built by the first step).
-# Test binaries run one at a time: two networks of nodes at once would starve 2 cores of CPU
-# and make block production timing-dependent.
-cargo test --release --locked -p ergon-integration-tests -- --test-threads=1
+# The daemon tests run this build's worker (built by the first step, with the attack suite: the
+# faults test's cheating trainer). Test binaries run one at a time: two networks of nodes at once
+# would starve 2 cores of CPU and make block production timing-dependent. The faults-and-load test
+# leaves the final state of its 4-validator network in the snapshot, for try_state below.
+snapshot="$CARGO_TARGET_DIR/ergon-live-snapshot.json"
+rm -f "$snapshot"
+ERGON_SNAPSHOT_OUT="$snapshot" \
+    cargo test --release --locked -p ergon-integration-tests -- --test-threads=1
 
 step "chain client (subxt, generated from the runtime's metadata)"
 cargo test --release --locked -p ergon-client
 
 step "runtime tests (Proof-of-Hashrate weights, genesis bonds, equivocation slashing, block shares, the client's metadata is current; native only)"
-SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime
+SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime --features try-runtime
+
+step "try_state of every pallet on the live network's final state (after its faults and load)"
+ERGON_SNAPSHOT="$snapshot" SKIP_WASM_BUILD=1 \
+    cargo test --release --locked -p ergon-runtime --features try-runtime snapshot -- --ignored
+
+step "container images and the compose smoke test (skipped where no docker daemon runs)"
+scripts/docker.sh --if-available

@@ -27,6 +27,8 @@ pub mod configs;
 pub mod genesis_config_presets;
 pub mod proof_of_hashrate;
 pub mod randomness;
+#[cfg(all(test, feature = "try-runtime"))]
+mod snapshot_tests;
 #[cfg(test)]
 mod tests;
 
@@ -97,7 +99,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: Cow::Borrowed("ergon"),
     impl_name: Cow::Borrowed("ergon-node"),
     authoring_version: 1,
-    spec_version: 105,
+    spec_version: 106,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,

@@ -2,7 +2,7 @@
 // Ergon's user command line, on polkadot.js: post and follow training jobs, fetch their models,
 // manage a trainer's bond. Every refusal prints the runtime's own error documentation.
 //
-//   node ergon.mjs post-job SPEC.json --budget 100 [--bid-window 20] [--deadline 600]
+//   node ergon.mjs post-job SPEC.json --budget 100 [--bid-window 20] [--deadline 600] [--count N]
 //   node ergon.mjs check-spec SPEC.json
 //   node ergon.mjs list-jobs
 //   node ergon.mjs watch-job ID
@@ -31,6 +31,7 @@ const { values: opts, positionals } = parseArgs({
     budget: { type: 'string' },
     'bid-window': { type: 'string', default: '20' },
     deadline: { type: 'string', default: '600' },
+    count: { type: 'string', default: '1' },
     out: { type: 'string' },
     yes: { type: 'boolean', default: false },
   },
@@ -66,16 +67,24 @@ async function postJob(api, [specPath]) {
   const best = (await api.rpc.chain.getHeader()).number.toNumber();
   const bidWindow = Number(opts['bid-window']);
   const deadline = best + Number(opts.deadline);
-  const tx = api.tx.jobMarket.postJob(jobSpec(json), plancks(opts.budget), bidWindow, deadline);
-  const events = await send(api, tx, owner, 'postJob');
-  const posted = events.find(({ event }) => api.events.jobMarket.JobPosted.is(event));
-  const id = posted.event.data.job.toNumber();
-  const view = await api.rpc.ergon.job(id);
-  const j = view.toJSON();
-  say(`job ${id} posted by ${owner.address}`);
-  say(`  work ${Number(j.workMicroUt) / 1e6} ut, ${j.checkpoints} checkpoints, budget ${erg(j.budget)} in escrow`);
-  say(`  bids until block ${j.bidWindowEnd}, bundle due by block ${j.deadline}`);
-  say(id);
+  // A new transaction object for each send: signing mutates it.
+  const tx = () => api.tx.jobMarket.postJob(jobSpec(json), plancks(opts.budget), bidWindow, deadline);
+  // --count N: N copies sent at once with consecutive nonces (a burst), then awaited together.
+  const count = Number(opts.count);
+  if (!Number.isInteger(count) || count < 1) throw new Error('--count takes a whole number of jobs, at least 1');
+  const first = (await api.rpc.system.accountNextIndex(owner.address)).toNumber();
+  const sent = Array.from({ length: count }, (_, i) => send(api, tx(), owner, 'postJob', count > 1 ? first + i : undefined));
+  const ids = [];
+  for (const events of await Promise.all(sent)) {
+    const posted = events.find(({ event }) => api.events.jobMarket.JobPosted.is(event));
+    const id = posted.event.data.job.toNumber();
+    const j = (await api.rpc.ergon.job(id)).toJSON();
+    say(`job ${id} posted by ${owner.address}`);
+    say(`  work ${Number(j.workMicroUt) / 1e6} ut, ${j.checkpoints} checkpoints, budget ${erg(j.budget)} in escrow`);
+    say(`  bids until block ${j.bidWindowEnd}, bundle due by block ${j.deadline}`);
+    ids.push(id);
+  }
+  say(ids.join(' '));
 }
 
 /** Asks the chain whether it would take a spec, without signing anything. */

@@ -167,6 +167,25 @@ impl Node {
         })
     }
 
+    /// The trainers bidding on job `job` at the best block, with their prices.
+    pub fn bids(&self, job: u64) -> Vec<([u8; 32], u128)> {
+        self.client().block_on(async {
+            let at = self.at_best().await;
+            let entry = runtime::storage().job_market().bids();
+            match at.storage().try_fetch(entry, (job,)).await {
+                Ok(Some(v)) => v
+                    .decode()
+                    .expect("JobMarket::Bids decodes")
+                    .0
+                    .into_iter()
+                    .map(|b| (b.trainer.0, b.price))
+                    .collect(),
+                Ok(None) => Vec::new(),
+                Err(e) => panic!("reading JobMarket::Bids: {e}"),
+            }
+        })
+    }
+
     /// The chain at the best block (what the node's RPC answers by default).
     pub async fn at_best(&self) -> AtBlock {
         let best = self.block_number(None).expect("best block");

@@ -9,6 +9,8 @@
 
 pub mod bundle_server;
 pub mod chain;
+pub mod measure;
+pub mod network;
 pub mod rpc;
 
 use std::{
@@ -453,10 +455,28 @@ pub fn market_daemons(node: &Node, dir: &Path) -> [Daemon; 3] {
 /// Alice posts the job spec at `spec_path` with the user CLI: 100 ERG budget, bids for 20 blocks,
 /// 400 blocks to deliver. Returns the job id the CLI prints.
 pub fn post_job_as_alice(rpc_port: u16, spec_path: &Path) -> u64 {
+    post_job_as(rpc_port, spec_path, "//Alice", 100)
+}
+
+/// `key` posts the job spec at `spec_path` with the user CLI: `budget_erg` ERG, bids for 20
+/// blocks, 400 blocks to deliver. Returns the job id the CLI prints.
+pub fn post_job_as(rpc_port: u16, spec_path: &Path, key: &str, budget_erg: u32) -> u64 {
     let spec = spec_path.to_string_lossy();
-    let args = ["post-job", &spec, "--key", "//Alice", "--budget", "100"];
+    let budget = budget_erg.to_string();
+    let args = ["post-job", &spec, "--key", key, "--budget", &budget];
     let (ok, out) =
         user_cli(rpc_port, &[&args[..], &["--bid-window", "20", "--deadline", "400"]].concat());
     assert!(ok, "{out}");
     out.lines().last().and_then(|l| l.trim().parse().ok()).expect("the job id")
+}
+
+/// Whether the worker under test was built with the attack suite (`--features ergon-worker/attacks`,
+/// as `scripts/test.sh` builds it): only then does the daemon take `--forge`.
+pub fn worker_has_forgers() -> bool {
+    let out = Command::new(worker_binary())
+        .args(["run", "--dev-key", "//Eve", "--data-dir", "/nonexistent", "--forge", "no-such"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("ergon-worker runs");
+    String::from_utf8_lossy(&out.stderr).contains("no attack called no-such")
 }

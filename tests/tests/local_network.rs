@@ -3,57 +3,15 @@
 
 use std::time::Duration;
 
-use ergon_integration_tests::{wait_for, Node, Ports};
-
-/// libp2p peer ID of the ed25519 node key 0x00…01, given to Alice so the others can boot from her.
-const ALICE_PEER_ID: &str = "12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDEp";
-
-fn start_network(dir: &std::path::Path) -> Vec<Node> {
-    let names = ["alice", "bob", "charlie", "dave"];
-    let alice_ports = Ports::free();
-    names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let ports = if i == 0 { alice_ports } else { Ports::free() };
-            let mut args: Vec<String> = vec![
-                "--chain".into(),
-                "local".into(),
-                format!("--{name}"),
-                "--validator".into(),
-                "--base-path".into(),
-                dir.join(name).display().to_string(),
-                "--node-key".into(),
-                format!("{:064x}", i + 1),
-            ];
-            if i != 0 {
-                args.push("--bootnodes".into());
-                args.push(format!("/ip4/127.0.0.1/tcp/{}/p2p/{ALICE_PEER_ID}", alice_ports.p2p));
-            }
-            Node::start(name, ports, &args, dir)
-        })
-        .collect()
-}
-
-/// Waits until every node in `nodes` has finalized `target`, then checks they agree on its hash.
-fn assert_same_finalized_chain(nodes: &[&Node], target: u32) {
-    for node in nodes {
-        node.wait_finalized(target, Duration::from_secs(240));
-    }
-    let mut hashes = Vec::new();
-    for node in nodes {
-        hashes.push(node.block_hash(target).expect("finalized block has a hash"));
-    }
-    assert!(
-        hashes.windows(2).all(|w| w[0] == w[1]),
-        "nodes disagree on finalized block #{target}: {hashes:?}"
-    );
-}
+use ergon_integration_tests::{
+    network::{assert_same_finalized_chain, start_validators},
+    wait_for, Node,
+};
 
 #[test]
 fn four_validators_finalize_survive_one_down_and_resync() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut nodes = start_network(dir.path());
+    let mut nodes = start_validators(dir.path());
 
     // All four import the same finalized chain.
     let all: Vec<&Node> = nodes.iter().collect();

@@ -451,6 +451,7 @@ impl<T: Config> Pallet<T> {
             (Subject::Bundle, JobState::Verifying { trainer, .. }) if unavailable => {
                 crate::verification::slash_trainer::<T>(
                     id,
+                    &job,
                     &trainer,
                     ergon_protocol::traits::SlashReason::FailedProofOfTraining,
                 );

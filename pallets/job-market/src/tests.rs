@@ -866,6 +866,57 @@ fn attack_lazy_passes_cannot_outvote_a_lone_honest_fail() {
     });
 }
 
+/// The forger's bill: a forged bundle costs its owner the fees of every verifier who replayed it,
+/// money the owner would lose to a forger who loses nothing beyond the collateral it put up anyway.
+/// The forger's slashed collateral pays the owner back those fees first (the rest is burnt): with a
+/// lone honest fail (two fees of the round and the dispute's four) the owner ends where it
+/// started; when every verifier fails the bundle (seven fees, more than this job's price of 600)
+/// the owner gets the whole collateral.
+#[test]
+fn attack_a_forger_pays_for_its_own_verification_and_the_owner_is_refunded() {
+    for all_fail in [false, true] {
+        run(|| {
+            let owner_before = Balances::balance(&OWNER);
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(3);
+            let first = verifiers(job);
+            let verdicts: Vec<Verdict> = first
+                .iter()
+                .enumerate()
+                .map(|(i, v)| if all_fail || i == 0 { fail(job, *v) } else { Verdict::Pass })
+                .collect();
+            vote(job, &first, &verdicts);
+            run_to_block(5);
+            let second = verifiers(job);
+            let disputed = segments_of(job, second[0]).len() as u128;
+            let upheld: Vec<Verdict> = second.iter().map(|v| fail(job, *v)).collect();
+            vote(job, &second, &upheld);
+            assert_eq!(
+                state(job),
+                JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Rejected }
+            );
+            assert_eq!(bond_held(TRAINER), BOND - 600, "the forger loses its collateral");
+            // The fees paid from the escrow: the fails (and the pass on other segments, which
+            // nothing proved wrong) and the dispute's votes; the pass on the named segment is
+            // slashed, not paid.
+            let round_fees = if all_fail { 3 * fee(2) } else { 2 * fee(2) };
+            let fees = round_fees + second.len() as u128 * fee(disputed);
+            let paid_back = fees.min(600);
+            let event = RuntimeEvent::TrainerStaking(pallet_trainer_staking::Event::SlashPaidOut {
+                from: TRAINER,
+                to: OWNER,
+                amount: paid_back,
+            });
+            assert!(System::events().iter().any(|r| r.event == event), "{fees}");
+            assert_eq!(Balances::balance(&OWNER), owner_before - (fees - paid_back));
+            if !all_fail {
+                assert_eq!(Balances::balance(&OWNER), owner_before, "refunded in full");
+            }
+        });
+    }
+}
+
 /// The segments `who` was given in round 0, from the `VerifiersDrawn` event.
 fn segments_of_round0(drawn: &[u64], who: u64) -> Vec<u32> {
     assert!(drawn.contains(&who));
@@ -1325,7 +1376,8 @@ mod properties {
         };
     }
 
-    /// Σ escrow of stored jobs + Σ bonds == everything held; issuance only falls, by the slashes.
+    /// Σ escrow of stored jobs + Σ bonds == everything held; issuance only falls, by what the
+    /// slashes burnt (a slash paid out to those it wronged moves value, it does not burn it).
     fn check(initial_issuance: u128) {
         JobMarket::do_try_state().expect("job-market invariants");
         TrainerStaking::do_try_state().expect("staking invariants");
@@ -1343,7 +1395,17 @@ mod properties {
                 _ => None,
             })
             .sum();
-        assert_eq!(Balances::total_issuance(), initial_issuance - slashed);
+        let paid_out: u128 = System::events()
+            .iter()
+            .filter_map(|r| match &r.event {
+                RuntimeEvent::TrainerStaking(pallet_trainer_staking::Event::SlashPaidOut {
+                    amount,
+                    ..
+                }) => Some(*amount),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(Balances::total_issuance(), initial_issuance - slashed + paid_out);
     }
 
     proptest! {

@@ -354,9 +354,25 @@ impl<T: Config> Pallet<T> {
     }
 }
 
-/// Slashes `TrainerSlash` of the trainer's collateral for job `id` for `reason`.
-pub(crate) fn slash_trainer<T: Config>(id: JobId, trainer: &T::AccountId, reason: SlashReason) {
-    T::Staking::slash_obligation(trainer, Obligation::Training(id), T::TrainerSlash::get(), reason);
+/// Slashes `TrainerSlash` of the trainer's collateral for job `id` for `reason`: out of it the owner
+/// first gets back what catching the bundle cost its escrow (the verifier fees paid so far), the
+/// rest goes where every slash goes. A forger pays for its own verification; an owner whose trainer
+/// cheated is refunded in full (up to the collateral).
+pub(crate) fn slash_trainer<T: Config>(
+    id: JobId,
+    job: &JobOf<T>,
+    trainer: &T::AccountId,
+    reason: SlashReason,
+) {
+    let spent = job.budget.saturating_sub(job.escrow);
+    T::Staking::slash_obligation_compensating(
+        trainer,
+        Obligation::Training(id),
+        T::TrainerSlash::get(),
+        reason,
+        &job.owner,
+        spent,
+    );
 }
 
 /// Releases the collateral of every verifier of job `id` still waiting for a verdict (the current
@@ -703,7 +719,7 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
             });
         }
         Decision::Fail => {
-            slash_trainer::<T>(id, &trainer, SlashReason::FailedProofOfTraining);
+            slash_trainer::<T>(id, job, &trainer, SlashReason::FailedProofOfTraining);
             Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Rejected);
         }
     }

@@ -69,19 +69,24 @@ impl<T: Config> Obligations<T::AccountId> for Pallet<T> {
         reason: SlashReason,
         beneficiaries: &[T::AccountId],
     ) -> BalanceOf<T> {
-        let collateral = <Self as Obligations<_>>::release(who, what);
-        if collateral.is_zero() {
-            return Zero::zero();
-        }
-        let (slashed, credit) = Pallet::<T>::take_slash(who, share.mul_floor(collateral));
-        if !slashed.is_zero() {
-            Pallet::<T>::deposit_event(Event::Slashed {
-                who: who.clone(),
-                amount: slashed,
-                reason,
-            });
-        }
+        let (slashed, credit) = Pallet::<T>::slash_collateral(who, what, share, reason);
         Pallet::<T>::pay_out(who, credit, beneficiaries);
+        slashed
+    }
+
+    fn slash_obligation_compensating(
+        who: &T::AccountId,
+        what: Obligation,
+        share: Perbill,
+        reason: SlashReason,
+        wronged: &T::AccountId,
+        up_to: BalanceOf<T>,
+    ) -> BalanceOf<T> {
+        use frame_support::traits::{Imbalance, OnUnbalanced};
+        let (slashed, credit) = Pallet::<T>::slash_collateral(who, what, share, reason);
+        let (compensation, rest) = credit.split(up_to);
+        Pallet::<T>::pay_out(who, compensation, core::slice::from_ref(wronged));
+        T::Slashed::on_unbalanced(rest);
         slashed
     }
 
@@ -91,6 +96,23 @@ impl<T: Config> Obligations<T::AccountId> for Pallet<T> {
 }
 
 impl<T: Config> Pallet<T> {
+    /// Ends obligation `what` of `who` and takes `share` of its collateral out of the bond for
+    /// `reason` (announced with `Slashed`); returns what was taken and its imbalance, for the caller
+    /// to place.
+    fn slash_collateral(
+        who: &T::AccountId,
+        what: Obligation,
+        share: Perbill,
+        reason: SlashReason,
+    ) -> (BalanceOf<T>, crate::CreditOf<T>) {
+        let collateral = <Self as Obligations<_>>::release(who, what);
+        let (slashed, credit) = Self::take_slash(who, share.mul_floor(collateral));
+        if !slashed.is_zero() {
+            Self::deposit_event(Event::Slashed { who: who.clone(), amount: slashed, reason });
+        }
+        (slashed, credit)
+    }
+
     /// A slash reached the obligated part of `who`'s bond (only an equivocation slash larger than the
     /// free bond and the unlocking chunks can): shrinks its obligations, first ones first, by
     /// `taken` in total, so that their sum stays the ledger's `obligated`.

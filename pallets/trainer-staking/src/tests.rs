@@ -282,6 +282,34 @@ fn attack_unbonding_after_taking_a_duty_does_not_dodge_its_slash() {
     });
 }
 
+/// A compensating slash pays the wronged account what the failed duty cost it, up to the slash;
+/// the rest goes where every slash goes (the mock's treasury). A cost beyond the slash gets the
+/// slash whole.
+#[test]
+fn a_compensating_slash_pays_the_wronged_first_and_the_rest_goes_where_slashes_go() {
+    run(|| {
+        assert_ok!(TrainerStaking::bond(origin(1), 1_000));
+        let duties = [(Obligation::Training(1), 150, 150), (Obligation::Training(2), 900, 400)];
+        for (duty, cost, paid) in duties {
+            assert_ok!(TrainerStaking::obligate(&1, duty, 400));
+            let (wronged, treasury) = (Balances::balance(&2), Balances::balance(&TREASURY));
+            let slashed = TrainerStaking::slash_obligation_compensating(
+                &1,
+                duty,
+                Perbill::one(),
+                SlashReason::FailedProofOfTraining,
+                &2,
+                cost,
+            );
+            assert_eq!(slashed, 400);
+            assert_eq!(Balances::balance(&2), wronged + paid);
+            assert_eq!(Balances::balance(&TREASURY), treasury + (400 - paid));
+            assert_eq!(TrainerStaking::collateral(&1, duty), 0);
+        }
+        assert_eq!(held(1), 200);
+    });
+}
+
 #[test]
 fn obligations_are_bounded_by_the_free_bond_and_their_number() {
     run(|| {

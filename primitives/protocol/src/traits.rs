@@ -147,6 +147,16 @@ pub trait Obligations<AccountId> {
         reason: SlashReason,
         beneficiaries: &[AccountId],
     ) -> Self::Balance;
+    /// Like [`Self::slash_obligation`], but the first `up_to` of what is slashed is paid to
+    /// `wronged` (what the failed duty cost it); the rest goes where every slash goes.
+    fn slash_obligation_compensating(
+        who: &AccountId,
+        what: Obligation,
+        share: Perbill,
+        reason: SlashReason,
+        wronged: &AccountId,
+        up_to: Self::Balance,
+    ) -> Self::Balance;
     /// Collateral `who` holds for `what` (zero if none).
     fn collateral(who: &AccountId, what: Obligation) -> Self::Balance;
 }

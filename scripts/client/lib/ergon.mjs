@@ -69,10 +69,14 @@ export function describeError(api, dispatchError) {
   return dispatchError.toString();
 }
 
-/** Signs and sends `tx`; resolves with its events once in a block, rejects with the readable error. */
-export function send(api, tx, who, what) {
+/**
+ * Signs and sends `tx` (with `nonce` when given: several transactions of one account sent at once);
+ * resolves with its events once in a block, rejects with the readable error.
+ */
+export function send(api, tx, who, what, nonce = undefined) {
   return new Promise((resolve, reject) => {
-    tx.signAndSend(who, ({ status, dispatchError, events }) => {
+    const options = nonce === undefined ? {} : { nonce };
+    tx.signAndSend(who, options, ({ status, dispatchError, events }) => {
       if (dispatchError) {
         reject(new Error(`${what} refused: ${describeError(api, dispatchError)}`));
       } else if (status.isInBlock) {

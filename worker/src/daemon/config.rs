@@ -79,6 +79,21 @@ pub struct Config {
     /// Decoded datasets kept between jobs, in MiB (the least recently used go first past it).
     #[arg(long, env = "ERGON_DATASET_CACHE_MIB", default_value_t = 1024)]
     pub dataset_cache_mib: u64,
+    /// Tests only (the `attacks` feature): a cheating trainer that commits this forger's bundle
+    /// (an attack suite name: `wronglearningrate`, `lazy-1`, …) instead of training.
+    #[cfg(feature = "attacks")]
+    #[arg(long, hide = true, value_parser = parse_attack)]
+    pub forge: Option<ergon_engine::attacks::Attack>,
+}
+
+/// An attack of the suite by its report name.
+#[cfg(feature = "attacks")]
+fn parse_attack(name: &str) -> Result<ergon_engine::attacks::Attack, String> {
+    // The segment count only sizes the variants with a parameter; 30 is the market's minimum.
+    ergon_engine::attacks::Attack::all(30)
+        .into_iter()
+        .find(|a| a.name() == name)
+        .ok_or_else(|| format!("no attack called {name}"))
 }
 
 impl Config {

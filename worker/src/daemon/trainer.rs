@@ -92,6 +92,13 @@ impl Trainer {
                         seconds_left,
                         min_price_per_ut,
                     ) {
+                        // The chain refuses a price above what the job pays (less still once
+                        // the verifier fees are reserved): not worth a transaction's fee.
+                        Ok(price) if price > job.budget => {
+                            info!(job = id, price, budget = job.budget, "no bid: the asking price is above the job's budget");
+                            self.considered.insert(id);
+                            continue;
+                        }
                         Ok(price) => price,
                         Err(why) => {
                             info!(job = id, "no bid: {why}");
@@ -222,7 +229,15 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
             ..TrainOptions::new(out.clone(), seed)
         };
         let (spec2, out2) = (spec.clone(), out.clone());
-        let work = tokio::task::spawn_blocking(move || finished_or_train(&spec2, &out2, &opts));
+        #[cfg(feature = "attacks")]
+        let forge = ctx.config.forge;
+        let work = tokio::task::spawn_blocking(move || {
+            #[cfg(feature = "attacks")]
+            if let Some(attack) = forge {
+                return forged(attack, &spec2, &out2, &opts);
+            }
+            finished_or_train(&spec2, &out2, &opts)
+        });
         let result = report_progress(&ctx, id, &spec, &steps, work).await;
         drop(slot);
         match result {
@@ -317,6 +332,37 @@ async fn report_progress<T>(
     }
 }
 
+/// The cheating trainer of the fault tests: writes `attack`'s forged bundle into `out` and reports
+/// it as trained.
+#[cfg(feature = "attacks")]
+fn forged(
+    attack: ergon_engine::attacks::Attack,
+    spec: &ergon_job_spec::JobSpec,
+    out: &std::path::Path,
+    opts: &TrainOptions,
+) -> ergon_engine::Result<Outcome> {
+    warn!(attack = %attack.name(), "forging the bundle instead of training (test build)");
+    ergon_engine::attacks::forge(attack, spec, &opts.seed, out, 0)?;
+    finished(out)
+}
+
+/// The bundle finished in `out`, read back and checked.
+fn finished(out: &std::path::Path) -> ergon_engine::Result<Outcome> {
+    let inspection = bundle::inspect(out)?;
+    if !inspection.problems.is_empty() {
+        return Err(Error::Bundle {
+            path: out.into(),
+            reason: format!("finished bundle is damaged: {}", inspection.problems.join("; ")),
+        });
+    }
+    Ok(Outcome::Finished(train::TrainReport {
+        root: inspection.root,
+        manifest: inspection.manifest,
+        train_seconds: 0.0,
+        checkpoint_seconds: 0.0,
+    }))
+}
+
 /// Trains into `out`, or, when a previous run finished the bundle but died before recording it,
 /// reads the finished bundle.
 fn finished_or_train(
@@ -326,19 +372,7 @@ fn finished_or_train(
 ) -> ergon_engine::Result<Outcome> {
     let manifest_path = out.join(bundle::MANIFEST_FILE);
     if manifest_path.exists() && !out.join(train::PROGRESS_FILE).exists() {
-        let inspection = bundle::inspect(out)?;
-        if !inspection.problems.is_empty() {
-            return Err(Error::Bundle {
-                path: out.into(),
-                reason: format!("finished bundle is damaged: {}", inspection.problems.join("; ")),
-            });
-        }
-        return Ok(Outcome::Finished(train::TrainReport {
-            root: inspection.root,
-            manifest: inspection.manifest,
-            train_seconds: 0.0,
-            checkpoint_seconds: 0.0,
-        }));
+        return finished(out);
     }
     train::train(spec, opts)
 }
