@@ -76,6 +76,21 @@ base() {
     rootfs="$(mktemp -d)"
     debootstrap --variant=minbase bookworm "$rootfs" "$mirror" > "$rootfs.log" 2>&1 ||
         { tail -20 "$rootfs.log"; exit 1; }
+    # What makes the official image slim: no package lists or apt caches kept, and dpkg leaves
+    # documentation, manuals and translations out (of this image and of what is installed on it).
+    cat > "$rootfs/etc/apt/apt.conf.d/docker-clean" <<'APT'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+APT
+    printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+        'path-exclude /usr/share/man/*' 'path-exclude /usr/share/info/*' \
+        'path-exclude /usr/share/locale/*' > "$rootfs/etc/dpkg/dpkg.cfg.d/docker"
+    rm -rf "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/cache/apt/archives/*.deb \
+        "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
+        "$rootfs"/usr/share/locale/*
+    find "$rootfs/usr/share/doc" -mindepth 2 ! -name copyright -delete 2>/dev/null || true
     tar -C "$rootfs" -c . | docker import - "$base_image" > /dev/null
     rm -rf "$rootfs" "$rootfs.log"
 }
@@ -106,7 +121,7 @@ images() {
             > /tmp/ergon-docker-prometheus.log 2>&1 || { tail -30 /tmp/ergon-docker-prometheus.log; exit 1; }
     fi
     log "images built in $(($(date +%s) - started)) s:"
-    docker image ls --format '  {{.Repository}}:{{.Tag}}  {{.Size}}' | grep -e '^  ergon-' -e prometheus -e bookworm-slim
+    docker image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E '^(ergon-|prom/|debian:)' | sed 's/^/  /'
 }
 
 rpc() {
