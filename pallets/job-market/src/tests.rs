@@ -1385,23 +1385,21 @@ mod properties {
         let bonds = pallet_trainer_staking::TotalBonded::<Test>::get();
         let held: u128 = (1..=9u64).map(|w| Balances::total_balance_on_hold(&w)).sum();
         assert_eq!(escrow + bonds, held, "held balance differs from escrows + bonds");
-        let slashed: u128 = System::events()
-            .iter()
-            .filter_map(|r| match &r.event {
-                RuntimeEvent::TrainerStaking(pallet_trainer_staking::Event::Slashed {
-                    amount,
-                    ..
-                }) => Some(*amount),
+        let staking_events = || {
+            System::events().into_iter().filter_map(|r| match r.event {
+                RuntimeEvent::TrainerStaking(e) => Some(e),
+                _ => None,
+            })
+        };
+        let slashed: u128 = staking_events()
+            .filter_map(|e| match e {
+                pallet_trainer_staking::Event::Slashed { amount, .. } => Some(amount),
                 _ => None,
             })
             .sum();
-        let paid_out: u128 = System::events()
-            .iter()
-            .filter_map(|r| match &r.event {
-                RuntimeEvent::TrainerStaking(pallet_trainer_staking::Event::SlashPaidOut {
-                    amount,
-                    ..
-                }) => Some(*amount),
+        let paid_out: u128 = staking_events()
+            .filter_map(|e| match e {
+                pallet_trainer_staking::Event::SlashPaidOut { amount, .. } => Some(amount),
                 _ => None,
             })
             .sum();
