@@ -81,9 +81,8 @@ pub fn write_snapshot(node: &Node, path: &Path) -> usize {
         if keys.is_empty() {
             break;
         }
-        let changes = node
-            .call("state_queryStorageAt", json!([keys, hash]))
-            .expect("state_queryStorageAt");
+        let changes =
+            node.call("state_queryStorageAt", json!([keys, hash])).expect("state_queryStorageAt");
         for change in changes[0]["changes"].as_array().expect("changes") {
             if let (Some(k), Some(v)) = (change[0].as_str(), change[1].as_str()) {
                 pairs.push(json!([k, v]));

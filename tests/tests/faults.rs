@@ -181,7 +181,11 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     let bad: ergon_job_spec::JobSpec = serde_json::from_value(bad).expect("still a spec");
     let sender = "//Eve//stash";
     let before = node.account(&account(sender));
-    node.send(calls::post_job(&bad, 100 * ERG, 20, 400), &dev_pair(sender), Duration::from_secs(120));
+    node.send(
+        calls::post_job(&bad, 100 * ERG, 20, 400),
+        &dev_pair(sender),
+        Duration::from_secs(120),
+    );
     let after = node.account(&account(sender));
     let address = dev_pair(sender).public_key().to_account_id().to_string();
     let jobs = node.call("ergon_jobsOf", json!([address])).expect("ergon_jobsOf");
@@ -193,8 +197,11 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     let owners = ["//Alice//stash", "//Bob//stash", "//Charlie//stash", "//Dave//stash"];
     let before: Vec<u128> = owners.iter().map(|o| total(node, o)).collect();
     let budgets = [100, 100, 100, 3];
-    let jobs: Vec<u64> =
-        owners.iter().zip(budgets).map(|(o, b)| post_job_as(node.ports.rpc, &spec_path, o, b)).collect();
+    let jobs: Vec<u64> = owners
+        .iter()
+        .zip(budgets)
+        .map(|(o, b)| post_job_as(node.ports.rpc, &spec_path, o, b))
+        .collect();
     let [a, b, c, d] = jobs[..] else { unreachable!() };
     let all: Vec<&Daemon> = validators.iter().chain([&eve, &ferdie]).collect();
     accept(node, a, owners[0], "//Bob", &all);
@@ -231,9 +238,9 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
         let view = job_view(node, *load.iter().max()?);
         let last_ended = view["state"]["status"] == "failed";
         (last_ended
-            && load.iter().all(|j| {
-                matches!(job_view(node, *j)["state"]["status"].as_str(), Some("failed"))
-            }))
+            && load
+                .iter()
+                .all(|j| matches!(job_view(node, *j)["state"]["status"].as_str(), Some("failed"))))
         .then(|| node.block_number(None))
         .flatten()
     });

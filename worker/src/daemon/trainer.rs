@@ -95,7 +95,12 @@ impl Trainer {
                         // The chain refuses a price above what the job pays (less still once
                         // the verifier fees are reserved): not worth a transaction's fee.
                         Ok(price) if price > job.budget => {
-                            info!(job = id, price, budget = job.budget, "no bid: the asking price is above the job's budget");
+                            info!(
+                                job = id,
+                                price,
+                                budget = job.budget,
+                                "no bid: the asking price is above the job's budget"
+                            );
                             self.considered.insert(id);
                             continue;
                         }
