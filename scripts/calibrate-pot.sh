@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Calibrates the verifier's replay tolerances ε (relative error) and τ (cosine) on honest runs:
-# the Fashion-MNIST MLP example trained with SEEDS seeds (default 10) on 1 and on 2 threads, each
-# bundle verified on the *other* thread count with every segment replayed. Prints one line per run
+# an example (MODEL, default fashion-mnist-mlp; also fashion-mnist-cnn, char-transformer) trained with
+# SEEDS seeds (default 10) on 1 and on 2 threads, each bundle verified on the *other* thread count with
+# ten segments replayed. Prints one line per run
 # and the extremes; docs/pot-calibration.md records a run of it. Needs Debian's dataset-fashion-mnist
 # (scripts/setup.sh installs it).
 set -euo pipefail
@@ -11,7 +12,7 @@ cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 cargo build --release --locked -p ergon-worker
 worker="$CARGO_TARGET_DIR/release/ergon-worker"
-spec=worker/examples/fashion-mnist-mlp.json
+spec=worker/examples/${MODEL:-fashion-mnist-mlp}.json
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 all_segments="$(seq -s, 0 9)"

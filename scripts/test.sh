@@ -24,6 +24,17 @@ cargo test --release --locked -p ergon-job-spec -p ergon-bundle -p ergon-drill -
 cargo build --release --locked --target wasm32v1-none -p ergon-job-spec -p ergon-bundle \
     -p ergon-drill -p ergon-protocol --no-default-features
 
+step "the worker's CUDA build (CUDA 13.0 from PyPI wheels, no GPU needed), tested on its CPU path"
+# Its own target directory: the CUDA binary must not replace the CPU build that the integration tests
+# run. Without a GPU, the tests run against the driver stub, which answers "no device".
+(
+    source "$(scripts/setup-cuda.sh)"
+    export CARGO_TARGET_DIR="$CARGO_TARGET_DIR/cuda"
+    cargo build --release --locked -p ergon-worker --features cuda
+    LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH" \
+        cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/cuda
+)
+
 step "pallets (mock runtimes)"
 cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking -p pallet-job-market \
     -p pallet-drilling -p ergon-timeouts

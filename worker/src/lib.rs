@@ -4,6 +4,7 @@
 //! knows no chain):
 //!
 //! - [`daemon`]: `ergon-worker run`, the trainer daemon that takes part in the market on its own;
+//! - [`device`]: `--cuda` and `--cuda-device`, shared by the commands and the daemon;
 //! - [`serve`]: the bundle server (byte ranges, a connection limit, a clean shutdown) on the
 //!   daemon's async runtime, also `ergon-worker serve`.
 //!
@@ -12,6 +13,7 @@
 //! client does.
 
 pub mod daemon;
+pub mod device;
 pub mod serve;
 
 pub use ergon_engine as engine;

@@ -85,6 +85,14 @@ pub enum Error {
     /// The thread pool could not be built.
     #[error("cannot start the compute threads: {0}")]
     Threads(String),
+    /// The GPU asked for cannot be used (no CUDA build, no driver, no such device).
+    #[error("cannot use GPU {ordinal}: {reason}")]
+    Gpu {
+        /// The CUDA device ordinal asked for.
+        ordinal: usize,
+        /// Why not.
+        reason: String,
+    },
     /// An error inside candle (shapes, devices, CUDA).
     #[error("tensor computation: {0}")]
     Candle(#[from] candle_core::Error),

@@ -6,8 +6,11 @@
 //! decides *what* to run, the engine only *runs* it.
 //!
 //! - [`data`]: fetch (path or http(s)), check the content root, decode IDX / CSV / text, a cache;
+//! - [`device`]: the CPU or a CUDA GPU, opened once, with TF32 off;
 //! - [`rng`]: the seed-derived randomness (initial weights, batch order as a PRF of seed, epoch, step);
 //! - [`model`]: the layer DSL as candle computations with our own seeded initialization;
+//! - [`ops`]: the CPU kernels of convolutions, max-pooling and ReLU (own backward passes) and the
+//!   optimizers' in-place updates;
 //! - [`optim`]: SGD with momentum and AdamW with checkpointable state;
 //! - [`trajectory`]: the optimizer steps, checkpoint schedule, state save/load, evaluation;
 //! - [`train`]: the resumable training loop that writes a bundle;
@@ -26,10 +29,12 @@ pub mod bundle;
 pub mod calibrate;
 pub mod data;
 pub mod delivery;
+pub mod device;
 pub mod drill;
 pub mod error;
 pub mod full_pass;
 pub mod model;
+pub mod ops;
 pub mod optim;
 pub mod rng;
 pub mod run;

@@ -2,12 +2,15 @@
 //!
 //! Everything differentiable is written with candle's primitive ops (matmul, conv2d, exp, sum, …):
 //! candle's fused softmax / layer-norm kernels do not propagate gradients, so they are not used here.
+//! On the CPU, convolutions and max-pooling run Ergon's own kernels ([`crate::ops`]), which are
+//! faster there than candle's and as deterministic.
 
 use candle_core::{DType, Device, Tensor, Var, D};
 use ergon_job_spec::{JobSpec, Layer};
 
 use crate::{
     error::Result,
+    ops,
     rng::{Seed, Stream},
 };
 
@@ -231,9 +234,22 @@ impl Model {
     /// Logits for a batch: `[B, classes]`, or `[B, T, vocab]` for token input (`x` of dtype u32).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let mut x = x.clone();
-        for block in &self.blocks {
+        let mut blocks = self.blocks.iter().peekable();
+        while let Some(block) = blocks.next() {
+            // On the CPU a ReLU followed by a max-pooling is one op (same values and gradients).
+            if let (Block::Relu, Some(Block::MaxPool2d { kernel, stride })) = (block, blocks.peek())
+            {
+                if x.device().is_cpu() {
+                    x = ops::relu_max_pool2d(&x, *kernel, *stride)?;
+                    blocks.next();
+                    continue;
+                }
+            }
             x = match block {
                 Block::Linear(lin) => self.linear(&x, *lin)?,
+                Block::Conv2d { w, b, stride, padding } if x.device().is_cpu() => {
+                    ops::conv2d(&x, self.p(*w), b.map(|b| self.p(b)), *stride, *padding)?
+                }
                 Block::Conv2d { w, b, stride, padding } => {
                     let y = x.conv2d(self.p(*w), *padding, *stride, 1, 1)?;
                     match b {
@@ -241,8 +257,12 @@ impl Model {
                         None => y,
                     }
                 }
+                Block::MaxPool2d { kernel, stride } if x.device().is_cpu() => {
+                    ops::max_pool2d(&x, *kernel, *stride)?
+                }
                 Block::MaxPool2d { kernel, stride } => max_pool2d(&x, *kernel, *stride)?,
                 Block::Flatten => x.flatten_from(1)?,
+                Block::Relu if x.device().is_cpu() => ops::relu(&x)?,
                 Block::Relu => x.relu()?,
                 Block::Gelu => x.gelu()?,
                 Block::LayerNorm(n) => self.layer_norm(&x, n)?,
@@ -266,7 +286,8 @@ impl Model {
     }
 }
 
-/// Max pooling over `kernel`×`kernel` windows every `stride` pixels of `[N, C, H, W]`.
+/// Max pooling over `kernel`×`kernel` windows every `stride` pixels of `[N, C, H, W]`, on any device
+/// (the CPU has a faster kernel with the same results, [`ops::max_pool2d`]).
 ///
 /// Candle's own max-pool backward scales the gradient by 1/kernel² (and needs stride = kernel), so
 /// this one is built from differentiable primitives: gather the k² window positions with index

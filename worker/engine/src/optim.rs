@@ -9,6 +9,7 @@ use ergon_job_spec::Optimizer as OptimizerSpec;
 use crate::{
     error::{Error, Result},
     model::Param,
+    ops,
 };
 
 /// An optimizer and its state.
@@ -61,6 +62,38 @@ impl Optimizer {
                 Some(g) => g.detach(),
                 None => w.zeros_like()?,
             };
+            if w.device().is_cpu() {
+                // The same arithmetic, in place ([`ops::update`]).
+                match self.spec {
+                    OptimizerSpec::Sgd { lr, momentum, weight_decay } => ops::update::sgd(
+                        param.var.as_tensor(),
+                        &state[0],
+                        &g,
+                        lr.to_f64(),
+                        momentum.to_f64(),
+                        weight_decay.to_f64(),
+                    )?,
+                    OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
+                        let (m, v) = (&state[0], &state[1]);
+                        let hyper = (
+                            lr.to_f64(),
+                            beta1.to_f64(),
+                            beta2.to_f64(),
+                            eps.to_f64(),
+                            weight_decay.to_f64(),
+                        );
+                        ops::update::adamw(
+                            param.var.as_tensor(),
+                            m,
+                            v,
+                            &g,
+                            hyper,
+                            self.step as i32,
+                        )?
+                    }
+                }
+                continue;
+            }
             match self.spec {
                 OptimizerSpec::Sgd { lr, momentum, weight_decay } => {
                     let g = (g + (w * weight_decay.to_f64())?)?;
@@ -119,7 +152,8 @@ impl Optimizer {
                         reason: "optimizer state has the wrong shape".into(),
                     });
                 }
-                *t = saved.to_device(t.device())?.to_dtype(t.dtype())?;
+                // A copy of its own: the CPU updates the state in place.
+                *t = saved.to_device(t.device())?.to_dtype(t.dtype())?.copy()?;
             }
         }
         self.step = step;

@@ -1,14 +1,20 @@
 //! The training loop: deterministic batches, checkpoints every k steps, resumable after a crash, and
 //! the bundle (manifest + Merkle root) at the end.
 
-use std::{fs, path::PathBuf, sync::Arc, time::Instant};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    sync::{mpsc, Arc},
+    thread::JoinHandle,
+    time::Instant,
+};
 
 use candle_core::{DType, Device};
 use ergon_job_spec::{JobSpec, SpecSummary};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    bundle::{self, checkpoint, CheckpointEntry, Manifest, Metrics},
+    bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest, Metrics},
     data::{self, hex},
     error::{io, Error, Result},
     model::Model,
@@ -16,8 +22,8 @@ use crate::{
     rng::Seed,
     run::{self, Cancel, OnStep, Step, Threads},
     trajectory::{
-        build_manifest, evaluate, is_checkpoint_step, load_checkpoint, run_steps, spec_hash,
-        write_checkpoint,
+        build_manifest, evaluate, host_state, is_checkpoint_step, load_checkpoint, run_steps,
+        spec_hash, write_checkpoint, write_host_checkpoint,
     },
 };
 
@@ -70,7 +76,8 @@ pub struct TrainReport {
     pub manifest: Manifest,
     /// Wall time spent training (excluding data loading), seconds.
     pub train_seconds: f64,
-    /// Of which writing checkpoints, seconds.
+    /// Of which the training thread spent on checkpoints, seconds: copying the state off the device,
+    /// and waiting when the background writer is still busy with the previous one.
     pub checkpoint_seconds: f64,
 }
 
@@ -84,7 +91,7 @@ pub enum Outcome {
 }
 
 /// The resume journal: where the last checkpoint is and the losses up to it.
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 struct Journal {
     spec_hash: String,
     seed: String,
@@ -96,6 +103,62 @@ fn write_journal(dir: &std::path::Path, progress: &Journal) -> Result<()> {
     let bytes = serde_json::to_vec(progress)
         .map_err(|e| Error::Bundle { path: dir.into(), reason: e.to_string() })?;
     checkpoint::write_atomic(&dir.join(PROGRESS_FILE), &bytes)
+}
+
+/// Writes checkpoints, then the journal that lists them, on a thread beside the training: hashing and
+/// syncing a checkpoint to disk overlaps the next steps instead of stalling them. Checkpoints are
+/// written in order and the journal only ever lists files already on disk, so a crash at any point
+/// resumes from the last complete checkpoint. At most one checkpoint waits while another is written,
+/// so memory stays bounded at two copies of the state.
+struct BackgroundWriter {
+    queue: Option<mpsc::SyncSender<(u64, HostTensors, Vec<f32>)>>,
+    thread: Option<JoinHandle<Result<Journal>>>,
+}
+
+impl BackgroundWriter {
+    fn start(dir: &Path, mut journal: Journal) -> Result<Self> {
+        let (queue, jobs) = mpsc::sync_channel::<(u64, HostTensors, Vec<f32>)>(1);
+        let (dir, dir_of_error) = (dir.to_path_buf(), dir);
+        let thread = std::thread::Builder::new()
+            .name("ergon-checkpoints".into())
+            .spawn(move || {
+                for (step, host, losses) in jobs {
+                    journal.checkpoints.push(write_host_checkpoint(&dir, step, &host)?);
+                    journal.losses = losses;
+                    write_journal(&dir, &journal)?;
+                }
+                Ok(journal)
+            })
+            .map_err(io("starting the checkpoint writer for", dir_of_error))?;
+        Ok(Self { queue: Some(queue), thread: Some(thread) })
+    }
+
+    /// Queues the state after `step` steps (and the losses so far); waits while the writer is two
+    /// checkpoints behind. A write that failed is reported here, at the next checkpoint.
+    fn submit(&mut self, step: u64, host: HostTensors, losses: Vec<f32>) -> Result<()> {
+        let sent = self.queue.as_ref().is_some_and(|q| q.send((step, host, losses)).is_ok());
+        if sent {
+            return Ok(());
+        }
+        // The writer stopped: it failed, and says why.
+        self.finish().map(|_| ())
+    }
+
+    /// Waits for every queued checkpoint to be on disk; returns the journal that lists them.
+    fn finish(&mut self) -> Result<Journal> {
+        self.queue = None;
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(journal)) => journal,
+            Some(Err(_)) => Err(Error::Bundle {
+                path: PathBuf::new(),
+                reason: "the checkpoint writer panicked".into(),
+            }),
+            None => Err(Error::Bundle {
+                path: PathBuf::new(),
+                reason: "the checkpoint writer already stopped".into(),
+            }),
+        }
+    }
 }
 
 /// Trains `spec` into the bundle directory `opts.out`, resuming from its last checkpoint if a previous
@@ -159,6 +222,7 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     let started = Instant::now();
     let mut checkpoint_seconds = 0.0;
     let mut halted = None;
+    let mut writer = BackgroundWriter::start(dir, progress.clone())?;
 
     let run = run_steps(
         spec,
@@ -173,8 +237,7 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
             progress.losses.push(loss_value);
             if is_checkpoint_step(spec, &summary, done) {
                 let t = Instant::now();
-                progress.checkpoints.push(write_checkpoint(dir, done, model, opt)?);
-                write_journal(dir, &progress)?;
+                writer.submit(done, host_state(done, model, opt)?, progress.losses.clone())?;
                 checkpoint_seconds += t.elapsed().as_secs_f64();
             }
             if let Some(on_step) = &opts.on_step {
@@ -198,12 +261,17 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
             Ok(true)
         },
     );
+    // Every checkpoint taken is on disk before the run reports anything, whatever its outcome.
+    let t = Instant::now();
+    let written = writer.finish();
+    checkpoint_seconds += t.elapsed().as_secs_f64();
     // A divergence is an outcome, not an error: the bundle says where, and a verifier can replay it.
     let mut diverged_at = match run {
         Ok(()) => None,
         Err(Error::Diverged { step, .. }) => Some(step),
         Err(e) => return Err(e),
     };
+    progress.checkpoints = written?.checkpoints;
     if let Some(done) = halted {
         return Ok(Outcome::Halted(done));
     }

@@ -132,9 +132,15 @@ pub fn write_checkpoint(
     model: &Model,
     opt: &Optimizer,
 ) -> Result<CheckpointEntry> {
+    write_host_checkpoint(dir, step, &host_state(step, model, opt)?)
+}
+
+/// The current state copied to the host as the checkpoint of step `step`, or
+/// `Err(Error::Diverged)` when it is not finite ([`ensure_finite_state`]).
+pub fn host_state(step: u64, model: &Model, opt: &Optimizer) -> Result<HostTensors> {
     let host = HostTensors::from_tensors(&state_tensors(model, opt))?;
     ensure_finite_state(step, &host)?;
-    write_host_checkpoint(dir, step, &host)
+    Ok(host)
 }
 
 /// `Err(Error::Diverged { step })` when the state after `step` steps holds a non-finite value

@@ -208,6 +208,22 @@ fn another_seed_fails_the_manifest_check() {
 }
 
 #[test]
+fn a_bundle_of_another_precision_fails_the_manifest_check() {
+    // Attack: train in TF32 or f16 on a GPU (faster) for an f32 job. Declared, the manifest check
+    // refuses it; undeclared, the replay in f32 measures the difference (the forgers' tests).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    let mut m = manifest(&out);
+    m.environment.precision = "tf32".into();
+    write_manifest(&out, &m);
+    let report = verify::verify(&spec, &all_segments(&out)).unwrap();
+    let failure = report.first_failure().unwrap();
+    assert_eq!(failure.name, "manifest");
+    assert!(failure.measured.contains("precision"), "{}", failure.measured);
+}
+
+#[test]
 fn a_permuted_initialization_fails_the_init_check() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");

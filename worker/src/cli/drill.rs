@@ -20,9 +20,9 @@ pub struct Args {
     /// Threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Run matrix products on the first CUDA GPU (a build with `--features cuda`).
-    #[arg(long)]
-    cuda: bool,
+    /// Run matrix products on a CUDA GPU (a build with `--features cuda`).
+    #[command(flatten)]
+    device: ergon_worker::device::DeviceArgs,
     /// Use the integer matrix kernel instead of exact f32 products (same bytes; slower on CPUs
     /// whose f32 units outrun their int8 ones).
     #[arg(long, conflicts_with = "cuda")]
@@ -30,11 +30,11 @@ pub struct Args {
 }
 
 /// Runs the task on the pool `--threads` asks for and prints what it found.
-pub fn run(Args { task, threads, cuda, int8 }: Args) -> Outcome {
+pub fn run(Args { task, threads, device, int8 }: Args) -> Outcome {
     let task = drill::load_task(&task)?;
     let pool = super::threads(threads)?;
-    let engine = match (cuda, int8) {
-        (true, _) => Engine::Candle(candle_core::Device::new_cuda(0)?),
+    let engine = match (device.cuda, int8) {
+        (true, _) => Engine::Candle(device.open()?.device),
         (false, true) => Engine::Int8 { threads: pool.count() },
         (false, false) => Engine::Candle(candle_core::Device::Cpu),
     };

@@ -31,9 +31,8 @@ pub struct Args {
     /// CPU threads for the tensor kernels (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Train on the first CUDA GPU (needs the `cuda` build feature).
-    #[arg(long)]
-    cuda: bool,
+    #[command(flatten)]
+    device: ergon_worker::device::DeviceArgs,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -46,8 +45,9 @@ pub fn run(args: Args) -> Outcome {
         Some(s) => parse_seed(&s)?,
         None => rng::job_seed(args.job_id, &parse_account(args.trainer.as_deref())?),
     };
-    let device =
-        if args.cuda { candle_core::Device::new_cuda(0)? } else { candle_core::Device::Cpu };
+    let device = args.device.open()?;
+    eprintln!("device {}", device.description);
+    let device = device.device;
     let summary = spec.validate()?;
     eprintln!(
         "training {} parameters, {} steps, {:.3} ut of work, seed {}",
@@ -85,13 +85,13 @@ pub fn run(args: Args) -> Outcome {
             );
             let samples = spec.train.samples as f64 * spec.epochs as f64;
             println!(
-                "trained in {:.1} s ({:.1}% writing checkpoints)",
+                "trained in {:.1} s ({:.1}% of it on checkpoints)",
                 r.train_seconds,
                 100.0 * r.checkpoint_seconds / r.train_seconds.max(1e-9)
             );
             println!(
-                "throughput {:.0} samples/s (checkpoint writes excluded)",
-                samples / (r.train_seconds - r.checkpoint_seconds).max(1e-9)
+                "throughput {:.0} samples/s (checkpoints included)",
+                samples / r.train_seconds.max(1e-9)
             );
         }
         Trained::Halted(step) => {

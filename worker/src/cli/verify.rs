@@ -52,6 +52,9 @@ pub struct Args {
     /// CPU threads for the tensor kernels (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Replay on a GPU (a bundle trained on a CPU or another GPU passes within the tolerances).
+    #[command(flatten)]
+    device: ergon_worker::device::DeviceArgs,
 }
 
 /// Verifies and prints each check; exit status 0 = pass, 1 = fail.
@@ -75,6 +78,9 @@ pub fn run(args: Args) -> Outcome {
     opts.tau = args.tau;
     opts.expected_root = args.root.as_deref().map(parse_seed).transpose()?;
     opts.threads = Some(super::threads(args.threads)?);
+    let device = args.device.open()?;
+    eprintln!("device {}", device.description);
+    opts.device = device.device;
     let verdict = if served {
         let verdict =
             verify::fetch_for(&args.bundle, &opts).and_then(|_| verify::verify(&spec, &opts));

@@ -13,6 +13,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use candle_core::Device;
 use ergon_engine::{Cancel, Threads};
 use tokio::sync::{Mutex, MutexGuard};
 
@@ -23,6 +24,7 @@ pub struct Compute {
     pause: Cancel,
     shutdown: Cancel,
     threads: Threads,
+    device: Device,
 }
 
 /// Holding the machine.
@@ -37,7 +39,18 @@ impl Compute {
             pause: Cancel::new(),
             shutdown: Cancel::new(),
             threads,
+            device: Device::Cpu,
         }
+    }
+
+    /// The same machine training and verifying on `device`.
+    pub fn on(self, device: Device) -> Self {
+        Self { device, ..self }
+    }
+
+    /// The device trainings and verifications run on.
+    pub fn device(&self) -> Device {
+        self.device.clone()
     }
 
     /// The token a training checks at each checkpoint: raised while urgent work waits, and for

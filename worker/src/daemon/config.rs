@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use ergon_client::keys;
+use ergon_engine::device::OpenDevice;
 
 use super::policy::{self, Policy, ERG};
 
@@ -76,6 +77,9 @@ pub struct Config {
     /// CPU threads for trainings, verifications and drills (0: one per core).
     #[arg(long, env = "ERGON_THREADS", default_value_t = 0)]
     pub threads: usize,
+    /// Train and verify on a GPU (`--cuda`, `--cuda-device N`); drills stay on the CPU.
+    #[command(flatten)]
+    pub device: crate::device::DeviceArgs,
     /// Decoded datasets kept between jobs, in MiB (the least recently used go first past it).
     #[arg(long, env = "ERGON_DATASET_CACHE_MIB", default_value_t = 1024)]
     pub dataset_cache_mib: u64,
@@ -125,17 +129,19 @@ impl Config {
     }
 
     /// The bidding policy: prices from the options, capacity from the options or measured on
-    /// `threads` (the pool the daemon trains on).
-    pub fn policy(&self, threads: &ergon_engine::Threads) -> Policy {
+    /// `device` and `threads` (where the daemon trains). On a GPU, a training must fit in its
+    /// memory.
+    pub fn policy(&self, threads: &ergon_engine::Threads, device: &OpenDevice) -> Policy {
         let micro_ut_per_hour = match self.throughput {
             Some(ut) => (ut * 1e6) as u128,
             // Measured on an MLP; jobs of other shapes (convolutions on a CPU) train slower per
             // FLOP: half of it, conservatively.
-            None => measured_training_micro_ut_per_hour(threads) / 2,
+            None => measured_training_micro_ut_per_hour(threads, &device.device) / 2,
         };
-        let memory_bytes = match self.memory_mib {
-            Some(mib) => mib << 20,
-            None => policy::available_memory().unwrap_or(1 << 30),
+        let memory_bytes = match (self.memory_mib, device.memory_bytes) {
+            (Some(mib), _) => mib << 20,
+            (None, Some(gpu)) => gpu,
+            (None, None) => policy::available_memory().unwrap_or(1 << 30),
         };
         Policy {
             price_per_ut: self.price_per_ut.saturating_mul(ERG),
@@ -149,14 +155,13 @@ impl Config {
 }
 
 /// Training throughput in micro-ut per hour, measured once by training the reference model
-/// (`ergon_engine::calibrate`) for a second on `threads`.
-fn measured_training_micro_ut_per_hour(threads: &ergon_engine::Threads) -> u128 {
-    let flops = ergon_engine::calibrate::training_flops_per_second(
-        Some(threads),
-        &candle_core::Device::Cpu,
-        1.0,
-    )
-    .unwrap_or(1e8);
+/// (`ergon_engine::calibrate`) for a second on `device` (and `threads`).
+fn measured_training_micro_ut_per_hour(
+    threads: &ergon_engine::Threads,
+    device: &candle_core::Device,
+) -> u128 {
+    let flops = ergon_engine::calibrate::training_flops_per_second(Some(threads), device, 1.0)
+        .unwrap_or(1e8);
     (flops * 3600.0 / ergon_job_spec::FLOPS_PER_UT as f64 * 1e6) as u128
 }
 

@@ -163,11 +163,14 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
     store.claim(&me.to_string()).map_err(|e| Fatal::Config(e.to_string()))?;
     let threads =
         ergon_engine::Threads::new(config.threads).map_err(|e| Fatal::Config(e.to_string()))?;
-    let policy = config.policy(&threads);
+    let device = config.device.open().map_err(|e| Fatal::Config(e.to_string()))?;
+    info!(device = %device.description, "training and verifying on");
+    let policy = config.policy(&threads, &device);
     info!(
         training_ut_per_hour = policy.micro_ut_per_hour as f64 / 1e6,
+        memory_mib = policy.memory_bytes >> 20,
         threads = threads.count(),
-        "throughput for the deadline check"
+        "capacity for the bid checks"
     );
     info!(account = %me, roles = ?config.roles, data_dir = %config.data_dir.display(), "starting");
 
@@ -195,7 +198,7 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         signer,
         me,
         store,
-        compute: compute::Compute::new(threads),
+        compute: compute::Compute::new(threads).on(device.device),
         datasets: Arc::new(DatasetCache::with_budget(config.dataset_cache_mib << 20)),
         config,
         policy,

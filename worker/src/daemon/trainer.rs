@@ -228,6 +228,7 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
         let counter = steps.clone();
         let opts = TrainOptions {
             threads: Some(ctx.compute.threads()),
+            device: ctx.compute.device(),
             stop: Some(ctx.compute.pause_token()),
             on_step: Some(Arc::new(move |s: &Step| counter.store(s.done, Ordering::Relaxed))),
             datasets: Some(ctx.datasets.clone()),

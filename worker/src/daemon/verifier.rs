@@ -264,6 +264,7 @@ fn replay(
     opts.expected_divergence = Some(target.diverged_at);
     opts.datasets = Some(datasets);
     opts.threads = Some(compute.threads());
+    opts.device = compute.device();
     opts.cancel = Some(compute.shutdown_token());
     let fetched = verify::fetch_for(&target.uri, &opts)?;
     info!(job, checkpoints = fetched, "downloaded the checkpoints the verification reads");

@@ -259,6 +259,11 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     if steps != schedule {
         mismatches.push(format!("checkpoint steps {steps:?}"));
     }
+    // Jobs train in f32 on every device (a GPU with TF32 off): a bundle of another precision was
+    // not computed as the job asks, and the replay tolerances do not cover it.
+    if m.environment.precision != "f32" {
+        mismatches.push(format!("precision {:?} (jobs train in f32)", m.environment.precision));
+    }
     match seed {
         None => mismatches.push("seed is not 32 bytes of hex".into()),
         Some(s) if s != opts.expected_seed => {
@@ -270,7 +275,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         "manifest",
         mismatches.is_empty(),
         if mismatches.is_empty() { "matches".into() } else { mismatches.join("; ") },
-        "spec hash, batch size, step and checkpoint schedule, seed as prescribed",
+        "spec hash, batch size, step and checkpoint schedule, seed as prescribed, f32",
     );
     let (Some(seed), true) = (seed, report.passed) else {
         // Nothing below is meaningful on a bundle that is not what it claims to be.
@@ -303,6 +308,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
 
     // 4. C0 == Init(seed).
     let device = &opts.device;
+    let replayed_on = trajectory::environment(device).device;
     let model = Model::new(spec, &seed, device, DType::F32)?;
     let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
     let init = HostTensors::from_tensors(&trajectory::state_tensors(&model, &opt))?.hashes();
@@ -398,8 +404,8 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         }
         let threshold = format!(
             "weights and optimizer state: relative error ≤ {:e} and cosine ≥ {}; every step's loss \
-             within {LOSS_TOLERANCE:e}",
-            opts.epsilon, opts.tau
+             within {LOSS_TOLERANCE:e} (trained on {}, replayed on {})",
+            opts.epsilon, opts.tau, m.environment.device, replayed_on
         );
         let segment = Segment {
             from,

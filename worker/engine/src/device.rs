@@ -1,0 +1,100 @@
+//! The device a computation runs on: the CPU, or a CUDA GPU opened once at start and described in
+//! the logs, the bid capacity check and the bundle's manifest.
+//!
+//! A GPU is always opened through [`open`], which turns off every reduced-precision shortcut of
+//! candle's CUDA matrix products (TF32 for f32): a job's precision is f32, and a verifier on a CPU
+//! must be able to replay a GPU's steps within the f32 tolerances.
+
+use candle_core::Device;
+
+use crate::error::{Error, Result};
+
+/// The device a user asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DeviceChoice {
+    /// The CPU (every build).
+    #[default]
+    Cpu,
+    /// The CUDA GPU of this ordinal (a build with the `cuda` feature).
+    Cuda(usize),
+}
+
+/// An opened device and what it is.
+#[derive(Clone, Debug)]
+pub struct OpenDevice {
+    /// The candle device to compute on.
+    pub device: Device,
+    /// For people: `cpu`, or `cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)`.
+    pub description: String,
+    /// The GPU's memory in bytes (`None` on the CPU).
+    pub memory_bytes: Option<u64>,
+}
+
+/// Whether this build can train on CUDA GPUs.
+pub const CUDA_BUILD: bool = cfg!(feature = "cuda");
+
+/// Opens `choice`: the CPU always works; a GPU needs a `cuda` build, the NVIDIA driver and the CUDA
+/// libraries, and a device of that ordinal, else a clear [`Error::Gpu`].
+pub fn open(choice: DeviceChoice) -> Result<OpenDevice> {
+    match choice {
+        DeviceChoice::Cpu => {
+            Ok(OpenDevice { device: Device::Cpu, description: "cpu".into(), memory_bytes: None })
+        }
+        DeviceChoice::Cuda(ordinal) => open_cuda(ordinal),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda(ordinal: usize) -> Result<OpenDevice> {
+    let gpu = |reason: String| Error::Gpu { ordinal, reason };
+    let device = Device::new_cuda(ordinal).map_err(|e| gpu(e.to_string()))?;
+    // f32 products in f32: no TF32 (its 10-bit mantissa would put GPU replays far outside the f32
+    // tolerances a CPU verifier applies).
+    candle_core::cuda::set_gemm_reduced_precision_f32(false);
+    candle_core::cuda::set_gemm_reduced_precision_f16(false);
+    candle_core::cuda::set_gemm_reduced_precision_bf16(false);
+    let Device::Cuda(cuda) = &device else { return Err(gpu("not a CUDA device".into())) };
+    let stream = cuda.cuda_stream();
+    let context = stream.context();
+    let name = context.name().map_err(|e| gpu(e.to_string()))?;
+    let memory = context.total_mem().map_err(|e| gpu(e.to_string()))? as u64;
+    let (major, minor) = context.compute_capability().map_err(|e| gpu(e.to_string()))?;
+    let description = format!(
+        "cuda:{ordinal} {name} (sm_{major}{minor}, {:.1} GiB)",
+        memory as f64 / (1u64 << 30) as f64
+    );
+    Ok(OpenDevice { device, description, memory_bytes: Some(memory) })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn open_cuda(ordinal: usize) -> Result<OpenDevice> {
+    Err(Error::Gpu {
+        ordinal,
+        reason:
+            "this ergon-worker was built without the `cuda` feature (see scripts/setup-cuda.sh)"
+                .into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_always_opens() {
+        let cpu = open(DeviceChoice::Cpu).unwrap();
+        assert!(cpu.device.is_cpu());
+        assert_eq!(cpu.memory_bytes, None);
+    }
+
+    #[test]
+    fn a_missing_gpu_is_a_clear_error_not_a_panic() {
+        // A plain build has no CUDA; a CUDA build on a machine without this many GPUs (or without
+        // a driver: the build machine links a stub that answers "no device") has no such device.
+        match open(DeviceChoice::Cuda(97)) {
+            Err(Error::Gpu { ordinal: 97, reason }) => assert!(!reason.is_empty()),
+            Err(other) => panic!("unexpected error {other}"),
+            Ok(gpu) => panic!("opened a 98th GPU: {}", gpu.description),
+        }
+    }
+}

@@ -1,0 +1,1091 @@
+//! CPU kernels of the model's convolutions, max-pooling and ReLU, with their own backward passes,
+//! and the optimizers' in-place updates ([`update`]).
+//!
+//! Why not candle's: its CPU convolution backward runs a transposed convolution for the input gradient
+//! and a convolution of transposed tensors for the kernel gradient, both slow direct loops, and it
+//! computes the image gradient of the input layer that nobody reads; and each of candle's ops is a node
+//! whose backward allocates a zero gradient and adds to it. Here a convolution (with its bias) is one
+//! op: per sample, one gemm on the im2col patch matrix forward, two backward and a col2im, no image
+//! gradient when the input is not a variable (the input layer). A ReLU followed by a max-pool is one
+//! op too ([`relu_max_pool2d`]), so the ReLU's output, as large as the convolution's, is never kept.
+//!
+//! Determinism: every kernel splits its work by sample (or by image plane), each sum runs in a fixed
+//! order and the weight gradient adds fixed groups of samples in order, so results are bit-identical
+//! for any number of threads, as replay requires. On a GPU the model uses candle's own kernels
+//! instead (see [`crate::model`]).
+
+use candle_core::{
+    backend::BackendStorage, bail, CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result,
+    Shape, Tensor,
+};
+use rayon::prelude::*;
+
+/// The element types the kernels support: f32 (training) and f64 (gradient checks).
+trait Elem: Copy + Default + PartialOrd + std::ops::AddAssign + Send + Sync + 'static {}
+impl Elem for f32 {}
+impl Elem for f64 {}
+
+/// The contiguous values a layout views, or an error naming `op`.
+fn contiguous<'a, T>(all: &'a [T], layout: &Layout, op: &str) -> Result<&'a [T]> {
+    match layout.contiguous_offsets() {
+        Some((start, end)) => Ok(&all[start..end]),
+        None => bail!("{op}: the input must be contiguous"),
+    }
+}
+
+/// Applies `$body` (an expression in the slice `$v`) to a one-input f32 or f64 storage.
+macro_rules! unary {
+    ($op:expr, $s:expr, $l:expr, |$v:ident| $body:expr) => {
+        match $s {
+            CpuStorage::F32(all) => {
+                let $v = contiguous(all, $l, $op)?;
+                CpuStorage::F32($body)
+            }
+            CpuStorage::F64(all) => {
+                let $v = contiguous(all, $l, $op)?;
+                CpuStorage::F64($body)
+            }
+            other => bail!("{}: unsupported dtype {:?}", $op, other.dtype()),
+        }
+    };
+}
+
+/// The geometry of a 2-D convolution over `[n, c, h, w]` images with square `k`×`k` kernels.
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    k: usize,
+    stride: usize,
+    pad: usize,
+    ho: usize,
+    wo: usize,
+}
+
+impl Geometry {
+    fn new(dims: &[usize], k: usize, stride: usize, pad: usize) -> Result<Geometry> {
+        let [n, c, h, w] = dims else {
+            bail!("conv2d: the input must be [N, C, H, W], got {dims:?}")
+        };
+        let (n, c, h, w) = (*n, *c, *h, *w);
+        if stride == 0 || h + 2 * pad < k || w + 2 * pad < k {
+            bail!(
+                "conv2d: a {k}×{k} kernel at stride {stride}, padding {pad} does not fit {h}×{w}"
+            );
+        }
+        let (ho, wo) = ((h + 2 * pad - k) / stride + 1, (w + 2 * pad - k) / stride + 1);
+        Ok(Geometry { n, c, h, w, k, stride, pad, ho, wo })
+    }
+
+    /// Columns of the patch matrix: one per input channel and kernel position.
+    fn patch(&self) -> usize {
+        self.c * self.k * self.k
+    }
+
+    /// Rows of the patch matrix per sample: one per output position.
+    fn positions(&self) -> usize {
+        self.ho * self.wo
+    }
+}
+
+/// The output columns `ow` whose kernel offset `kj` reads a real pixel (not padding), and the pixel
+/// column of the first: `ow·stride + kj − pad ∈ [0, w)`.
+fn valid_columns(g: Geometry, kj: usize) -> (std::ops::Range<usize>, usize) {
+    let lo = g.pad.saturating_sub(kj).div_ceil(g.stride);
+    let hi = match (g.w + g.pad).checked_sub(kj + 1) {
+        Some(last) => (last / g.stride + 1).min(g.wo),
+        None => 0,
+    };
+    let lo = lo.min(hi);
+    (lo..hi, (lo * g.stride + kj).saturating_sub(g.pad))
+}
+
+/// The input row that output row `oh` reads at kernel offset `ki`, or `None` in the padding.
+fn source_row(g: Geometry, oh: usize, ki: usize) -> Option<usize> {
+    (oh * g.stride + ki).checked_sub(g.pad).filter(|r| *r < g.h)
+}
+
+/// `im2col` of one image: `[c, h, w]` → the patch matrix `[c·k·k, ho·wo]` (row = channel and kernel
+/// offset, column = output position; zeros in the padding).
+fn im2col<T: Elem>(x: &[T], g: Geometry, cols: &mut [T]) {
+    let l = g.positions();
+    for c in 0..g.c {
+        let plane = &x[c * g.h * g.w..][..g.h * g.w];
+        for ki in 0..g.k {
+            for kj in 0..g.k {
+                let row = &mut cols[((c * g.k + ki) * g.k + kj) * l..][..l];
+                let (valid, first) = valid_columns(g, kj);
+                for (oh, out) in row.chunks_mut(g.wo).enumerate() {
+                    let Some(r) = source_row(g, oh, ki) else {
+                        out.fill(T::default());
+                        continue;
+                    };
+                    let src = &plane[r * g.w..][..g.w];
+                    out[..valid.start].fill(T::default());
+                    out[valid.end..].fill(T::default());
+                    let out = &mut out[valid.clone()];
+                    if g.stride == 1 {
+                        out.copy_from_slice(&src[first..first + out.len()]);
+                    } else {
+                        for (i, o) in out.iter_mut().enumerate() {
+                            *o = src[first + i * g.stride];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `col2im`, the adjoint of [`im2col`]: adds each patch-matrix entry onto the pixel it came from (in
+/// `x`, zero on entry), in a fixed order.
+fn col2im<T: Elem>(cols: &[T], g: Geometry, x: &mut [T]) {
+    let l = g.positions();
+    for c in 0..g.c {
+        let plane = &mut x[c * g.h * g.w..][..g.h * g.w];
+        for ki in 0..g.k {
+            for kj in 0..g.k {
+                let row = &cols[((c * g.k + ki) * g.k + kj) * l..][..l];
+                let (valid, first) = valid_columns(g, kj);
+                for (oh, grad) in row.chunks(g.wo).enumerate() {
+                    let Some(r) = source_row(g, oh, ki) else { continue };
+                    let dst = &mut plane[r * g.w..][..g.w];
+                    for (i, v) in grad[valid.clone()].iter().enumerate() {
+                        dst[first + i * g.stride] += *v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A row-major matrix view for [`matmul`]: its values, rows, columns and whether it is read
+/// transposed (`t`: the view is the transpose of the row-major `cols × rows` matrix stored).
+struct Mat<'a, T> {
+    values: &'a [T],
+    rows: usize,
+    cols: usize,
+    t: bool,
+}
+
+impl<T> Mat<'_, T> {
+    /// (row stride, column stride).
+    fn strides(&self) -> (isize, isize) {
+        if self.t {
+            (1, self.rows as isize)
+        } else {
+            (self.cols as isize, 1)
+        }
+    }
+}
+
+/// `dst (+)= a · b` on this thread (single-threaded gemm: the callers parallelize over samples, which
+/// keeps every sum's order independent of the thread count). `dst` is row-major `a.rows × b.cols`.
+fn matmul<T: Elem>(dst: &mut [T], a: Mat<T>, b: Mat<T>, accumulate: bool, one: T) {
+    assert!(a.cols == b.rows && dst.len() == a.rows * b.cols);
+    assert!(a.values.len() >= a.rows * a.cols && b.values.len() >= b.rows * b.cols);
+    let ((a_rs, a_cs), (b_rs, b_cs)) = (a.strides(), b.strides());
+    // SAFETY: the asserts above bound every index gemm reads and writes by the slices' lengths.
+    unsafe {
+        gemm::gemm(
+            a.rows,
+            b.cols,
+            a.cols,
+            dst.as_mut_ptr(),
+            1,
+            b.cols as isize,
+            accumulate,
+            a.values.as_ptr(),
+            a_cs,
+            a_rs,
+            b.values.as_ptr(),
+            b_cs,
+            b_rs,
+            one,
+            one,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        )
+    }
+}
+
+/// Samples per partial sum of the weight gradient: fixed, so that the partial sums (computed in
+/// parallel) and their sum (in order) are the same for any number of threads.
+const SAMPLES_PER_PARTIAL: usize = 4;
+
+/// A 2-D convolution with bias: `(x [n, c, h, w], weight [o, c, k, k], bias [o])` → `[n, o, ho, wo]`.
+/// Each sample is `bias + W · im2col(x)`, one gemm; the patch matrix is rebuilt in the backward
+/// pass instead of being kept.
+struct Conv2d {
+    stride: usize,
+    pad: usize,
+}
+
+impl Conv2d {
+    fn geometry(&self, x: &Layout, w: &Layout) -> Result<(Geometry, usize)> {
+        let [o, c, k, k2] = w.dims() else { bail!("conv2d: the weight must be [O, C, k, k]") };
+        let g = Geometry::new(x.dims(), *k, self.stride, self.pad)?;
+        if k != k2 || *c != g.c {
+            bail!("conv2d: weight {:?} does not fit input {:?}", w.dims(), x.dims());
+        }
+        Ok((g, *o))
+    }
+}
+
+fn conv2d_forward<T: Elem>(x: &[T], w: &[T], b: &[T], g: Geometry, o: usize, one: T) -> Vec<T> {
+    let (image, l, patch) = (g.c * g.h * g.w, g.positions(), g.patch());
+    let mut y = vec![T::default(); g.n * o * l];
+    y.par_chunks_mut(o * l).zip(x.par_chunks(image)).for_each_init(
+        || vec![T::default(); patch * l],
+        |cols, (y, x)| {
+            im2col(x, g, cols);
+            for (row, bias) in y.chunks_mut(l).zip(b) {
+                row.fill(*bias);
+            }
+            let w = Mat { values: w, rows: o, cols: patch, t: false };
+            matmul(y, w, Mat { values: cols, rows: patch, cols: l, t: false }, true, one);
+        },
+    );
+    y
+}
+
+/// The gradients of [`Conv2d`], packed in one vector: `∂x` (when `with_x`), then `∂W`, then `∂b`.
+fn conv2d_backward<T: Elem>(
+    x: &[T],
+    w: &[T],
+    grad: &[T],
+    g: Geometry,
+    o: usize,
+    with_x: bool,
+    one: T,
+) -> Vec<T> {
+    let (image, l, patch) = (g.c * g.h * g.w, g.positions(), g.patch());
+    let per = SAMPLES_PER_PARTIAL;
+    // Per group of samples: ∂W and ∂b over its samples (in sample order), and each sample's ∂x.
+    let mut dx = vec![T::default(); if with_x { x.len() } else { 0 }];
+    let groups = g.n.div_ceil(per);
+    let mut partial = vec![T::default(); groups * (o * patch + o)];
+    let dx_chunks: Vec<&mut [T]> = if with_x {
+        dx.chunks_mut(image * per).collect()
+    } else {
+        (0..groups).map(|_| &mut [][..]).collect()
+    };
+    partial
+        .par_chunks_mut(o * patch + o)
+        .zip(x.par_chunks(image * per))
+        .zip(grad.par_chunks(o * l * per))
+        .zip(dx_chunks)
+        .for_each_init(
+            || (vec![T::default(); patch * l], vec![T::default(); patch * l]),
+            |(cols, dcols), (((acc, x), grad), dx)| {
+                let (dw, db) = acc.split_at_mut(o * patch);
+                for (i, (x, grad)) in x.chunks(image).zip(grad.chunks(o * l)).enumerate() {
+                    im2col(x, g, cols);
+                    // ∂W += ∂y · colsᵀ
+                    let dy = Mat { values: grad, rows: o, cols: l, t: false };
+                    let cols_t = Mat { values: &cols[..], rows: l, cols: patch, t: true };
+                    matmul(dw, dy, cols_t, i > 0, one);
+                    for (db, row) in db.iter_mut().zip(grad.chunks(l)) {
+                        for v in row {
+                            *db += *v;
+                        }
+                    }
+                    if with_x {
+                        // ∂cols = Wᵀ · ∂y, then back onto the image.
+                        let w_t = Mat { values: w, rows: patch, cols: o, t: true };
+                        matmul(
+                            dcols,
+                            w_t,
+                            Mat { values: grad, rows: o, cols: l, t: false },
+                            false,
+                            one,
+                        );
+                        col2im(dcols, g, &mut dx[i * image..][..image]);
+                    }
+                }
+            },
+        );
+    // The groups' partial sums, in order.
+    let mut out = dx;
+    let mut total = vec![T::default(); o * patch + o];
+    for acc in partial.chunks(o * patch + o) {
+        for (t, v) in total.iter_mut().zip(acc) {
+            *t += *v;
+        }
+    }
+    out.extend(total);
+    out
+}
+
+impl CustomOp3 for Conv2d {
+    fn name(&self) -> &'static str {
+        "ergon-conv2d"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (g, o) = self.geometry(l1, l2)?;
+        if l3.dims() != [o] {
+            bail!("conv2d: the bias must be [{o}], got {:?}", l3.dims());
+        }
+        let n = self.name();
+        let y = match (s1, s2, s3) {
+            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
+                let (x, w, b) =
+                    (contiguous(x, l1, n)?, contiguous(w, l2, n)?, contiguous(b, l3, n)?);
+                CpuStorage::F32(conv2d_forward(x, w, b, g, o, 1.0))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
+                let (x, w, b) =
+                    (contiguous(x, l1, n)?, contiguous(w, l2, n)?, contiguous(b, l3, n)?);
+                CpuStorage::F64(conv2d_forward(x, w, b, g, o, 1.0))
+            }
+            _ => bail!("{n}: the input, weight and bias must all be f32 or all f64"),
+        };
+        Ok((y, Shape::from((g.n, o, g.ho, g.wo))))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        // The input layer's images are no variable: their gradient is not computed at all.
+        let with_x = x.track_op();
+        let grads = x.apply_op3_no_bwd(
+            w,
+            &grad.contiguous()?,
+            &Conv2dGrad { stride: self.stride, pad: self.pad, with_x },
+        )?;
+        let (nx, nw) = (if with_x { x.elem_count() } else { 0 }, w.elem_count());
+        let dx = with_x.then(|| grads.narrow(0, 0, nx)?.reshape(x.shape())).transpose()?;
+        let dw = grads.narrow(0, nx, nw)?.reshape(w.shape())?;
+        let db = grads.narrow(0, nx + nw, b.elem_count())?;
+        Ok((dx, Some(dw), Some(db)))
+    }
+}
+
+/// The backward of [`Conv2d`]: `(x, W, ∂y)` → `∂x ‖ ∂W ‖ ∂b`, flat.
+struct Conv2dGrad {
+    stride: usize,
+    pad: usize,
+    with_x: bool,
+}
+
+impl CustomOp3 for Conv2dGrad {
+    fn name(&self) -> &'static str {
+        "ergon-conv2d-grad"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (g, o) = Conv2d { stride: self.stride, pad: self.pad }.geometry(l1, l2)?;
+        if l3.dims() != [g.n, o, g.ho, g.wo] {
+            bail!("conv2d backward: the gradient has shape {:?}", l3.dims());
+        }
+        let n = self.name();
+        let out = match (s1, s2, s3) {
+            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(dy)) => {
+                let (x, w, dy) =
+                    (contiguous(x, l1, n)?, contiguous(w, l2, n)?, contiguous(dy, l3, n)?);
+                CpuStorage::F32(conv2d_backward(x, w, dy, g, o, self.with_x, 1.0))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(dy)) => {
+                let (x, w, dy) =
+                    (contiguous(x, l1, n)?, contiguous(w, l2, n)?, contiguous(dy, l3, n)?);
+                CpuStorage::F64(conv2d_backward(x, w, dy, g, o, self.with_x, 1.0))
+            }
+            _ => bail!("{n}: the input, weight and gradient must all be f32 or all f64"),
+        };
+        let dx = if self.with_x { g.n * g.c * g.h * g.w } else { 0 };
+        Ok((out, Shape::from(dx + o * g.patch() + o)))
+    }
+}
+
+/// A 2-D convolution of `x` (`[N, C, H, W]`) with `weight` (`[O, C, k, k]`) and an optional `bias`
+/// (`[O]`) on the CPU: `[N, O, H', W']`.
+pub fn conv2d(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: usize,
+    padding: usize,
+) -> Result<Tensor> {
+    let out_channels = weight.dim(0)?;
+    let zeros;
+    let bias = match bias {
+        Some(b) => b.contiguous()?,
+        None => {
+            zeros = Tensor::zeros(out_channels, weight.dtype(), weight.device())?;
+            zeros
+        }
+    };
+    x.contiguous()?.apply_op3(&weight.contiguous()?, &bias, Conv2d { stride, pad: padding })
+}
+
+/// Max pooling over `kernel`×`kernel` windows every `stride` pixels of `[N, C, H, W]` on the CPU.
+/// The gradient goes to the first maximum of each window (exactly one input per window, as in
+/// PyTorch); overlapping windows add up.
+pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
+    x.contiguous()?.apply_op1(MaxPool { kernel, stride, relu: false })
+}
+
+/// `max_pool2d(relu(x))` in one pass each way, with exactly the values and gradients of the two
+/// ops in a row (a ReLU before a pooling is the usual CNN block): the ReLU's output, as large as
+/// the convolution's, is never stored, nor its gradient.
+pub fn relu_max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
+    x.contiguous()?.apply_op1(MaxPool { kernel, stride, relu: true })
+}
+
+/// Max pooling, after a ReLU when `relu`.
+struct MaxPool {
+    kernel: usize,
+    stride: usize,
+    relu: bool,
+}
+
+impl MaxPool {
+    fn geometry(&self, dims: &[usize]) -> Result<Geometry> {
+        Geometry::new(dims, self.kernel, self.stride, 0)
+    }
+}
+
+/// Visits each window of an `h`×`w` plane: `visit(output index, value, the input index that gets
+/// the window's gradient)`. Without ReLU that input is the first maximum (ties keep the first
+/// position; NaN never wins). With it, the window of `relu(x)` is pooled: its first maximum is the
+/// first maximum of `x` when that is positive; otherwise every `relu(x)` is 0, the first position
+/// wins, and the ReLU lets its gradient through only if its input is 0 (candle's ReLU passes the
+/// gradient where `x ≥ 0`).
+fn pool_windows<T: Elem>(
+    plane: &[T],
+    g: Geometry,
+    relu: bool,
+    mut visit: impl FnMut(usize, T, Option<usize>),
+) {
+    let zero = T::default();
+    let mut emit = |out, first: usize, best, max| match relu {
+        false => visit(out, max, Some(best)),
+        true if max > zero => visit(out, max, Some(best)),
+        true => visit(out, zero, (plane[first] == zero).then_some(first)),
+    };
+    if g.k == 2 && g.stride == 2 {
+        // The usual 2×2 pooling, two input rows at a time, without index arithmetic per element.
+        for oh in 0..g.ho {
+            let (top, bottom) = (2 * oh * g.w, (2 * oh + 1) * g.w);
+            let rows = plane[top..top + 2 * g.wo].chunks_exact(2);
+            for (ow, (a, b)) in
+                rows.zip(plane[bottom..bottom + 2 * g.wo].chunks_exact(2)).enumerate()
+            {
+                let first = top + 2 * ow;
+                let (mut best, mut max) = (first, a[0]);
+                for (i, v) in
+                    [(first + 1, a[1]), (bottom + 2 * ow, b[0]), (bottom + 2 * ow + 1, b[1])]
+                {
+                    let better = v > max;
+                    max = if better { v } else { max };
+                    best = if better { i } else { best };
+                }
+                emit(oh * g.wo + ow, first, best, max);
+            }
+        }
+        return;
+    }
+    for oh in 0..g.ho {
+        for ow in 0..g.wo {
+            let first = (oh * g.stride) * g.w + ow * g.stride;
+            let (mut best, mut max) = (first, plane[first]);
+            for ki in 0..g.k {
+                let row = first + ki * g.w;
+                for (kj, v) in plane[row..row + g.k].iter().enumerate() {
+                    // Branch-free (data-dependent branches mispredict on half the windows).
+                    let better = *v > max;
+                    max = if better { *v } else { max };
+                    best = if better { row + kj } else { best };
+                }
+            }
+            emit(oh * g.wo + ow, first, best, max);
+        }
+    }
+}
+
+fn max_pool<T: Elem>(x: &[T], g: Geometry, relu: bool) -> Vec<T> {
+    let (plane, out_plane) = (g.h * g.w, g.positions());
+    let mut out = vec![T::default(); g.n * g.c * out_plane];
+    out.par_chunks_mut(out_plane).zip(x.par_chunks(plane)).for_each(|(out, x)| {
+        pool_windows(x, g, relu, |o, v, _| out[o] = v);
+    });
+    out
+}
+
+fn max_pool_grad<T: Elem>(x: &[T], grad: &[T], g: Geometry, relu: bool) -> Vec<T> {
+    let (plane, out_plane) = (g.h * g.w, g.positions());
+    let mut out = vec![T::default(); x.len()];
+    out.par_chunks_mut(plane).zip(x.par_chunks(plane)).zip(grad.par_chunks(out_plane)).for_each(
+        |((out, x), grad)| {
+            pool_windows(x, g, relu, |o, _, source| {
+                if let Some(i) = source {
+                    out[i] += grad[o];
+                }
+            })
+        },
+    );
+    out
+}
+
+impl CustomOp1 for MaxPool {
+    fn name(&self) -> &'static str {
+        "ergon-max-pool2d"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let g = self.geometry(l.dims())?;
+        let out = unary!(self.name(), s, l, |x| max_pool(x, g, self.relu));
+        Ok((out, Shape::from((g.n, g.c, g.ho, g.wo))))
+    }
+
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        let g = self.geometry(arg.dims())?;
+        Ok(Some(arg.apply_op2_no_bwd(&grad.contiguous()?, &MaxPoolGrad(g, self.relu))?))
+    }
+}
+
+/// The backward of [`MaxPool`]: `(x, ∂L/∂y)` → `∂L/∂x`.
+struct MaxPoolGrad(Geometry, bool);
+
+impl CustomOp2 for MaxPoolGrad {
+    fn name(&self) -> &'static str {
+        "ergon-max-pool2d-grad"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (g, relu) = (self.0, self.1);
+        if l2.dims() != [g.n, g.c, g.ho, g.wo] {
+            bail!("max-pool2d backward: the gradient has shape {:?}", l2.dims());
+        }
+        let out = match (s1, s2) {
+            (CpuStorage::F32(x), CpuStorage::F32(grad)) => CpuStorage::F32(max_pool_grad(
+                contiguous(x, l1, self.name())?,
+                contiguous(grad, l2, self.name())?,
+                g,
+                relu,
+            )),
+            (CpuStorage::F64(x), CpuStorage::F64(grad)) => CpuStorage::F64(max_pool_grad(
+                contiguous(x, l1, self.name())?,
+                contiguous(grad, l2, self.name())?,
+                g,
+                relu,
+            )),
+            (a, b) => bail!("{}: unsupported dtypes {:?}, {:?}", self.name(), a.dtype(), b.dtype()),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+}
+
+/// ReLU with its own backward, one pass each way (candle's backward takes four): `max(x, 0)`, and the
+/// gradient passes where `x ≥ 0`, as in candle's ReLU, which the GPU path uses.
+pub fn relu(x: &Tensor) -> Result<Tensor> {
+    x.contiguous()?.apply_op1(Relu)
+}
+
+/// Elements per parallel task of the element-wise kernels.
+const CHUNK: usize = 1 << 14;
+
+struct Relu;
+
+impl CustomOp1 for Relu {
+    fn name(&self) -> &'static str {
+        "ergon-relu"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        fn relu<T: Elem>(x: &[T]) -> Vec<T> {
+            let zero = T::default();
+            x.par_iter().with_min_len(CHUNK).map(|x| if *x > zero { *x } else { zero }).collect()
+        }
+        Ok((unary!(self.name(), s, l, |x| relu(x)), l.shape().clone()))
+    }
+
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(arg.apply_op2_no_bwd(&grad.contiguous()?, &ReluGrad)?))
+    }
+}
+
+/// The backward of [`Relu`]: `(x, ∂L/∂y)` → `∂L/∂x`.
+struct ReluGrad;
+
+impl CustomOp2 for ReluGrad {
+    fn name(&self) -> &'static str {
+        "ergon-relu-grad"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        fn grad<T: Elem>(x: &[T], dy: &[T]) -> Vec<T> {
+            let zero = T::default();
+            let pass = |(x, dy): (&T, &T)| if *x >= zero { *dy } else { zero };
+            x.par_iter().zip(dy).with_min_len(CHUNK).map(pass).collect()
+        }
+        if l1.dims() != l2.dims() {
+            bail!("relu backward: the gradient has shape {:?}, not {:?}", l2.dims(), l1.dims());
+        }
+        let n = self.name();
+        let out = match (s1, s2) {
+            (CpuStorage::F32(x), CpuStorage::F32(dy)) => {
+                CpuStorage::F32(grad(contiguous(x, l1, n)?, contiguous(dy, l2, n)?))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(dy)) => {
+                CpuStorage::F64(grad(contiguous(x, l1, n)?, contiguous(dy, l2, n)?))
+            }
+            (a, b) => bail!("{n}: unsupported dtypes {:?}, {:?}", a.dtype(), b.dtype()),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+}
+
+/// The optimizers' updates in place on the CPU, one pass per state tensor and no allocation, with
+/// the f32 operations of the tensor expressions `optim` evaluates on a GPU, in the same order and
+/// with the same roundings (a scalar product `x·s` is candle's `affine`, `x·s + 0`). On the CPU, the
+/// expressions' dozen element-wise ops, each allocating its result, took a fifth of an MLP's step.
+pub mod update {
+    use candle_core::{
+        bail, CpuStorage, InplaceOp2, InplaceOp3, Layout, Result, Tensor, WithDType,
+    };
+
+    /// SGD with momentum: `v ← μ·v + (g + λ·w)`, then `w ← w − η·v`.
+    pub fn sgd(
+        w: &Tensor,
+        v: &Tensor,
+        g: &Tensor,
+        lr: f64,
+        momentum: f64,
+        decay: f64,
+    ) -> Result<()> {
+        v.inplace_op3(&g.contiguous()?, w, &Momentum { momentum, decay })?;
+        w.inplace_op2(v, &Descend { lr })
+    }
+
+    /// AdamW at step `t`: `m ← β₁·m + (1−β₁)·g`, `v ← β₂·v + (1−β₂)·g²`, then
+    /// `w ← w·(1 − η·λ) − η · m̂ / (√v̂ + ε)` with the bias-corrected moments.
+    #[allow(clippy::too_many_arguments)]
+    pub fn adamw(
+        w: &Tensor,
+        m: &Tensor,
+        v: &Tensor,
+        g: &Tensor,
+        (lr, beta1, beta2, eps, decay): (f64, f64, f64, f64, f64),
+        t: i32,
+    ) -> Result<()> {
+        let g = g.contiguous()?;
+        m.inplace_op2(&g, &Average { beta: beta1, square: false })?;
+        v.inplace_op2(&g, &Average { beta: beta2, square: true })?;
+        let step = AdamStep {
+            keep: 1.0 - lr * decay,
+            m_scale: 1.0 / (1.0 - beta1.powi(t)),
+            v_scale: 1.0 / (1.0 - beta2.powi(t)),
+            eps,
+            lr,
+        };
+        w.inplace_op3(m, v, &step)
+    }
+
+    fn slice<'a, T>(all: &'a [T], l: &Layout) -> Result<&'a [T]> {
+        match l.contiguous_offsets() {
+            Some((a, b)) => Ok(&all[a..b]),
+            None => bail!("optimizer update: a tensor is not contiguous"),
+        }
+    }
+
+    fn slice_mut<'a, T>(all: &'a mut [T], l: &Layout) -> Result<&'a mut [T]> {
+        match l.contiguous_offsets() {
+            Some((a, b)) => Ok(&mut all[a..b]),
+            None => bail!("optimizer update: a tensor is not contiguous"),
+        }
+    }
+
+    /// Runs `f(target, a)` on f32 or f64 storages of one length.
+    macro_rules! dispatch2 {
+        ($s1:expr, $l1:expr, $s2:expr, $l2:expr, $f:expr) => {
+            match ($s1, $s2) {
+                (CpuStorage::F32(x), CpuStorage::F32(a)) => {
+                    let (x, a) = (slice_mut(x, $l1)?, slice(a, $l2)?);
+                    if x.len() != a.len() {
+                        bail!("optimizer update: lengths differ");
+                    }
+                    $f(x, a)
+                }
+                (CpuStorage::F64(x), CpuStorage::F64(a)) => {
+                    let (x, a) = (slice_mut(x, $l1)?, slice(a, $l2)?);
+                    if x.len() != a.len() {
+                        bail!("optimizer update: lengths differ");
+                    }
+                    $f(x, a)
+                }
+                _ => bail!("optimizer update: the tensors must all be f32 or all f64"),
+            }
+        };
+    }
+
+    /// Runs `f(target, a, b)` on f32 or f64 storages of one length.
+    macro_rules! dispatch3 {
+        ($s1:expr, $l1:expr, $s2:expr, $l2:expr, $s3:expr, $l3:expr, $f:expr) => {
+            match ($s1, $s2, $s3) {
+                (CpuStorage::F32(x), CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                    let (x, a, b) = (slice_mut(x, $l1)?, slice(a, $l2)?, slice(b, $l3)?);
+                    if x.len() != a.len() || x.len() != b.len() {
+                        bail!("optimizer update: lengths differ");
+                    }
+                    $f(x, a, b)
+                }
+                (CpuStorage::F64(x), CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                    let (x, a, b) = (slice_mut(x, $l1)?, slice(a, $l2)?, slice(b, $l3)?);
+                    if x.len() != a.len() || x.len() != b.len() {
+                        bail!("optimizer update: lengths differ");
+                    }
+                    $f(x, a, b)
+                }
+                _ => bail!("optimizer update: the tensors must all be f32 or all f64"),
+            }
+        };
+    }
+
+    /// `v ← (v·μ + 0) + (g + (w·λ + 0))` on `(v; g, w)`.
+    struct Momentum {
+        momentum: f64,
+        decay: f64,
+    }
+
+    impl InplaceOp3 for Momentum {
+        fn name(&self) -> &'static str {
+            "ergon-sgd-momentum"
+        }
+
+        fn cpu_fwd(
+            &self,
+            s1: &mut CpuStorage,
+            l1: &Layout,
+            s2: &CpuStorage,
+            l2: &Layout,
+            s3: &CpuStorage,
+            l3: &Layout,
+        ) -> Result<()> {
+            fn run<T: WithDType>(v: &mut [T], g: &[T], w: &[T], mu: f64, decay: f64) -> Result<()> {
+                let (mu, decay, zero) = (T::from_f64(mu), T::from_f64(decay), T::from_f64(0.0));
+                for ((v, g), w) in v.iter_mut().zip(g).zip(w) {
+                    *v = (*v * mu + zero) + (*g + (*w * decay + zero));
+                }
+                Ok(())
+            }
+            dispatch3!(s1, l1, s2, l2, s3, l3, |v, g, w| run(v, g, w, self.momentum, self.decay))
+        }
+    }
+
+    /// `w ← w − (v·η + 0)` on `(w; v)`.
+    struct Descend {
+        lr: f64,
+    }
+
+    impl InplaceOp2 for Descend {
+        fn name(&self) -> &'static str {
+            "ergon-sgd-descend"
+        }
+
+        fn cpu_fwd(
+            &self,
+            s1: &mut CpuStorage,
+            l1: &Layout,
+            s2: &CpuStorage,
+            l2: &Layout,
+        ) -> Result<()> {
+            fn run<T: WithDType>(w: &mut [T], v: &[T], lr: f64) -> Result<()> {
+                let (lr, zero) = (T::from_f64(lr), T::from_f64(0.0));
+                for (w, v) in w.iter_mut().zip(v) {
+                    *w = *w - (*v * lr + zero);
+                }
+                Ok(())
+            }
+            dispatch2!(s1, l1, s2, l2, |w, v| run(w, v, self.lr))
+        }
+    }
+
+    /// `m ← (m·β + 0) + (x·(1−β) + 0)`, `x` = `g` or `g·g`, on `(m; g)`.
+    struct Average {
+        beta: f64,
+        square: bool,
+    }
+
+    impl InplaceOp2 for Average {
+        fn name(&self) -> &'static str {
+            "ergon-adamw-moment"
+        }
+
+        fn cpu_fwd(
+            &self,
+            s1: &mut CpuStorage,
+            l1: &Layout,
+            s2: &CpuStorage,
+            l2: &Layout,
+        ) -> Result<()> {
+            fn run<T: WithDType>(m: &mut [T], g: &[T], beta: f64, square: bool) -> Result<()> {
+                let (b, rest, zero) =
+                    (T::from_f64(beta), T::from_f64(1.0 - beta), T::from_f64(0.0));
+                for (m, g) in m.iter_mut().zip(g) {
+                    let x = if square { *g * *g } else { *g };
+                    *m = (*m * b + zero) + (x * rest + zero);
+                }
+                Ok(())
+            }
+            dispatch2!(s1, l1, s2, l2, |m, g| run(m, g, self.beta, self.square))
+        }
+    }
+
+    /// `w ← (w·keep + 0) − (((m·m̂ₛ + 0) / (√(v·v̂ₛ + 0)·1 + ε))·η + 0)` on `(w; m, v)`.
+    struct AdamStep {
+        keep: f64,
+        m_scale: f64,
+        v_scale: f64,
+        eps: f64,
+        lr: f64,
+    }
+
+    impl InplaceOp3 for AdamStep {
+        fn name(&self) -> &'static str {
+            "ergon-adamw-step"
+        }
+
+        fn cpu_fwd(
+            &self,
+            s1: &mut CpuStorage,
+            l1: &Layout,
+            s2: &CpuStorage,
+            l2: &Layout,
+            s3: &CpuStorage,
+            l3: &Layout,
+        ) -> Result<()> {
+            fn step<T: WithDType>(w: &mut [T], m: &[T], v: &[T], s: &AdamStep) -> Result<()> {
+                let f = T::from_f64;
+                let (keep, ms, vs, eps, lr) =
+                    (f(s.keep), f(s.m_scale), f(s.v_scale), f(s.eps), f(s.lr));
+                let (zero, one) = (f(0.0), f(1.0));
+                // √ in f64, rounded once to T: the correctly rounded square root, as T's own.
+                let sqrt = |x: T| f(x.to_f64().sqrt());
+                for ((w, m), v) in w.iter_mut().zip(m).zip(v) {
+                    let update = (*m * ms + zero) / (sqrt(*v * vs + zero) * one + eps);
+                    *w = (*w * keep + zero) - (update * lr + zero);
+                }
+                Ok(())
+            }
+            dispatch3!(s1, l1, s2, l2, s3, l3, |w, m, v| step(w, m, v, self))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device, Var};
+
+    use super::*;
+    use crate::rng::Stream;
+
+    fn randn(shape: &[usize], seed: u8) -> Tensor {
+        let mut s = Stream::new(&[seed; 32], "x", b"");
+        let v: Vec<f64> = (0..shape.iter().product()).map(|_| s.normal() as f64).collect();
+        Tensor::from_vec(v, shape, &Device::Cpu).unwrap()
+    }
+
+    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
+        (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap()
+    }
+
+    #[test]
+    fn conv2d_matches_candle_forward_and_backward() {
+        for (k, stride, pad) in [(3, 1, 1), (3, 2, 1), (2, 1, 0), (5, 2, 2)] {
+            let x = Var::from_tensor(&randn(&[3, 2, 7, 6], 1)).unwrap();
+            let w = Var::from_tensor(&randn(&[4, 2, k, k], 2)).unwrap();
+            let b = Var::from_tensor(&randn(&[4], 9)).unwrap();
+            let ours =
+                conv2d(x.as_tensor(), w.as_tensor(), Some(b.as_tensor()), stride, pad).unwrap();
+            let theirs = x.as_tensor().conv2d(w.as_tensor(), pad, stride, 1, 1).unwrap();
+            let theirs =
+                theirs.broadcast_add(&b.as_tensor().reshape((1, 4, 1, 1)).unwrap()).unwrap();
+            assert_eq!(ours.dims(), theirs.dims());
+            assert!(max_abs_diff(&ours, &theirs) < 1e-12, "forward k={k} s={stride} p={pad}");
+            // Backward against candle's, through a loss that weighs every output differently.
+            // (Candle's own backward gets the input gradient's shape wrong for strided
+            // convolutions; those are checked against finite differences in `model`'s tests.)
+            if stride > 1 {
+                continue;
+            }
+            let weights = randn(ours.dims(), 3);
+            let g1 = (ours * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            let g2 = (theirs * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            for v in [&x, &w, &b] {
+                let (a, b) = (g1.get(v.as_tensor()).unwrap(), g2.get(v.as_tensor()).unwrap());
+                assert!(max_abs_diff(a, b) < 1e-12, "backward k={k} s={stride} p={pad}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_input_layer_gets_no_image_gradient() {
+        let x = randn(&[2, 1, 5, 5], 4);
+        let w = Var::from_tensor(&randn(&[3, 1, 3, 3], 5)).unwrap();
+        let grads =
+            conv2d(&x, w.as_tensor(), None, 1, 1).unwrap().sum_all().unwrap().backward().unwrap();
+        assert!(grads.get(&x).is_none());
+        assert!(grads.get(w.as_tensor()).is_some());
+    }
+
+    #[test]
+    fn max_pool_matches_candle_and_routes_ties_to_the_first_input() {
+        let x = randn(&[2, 3, 6, 6], 5);
+        let ours = max_pool2d(&x, 2, 2).unwrap();
+        assert_eq!(max_abs_diff(&ours, &x.max_pool2d_with_stride(2, 2).unwrap()), 0.0);
+        assert_eq!(max_pool2d(&x, 3, 1).unwrap().dims(), &[2, 3, 4, 4]);
+        let flat = Var::from_tensor(&Tensor::ones((1, 1, 2, 2), DType::F64, &Device::Cpu).unwrap())
+            .unwrap();
+        let g = max_pool2d(flat.as_tensor(), 2, 2).unwrap().sum_all().unwrap().backward().unwrap();
+        let g = g.get(flat.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        assert_eq!(g, vec![1.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn kernels_give_the_same_bits_on_any_number_of_threads() {
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let x = Var::from_tensor(&randn(&[5, 3, 9, 9], 6).to_dtype(DType::F32).unwrap())
+                    .unwrap();
+                let w = Var::from_tensor(&randn(&[4, 3, 3, 3], 7).to_dtype(DType::F32).unwrap())
+                    .unwrap();
+                let y = conv2d(x.as_tensor(), w.as_tensor(), None, 1, 1).unwrap();
+                let y = max_pool2d(&y, 2, 2).unwrap();
+                let grads = y.sqr().unwrap().sum_all().unwrap().backward().unwrap();
+                [
+                    y,
+                    grads.get(x.as_tensor()).unwrap().clone(),
+                    grads.get(w.as_tensor()).unwrap().clone(),
+                ]
+                .map(|t| t.flatten_all().unwrap().to_vec1::<f32>().unwrap())
+            })
+        };
+        let one = run(1);
+        for threads in [2, 3, 8] {
+            assert!(run(threads) == one, "{threads} threads differ from one");
+        }
+    }
+
+    #[test]
+    fn relu_then_max_pool_in_one_op_equals_the_two_ops() {
+        let mut v = randn(&[2, 3, 6, 6], 12).flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        // Windows with every input negative, a zero first, a zero later, and ties.
+        for i in [0, 1, 6, 7] {
+            v[i] = -1.0 - i as f64;
+        }
+        v[2] = 0.0;
+        v[3] = -0.5;
+        v[8] = -2.0;
+        v[9] = 0.0;
+        v[14] = 0.7;
+        v[15] = 0.7;
+        let x =
+            Var::from_tensor(&Tensor::from_vec(v, (2, 3, 6, 6), &Device::Cpu).unwrap()).unwrap();
+        for (k, stride) in [(2, 2), (3, 1), (2, 1)] {
+            let fused = relu_max_pool2d(x.as_tensor(), k, stride).unwrap();
+            let apart = max_pool2d(&relu(x.as_tensor()).unwrap(), k, stride).unwrap();
+            assert_eq!(max_abs_diff(&fused, &apart), 0.0);
+            let weights = randn(fused.dims(), 13);
+            let g1 = (fused * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            let g2 = (apart * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            let (a, b) = (g1.get(x.as_tensor()).unwrap(), g2.get(x.as_tensor()).unwrap());
+            assert_eq!(max_abs_diff(a, b), 0.0, "kernel {k}, stride {stride}");
+        }
+    }
+
+    #[test]
+    fn relu_matches_candle_forward_and_backward() {
+        let mut v = randn(&[3, 4, 5], 10).flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        v[7] = 0.0; // the gradient at 0 passes, as in candle
+        let x = Var::from_tensor(&Tensor::from_vec(v, (3, 4, 5), &Device::Cpu).unwrap()).unwrap();
+        let weights = randn(&[3, 4, 5], 11);
+        let ours = relu(x.as_tensor()).unwrap();
+        let theirs = x.as_tensor().relu().unwrap();
+        assert_eq!(max_abs_diff(&ours, &theirs), 0.0);
+        let g1 = (ours * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+        let g2 = (theirs * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+        let (a, b) = (g1.get(x.as_tensor()).unwrap(), g2.get(x.as_tensor()).unwrap());
+        assert_eq!(max_abs_diff(a, b), 0.0);
+    }
+
+    #[test]
+    fn optimizer_updates_equal_the_tensor_expressions_bit_for_bit() {
+        // The GPU path's expressions (`optim`), evaluated with candle's CPU ops.
+        let f32s = |seed| randn(&[257], seed).to_dtype(DType::F32).unwrap();
+        let bits = |t: &Tensor| {
+            t.to_vec1::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        let (w0, s0, g) = (f32s(20), f32s(21), f32s(22));
+        let (lr, mu, wd) = (0.05, 0.9, 1e-4);
+        let gp = (&g + (&w0 * wd).unwrap()).unwrap();
+        let v1 = ((&s0 * mu).unwrap() + gp).unwrap();
+        let w1 = (&w0 - (&v1 * lr).unwrap()).unwrap();
+        let (w, v) = (w0.copy().unwrap(), s0.copy().unwrap());
+        update::sgd(&w, &v, &g, lr, mu, wd).unwrap();
+        assert_eq!((bits(&w), bits(&v)), (bits(&w1), bits(&v1)));
+
+        let (b1, b2, eps, t) = (0.9, 0.99, 1e-8, 3);
+        let m0 = f32s(23);
+        let q0 = f32s(24).abs().unwrap();
+        let decayed = (&w0 * (1.0 - lr * wd)).unwrap();
+        let m1 = ((&m0 * b1).unwrap() + (&g * (1.0 - b1)).unwrap()).unwrap();
+        let q1 = ((&q0 * b2).unwrap() + (g.sqr().unwrap() * (1.0 - b2)).unwrap()).unwrap();
+        let m_hat = (&m1 * (1.0 / (1.0 - b1.powi(t)))).unwrap();
+        let q_hat = (&q1 * (1.0 / (1.0 - b2.powi(t)))).unwrap();
+        let step = m_hat.div(&(q_hat.sqrt().unwrap() + eps).unwrap()).unwrap();
+        let w1 = (decayed - (step * lr).unwrap()).unwrap();
+        let (w, m, q) = (w0.copy().unwrap(), m0.copy().unwrap(), q0.copy().unwrap());
+        update::adamw(&w, &m, &q, &g, (lr, b1, b2, eps, wd), t).unwrap();
+        assert_eq!((bits(&w), bits(&m), bits(&q)), (bits(&w1), bits(&m1), bits(&q1)));
+    }
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        let x = randn(&[1, 1, 2, 2], 8);
+        assert!(conv2d(&x, &randn(&[1, 1, 5, 5], 9), None, 1, 0).is_err());
+        assert!(conv2d(&x, &randn(&[1, 2, 1, 1], 9), None, 1, 0).is_err());
+        assert!(conv2d(&x, &randn(&[3, 1, 1, 1], 9), Some(&randn(&[2], 9)), 1, 0).is_err());
+        assert!(max_pool2d(&randn(&[2, 2], 1), 2, 2).is_err());
+        assert!(max_pool2d(&x, 2, 0).is_err());
+    }
+}
