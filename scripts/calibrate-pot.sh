@@ -5,6 +5,12 @@
 # ten segments replayed. Prints one line per run
 # and the extremes; docs/pot-calibration.md records a run of it. Needs Debian's dataset-fashion-mnist
 # (scripts/setup.sh installs it).
+#
+# VERIFIER=<path of another ergon-worker binary> verifies with that build instead, to measure the
+# spread between two builds' kernels. gemm's AVX-512 kernels against the AVX2 ones the worker uses
+# (on a CPU with AVX-512):
+#   CARGO_TARGET_DIR=/tmp/avx512 cargo build --release -p ergon-worker --features avx512
+#   VERIFIER=/tmp/avx512/release/ergon-worker scripts/calibrate-pot.sh
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,6 +18,7 @@ cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 cargo build --release --locked -p ergon-worker
 worker="$CARGO_TARGET_DIR/release/ergon-worker"
+verifier="${VERIFIER:-$worker}"
 spec=worker/examples/${MODEL:-fashion-mnist-mlp}.json
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -24,7 +31,7 @@ for s in $(seq 1 "${SEEDS:-10}"); do
         v=$((3 - t))
         out="$work/$s-$t"
         "$worker" train --spec "$spec" --out "$out" --seed "$seed" --threads "$t" --quiet > /dev/null 2>&1
-        "$worker" verify --spec "$spec" --bundle "$out" --seed "$seed" --threads "$v" \
+        "$verifier" verify --spec "$spec" --bundle "$out" --seed "$seed" --threads "$v" \
             --segments "$all_segments" --epsilon=1 --tau=-1 > "$out.txt" || true
         python3 - "$s" "$t" "$v" "$out.txt" <<'PY'
 import re, sys

@@ -46,15 +46,19 @@ cargo test --release --locked -p pallet-drilling --features runtime-benchmarks b
 step "build ergon-node (release; includes the wasm32v1-none runtime)"
 cargo build --release --locked -p ergon-node
 
-step "integration tests: real nodes and trainer daemons on loopback"
+step "integration tests: real nodes and trainer daemons on loopback, in two lanes"
 # The daemon tests run this build's worker (built by the first step, with the attack suite: the
-# faults test's cheating trainer). Test binaries run one at a time: two networks of nodes at once
-# would starve 2 cores of CPU and make block production timing-dependent. The faults-and-load test
-# leaves the final state of its 4-validator network in the snapshot, for try_state below.
+# faults test's cheating trainer). The tests mostly wait for the chain, so they run in two lanes
+# (scripts/lib/lanes.sh), balanced by their times here: 32 and 33 minutes side by side
+# (2026-11-26), against 65 minutes one after another. The faults-and-load test leaves the final
+# state of its 4-validator network in the snapshot, for try_state below.
+source scripts/lib/lanes.sh
 snapshot="$CARGO_TARGET_DIR/ergon-live-snapshot.json"
 rm -f "$snapshot"
-ERGON_SNAPSHOT_OUT="$snapshot" \
-    cargo test --release --locked -p ergon-integration-tests -- --test-threads=1
+cargo test --release --locked -p ergon-integration-tests --lib
+ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
+    "faults dispute availability local_network" \
+    "daemon drilling diverge collateral dev_chain"
 
 step "chain client (subxt, generated from the runtime's metadata)"
 cargo test --release --locked -p ergon-client

@@ -50,19 +50,36 @@ pub fn node_binary() -> PathBuf {
 /// and never handed out twice by this process. A port the OS picks for `bind(0)` comes from the
 /// ephemeral range, where the nodes' own outgoing connections may take it before the node that was
 /// given it binds it; ports from a fixed window per process cannot collide that way.
+///
+/// Test binaries that run at the same time (the lanes of `scripts/test.sh`) get disjoint windows
+/// from `ERGON_TEST_PORTS=<first>-<last>`, so two of them never race for one port; by default the
+/// window is 20000–31999.
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
-    const FIRST: u32 = 20_000;
-    const SPAN: u32 = 12_000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let offset = (std::process::id() * 97) % SPAN;
-    for _ in 0..SPAN {
-        let port = (FIRST + (offset + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
+    let (first, last) = port_window();
+    let span = last - first + 1;
+    let offset = (std::process::id() * 97) % span;
+    for _ in 0..span {
+        let port = (first + (offset + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }
-    panic!("no free loopback port in {FIRST}..{}", FIRST + SPAN)
+    panic!("no free loopback port in {first}..={last}")
+}
+
+/// The window of [`free_port`]: `ERGON_TEST_PORTS`, or 20000–31999.
+fn port_window() -> (u32, u32) {
+    const DEFAULT: (u32, u32) = (20_000, 31_999);
+    let Ok(window) = std::env::var("ERGON_TEST_PORTS") else { return DEFAULT };
+    let parsed = window
+        .split_once('-')
+        .and_then(|(a, b)| Some((a.trim().parse::<u16>().ok()?, b.trim().parse::<u16>().ok()?)));
+    match parsed {
+        Some((first, last)) if 1024 <= first && first < last => (first.into(), last.into()),
+        _ => panic!("ERGON_TEST_PORTS={window:?}: expected <first>-<last>, 1024 ≤ first < last"),
+    }
 }
 
 /// The ports a node listens on.

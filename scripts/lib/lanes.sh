@@ -1,0 +1,68 @@
+# Runs the integration test binaries in parallel lanes (sourced by scripts/test.sh).
+#
+# The integration tests spend most of their time waiting for the chain (2 s slots, 200 s epochs,
+# draws from randomness one to two epochs after a commitment), not computing, so two lanes of them
+# share 2 cores without slowing each other much; one after another they took 65 of CI's 90 minutes.
+# Each lane runs its tests one at a time, with its own loopback port window (`ERGON_TEST_PORTS`); a
+# test's output is printed whole when it ends, then a summary of every test with its time.
+
+# run_lanes <cargo test arguments> -- <lane> [<lane>...]
+#   A lane is a space-separated list of test target names (`tests/tests/<name>.rs`). Every test
+#   target of the package must be in exactly one lane. Returns non-zero if any test failed.
+run_lanes() {
+    local cargo_args=() lanes=()
+    while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do cargo_args+=("$1"); shift; done
+    shift
+    lanes=("$@")
+
+    local work
+    work="$(mktemp -d)"
+    # Build every test binary first, and learn where cargo put each one.
+    cargo test "${cargo_args[@]}" --no-run --message-format=json >"$work/build.json"
+    python3 - "$work/build.json" >"$work/executables" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
+            and msg["target"]["kind"] == ["test"]:
+        print(msg["target"]["name"], msg["executable"])
+EOF
+    local listed
+    listed="$(cut -d' ' -f1 "$work/executables" | sort | tr '\n' ' ')"
+    if [ "$listed" != "$(printf '%s\n' ${lanes[*]} | sort | tr '\n' ' ')" ]; then
+        echo "run_lanes: the lanes ($(echo ${lanes[*]})) must list every test target once: $listed" >&2
+        rm -rf "$work"
+        return 1
+    fi
+
+    # Disjoint port windows below the ephemeral range (32768+).
+    local lane_count="${#lanes[@]}" span=$(( 12000 / ${#lanes[@]} )) pids=() i
+    for i in "${!lanes[@]}"; do
+        (
+            export ERGON_TEST_PORTS="$(( 20000 + i * span ))-$(( 20000 + (i + 1) * span - 1 ))"
+            for name in ${lanes[$i]}; do
+                exe="$(awk -v n="$name" '$1 == n { print $2 }' "$work/executables")"
+                start=$(date +%s)
+                if "$exe" --test-threads=1 >"$work/$name.log" 2>&1; then verdict=ok; else verdict=FAILED; fi
+                seconds=$(( $(date +%s) - start ))
+                echo "$name $verdict ${seconds}s (lane $((i + 1)))" >>"$work/summary"
+                {
+                    flock 9
+                    printf '\n-- %s: %s in %ss (lane %s of %s)\n' "$name" "$verdict" "$seconds" \
+                        "$((i + 1))" "$lane_count"
+                    cat "$work/$name.log"
+                } 9>"$work/print.lock"
+            done
+        ) &
+        pids+=("$!")
+    done
+    for i in "${pids[@]}"; do wait "$i" || true; done
+
+    printf '\n-- integration tests, %s lanes:\n' "$lane_count"
+    sort -k3 -n -r "$work/summary" | sed 's/^/   /'
+    local failed=0
+    grep -q " FAILED " "$work/summary" && failed=1
+    [ "$(wc -l <"$work/summary")" -eq "$(wc -l <"$work/executables")" ] || failed=1
+    rm -rf "$work"
+    return "$failed"
+}
