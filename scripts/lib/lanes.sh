@@ -35,8 +35,10 @@ EOF
         return 1
     fi
 
-    # Disjoint port windows below the ephemeral range (32768+).
-    local lane_count="${#lanes[@]}" span=$(( 12000 / ${#lanes[@]} )) pids=() i
+    # Disjoint shares of free_port's default window, 20000–31999 (tests/src/lib.rs), which stays
+    # below the ephemeral range (32768+).
+    local lane_count="${#lanes[@]}" pids=() i
+    local span=$(( 12000 / lane_count ))
     for i in "${!lanes[@]}"; do
         (
             export ERGON_TEST_PORTS="$(( 20000 + i * span ))-$(( 20000 + (i + 1) * span - 1 ))"

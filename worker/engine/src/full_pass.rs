@@ -103,8 +103,8 @@ fn mean_std(v: &[f32]) -> (f64, f64) {
 }
 
 /// Rule 3: each tensor of C0 has the initializer's distribution: its standard deviation within
-/// [`INIT_STD`] of a fresh draw's (`reference`), its mean within 5 standard errors of the
-/// reference's; constant-initialized tensors equal their constant. Tensors under [`MIN_TENSOR`]
+/// [`INIT_STD`] plus 5 standard errors of a fresh draw's (`reference`), its mean within 5 standard
+/// errors of the reference's; constant-initialized tensors equal their constant. Tensors under [`MIN_TENSOR`]
 /// values are skipped.
 ///
 /// Both sides are samples, so the standard errors are those of a *difference* of two independent
