@@ -9,8 +9,9 @@
 //! - [`device`]: the CPU or a CUDA GPU, opened once, with TF32 off;
 //! - [`rng`]: the seed-derived randomness (initial weights, batch order as a PRF of seed, epoch, step);
 //! - [`model`]: the layer DSL as candle computations with our own seeded initialization;
-//! - [`ops`]: the CPU kernels of convolutions, max-pooling and ReLU (own backward passes) and the
-//!   optimizers' in-place updates;
+//! - [`ops`]: the CPU kernels, each with its own backward pass: convolution, max-pooling, ReLU, and
+//!   (`ops/dense.rs`, `ops/transformer.rs`) linear layers, layer norm, cross-entropy, GELU and causal
+//!   attention; and the optimizers' in-place updates;
 //! - [`optim`]: SGD with momentum and AdamW with checkpointable state;
 //! - [`trajectory`]: the optimizer steps, checkpoint schedule, state save/load, evaluation;
 //! - [`train`]: the resumable training loop that writes a bundle;

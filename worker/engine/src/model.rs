@@ -2,8 +2,8 @@
 //!
 //! Everything differentiable is written with candle's primitive ops (matmul, conv2d, exp, sum, …):
 //! candle's fused softmax / layer-norm kernels do not propagate gradients, so they are not used here.
-//! On the CPU, convolutions and max-pooling run Ergon's own kernels ([`crate::ops`]), which are
-//! faster there than candle's and as deterministic.
+//! On the CPU, linear layers, convolutions, max-pooling, ReLU, GELU, layer norm, causal
+//! attention and the cross-entropy run Ergon's own kernels ([`crate::ops`]), which are faster there than candle's and as deterministic.
 
 use candle_core::{DType, Device, Tensor, Var, D};
 use ergon_job_spec::{JobSpec, Layer};
@@ -192,6 +192,9 @@ impl Model {
     }
 
     fn linear(&self, x: &Tensor, Lin { w, b }: Lin) -> Result<Tensor> {
+        if x.device().is_cpu() {
+            return Ok(ops::linear(x, self.p(w), b.map(|b| self.p(b)))?);
+        }
         // Flatten leading dimensions so the matmul is 2-D.
         let dims = x.dims().to_vec();
         let (lead, inp) = dims.split_at(dims.len() - 1);
@@ -207,6 +210,9 @@ impl Model {
     }
 
     fn layer_norm(&self, x: &Tensor, n: &Norm) -> Result<Tensor> {
+        if x.device().is_cpu() {
+            return Ok(ops::layer_norm(x, self.p(n.gamma), self.p(n.beta), LAYER_NORM_EPS)?);
+        }
         let mean = x.mean_keepdim(D::Minus1)?;
         let centered = x.broadcast_sub(&mean)?;
         let var = centered.sqr()?.mean_keepdim(D::Minus1)?;
@@ -215,19 +221,12 @@ impl Model {
     }
 
     fn attention(&self, x: &Tensor, blk: &TransformerBlock) -> Result<Tensor> {
-        let (bsz, t, d) = x.dims3()?;
-        let (h, dh) = (blk.heads, d / blk.heads);
         let qkv = self.linear(x, blk.qkv)?; // [B, T, 3d]
-        let split = |i: usize| -> Result<Tensor> {
-            Ok(qkv.narrow(2, i * d, d)?.reshape((bsz, t, h, dh))?.transpose(1, 2)?.contiguous()?)
+        let ctx = if x.device().is_cpu() {
+            ops::causal_attention(&qkv, blk.heads)?
+        } else {
+            causal_attention(&qkv, blk.heads)?
         };
-        let (q, k, v) = (split(0)?, split(1)?, split(2)?); // [B, H, T, dh]
-        let scores = (q.matmul(&k.t()?)? * (1.0 / (dh as f64).sqrt()))?; // [B, H, T, T]
-        let mask: Vec<f32> = (0..t * t).map(|i| if i % t > i / t { -1e9 } else { 0.0 }).collect();
-        let mask = Tensor::from_vec(mask, (t, t), x.device())?.to_dtype(x.dtype())?;
-        let scores = scores.broadcast_add(&mask)?;
-        let probs = softmax_last_dim(&scores)?;
-        let ctx = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((bsz, t, d))?;
         self.linear(&ctx, blk.proj)
     }
 
@@ -264,7 +263,7 @@ impl Model {
                 Block::Flatten => x.flatten_from(1)?,
                 Block::Relu if x.device().is_cpu() => ops::relu(&x)?,
                 Block::Relu => x.relu()?,
-                Block::Gelu => x.gelu()?,
+                Block::Gelu => gelu(&x)?,
                 Block::LayerNorm(n) => self.layer_norm(&x, n)?,
                 Block::Embedding { w } => {
                     let (bsz, t) = x.dims2()?;
@@ -277,7 +276,7 @@ impl Model {
                 }
                 Block::Transformer(blk) => {
                     let x1 = (&x + self.attention(&self.layer_norm(&x, &blk.ln1)?, blk)?)?;
-                    let hdn = self.linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?.gelu()?;
+                    let hdn = gelu(&self.linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?)?;
                     (&x1 + self.linear(&hdn, blk.fc2)?)?
                 }
             };
@@ -314,6 +313,27 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     Ok((stacked * mask)?.sum(4)?)
 }
 
+/// GELU (tanh approximation): Ergon's kernel on the CPU, candle's elsewhere.
+fn gelu(x: &Tensor) -> Result<Tensor> {
+    Ok(if x.device().is_cpu() { ops::gelu(x)? } else { x.gelu()? })
+}
+
+/// Causal multi-head self-attention from the fused projection `qkv` (`[B, T, 3d]`) with primitive
+/// ops, on any device: `[B, T, d]`. The CPU runs [`ops::causal_attention`], the same function.
+pub fn causal_attention(qkv: &Tensor, heads: usize) -> Result<Tensor> {
+    let (bsz, t, d3) = qkv.dims3()?;
+    let (d, dh) = (d3 / 3, d3 / 3 / heads);
+    let split = |i: usize| -> Result<Tensor> {
+        Ok(qkv.narrow(2, i * d, d)?.reshape((bsz, t, heads, dh))?.transpose(1, 2)?.contiguous()?)
+    };
+    let (q, k, v) = (split(0)?, split(1)?, split(2)?); // [B, H, T, dh]
+    let scores = (q.matmul(&k.t()?)? * (1.0 / (dh as f64).sqrt()))?; // [B, H, T, T]
+    let mask: Vec<f32> = (0..t * t).map(|i| if i % t > i / t { -1e9 } else { 0.0 }).collect();
+    let mask = Tensor::from_vec(mask, (t, t), qkv.device())?.to_dtype(qkv.dtype())?;
+    let probs = softmax_last_dim(&scores.broadcast_add(&mask)?)?;
+    Ok(probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((bsz, t, d))?)
+}
+
 /// Softmax over the last dimension from primitive ops (differentiable), shifted by the detached max.
 pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
     let max = x.max_keepdim(D::Minus1)?.detach();
@@ -326,6 +346,9 @@ pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     let classes = logits.dim(D::Minus1)?;
     let logits = logits.reshape(((), classes))?;
+    if logits.device().is_cpu() {
+        return Ok(ops::cross_entropy(&logits, &targets.flatten_all()?)?);
+    }
     let max = logits.max_keepdim(1)?.detach();
     let z = logits.broadcast_sub(&max)?;
     let log_probs = z.broadcast_sub(&z.exp()?.sum_keepdim(1)?.log()?)?;

@@ -1,5 +1,7 @@
-//! CPU kernels of the model's convolutions, max-pooling and ReLU, with their own backward passes,
-//! and the optimizers' in-place updates ([`update`]).
+//! CPU kernels of the model's layers, each with its own backward pass: here convolutions,
+//! max-pooling and the element-wise activations (`Pointwise`: ReLU, GELU); the linear layer, layer
+//! norm and cross-entropy in `dense`; GELU and causal attention in `transformer`; and the
+//! optimizers' in-place updates ([`update`]).
 //!
 //! Why not candle's: its CPU convolution backward runs a transposed convolution for the input gradient
 //! and a convolution of transposed tensors for the kernel gradient, both slow direct loops, and it
@@ -9,9 +11,9 @@
 //! gradient when the input is not a variable (the input layer). A ReLU followed by a max-pool is one
 //! op too ([`relu_max_pool2d`]), so the ReLU's output, as large as the convolution's, is never kept.
 //!
-//! Determinism: every kernel splits its work by sample (or by image plane), each sum runs in a fixed
-//! order and the weight gradient adds fixed groups of samples in order, so results are bit-identical
-//! for any number of threads, as replay requires. On a GPU the model uses candle's own kernels
+//! Determinism: every kernel splits its work by sample (or by image plane, or row), each sum runs in
+//! a fixed order and the weight gradients add fixed groups of samples in order, so results are
+//! bit-identical for any number of threads, as replay requires. On a GPU the model uses candle's own kernels
 //! instead (see [`crate::model`]).
 
 use candle_core::{
@@ -20,10 +22,53 @@ use candle_core::{
 };
 use rayon::prelude::*;
 
+mod dense;
+mod transformer;
+
+pub use dense::{cross_entropy, layer_norm, linear};
+pub use transformer::{causal_attention, gelu};
+
 /// The element types the kernels support: f32 (training) and f64 (gradient checks).
-trait Elem: Copy + Default + PartialOrd + std::ops::AddAssign + Send + Sync + 'static {}
-impl Elem for f32 {}
-impl Elem for f64 {}
+trait Elem:
+    Copy
+    + Default
+    + PartialOrd
+    + std::ops::AddAssign
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + Send
+    + Sync
+    + 'static
+{
+    /// `v` rounded to this type.
+    fn of(v: f64) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+}
+
+macro_rules! elem {
+    ($t:ty) => {
+        impl Elem for $t {
+            fn of(v: f64) -> Self {
+                v as $t
+            }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+        }
+    };
+}
+elem!(f32);
+elem!(f64);
 
 /// The contiguous values a layout views, or an error naming `op`.
 fn contiguous<'a, T>(all: &'a [T], layout: &Layout, op: &str) -> Result<&'a [T]> {
@@ -49,6 +94,84 @@ macro_rules! unary {
         }
     };
 }
+use unary;
+
+/// Applies `$body` (an expression in the slices `$a`, `$b` and the element type's one, `$one`) to two
+/// storages, both f32 or both f64.
+macro_rules! binary {
+    ($op:expr, ($s1:expr, $l1:expr), ($s2:expr, $l2:expr), |$a:ident, $b:ident, $one:ident| $body:expr) => {
+        match ($s1, $s2) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                let ($a, $b) = (contiguous(a, $l1, $op)?, contiguous(b, $l2, $op)?);
+                let $one = 1f32;
+                CpuStorage::F32($body)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                let ($a, $b) = (contiguous(a, $l1, $op)?, contiguous(b, $l2, $op)?);
+                let $one = 1f64;
+                CpuStorage::F64($body)
+            }
+            (a, b) => bail!("{}: unsupported dtypes {:?}, {:?}", $op, a.dtype(), b.dtype()),
+        }
+    };
+}
+use binary;
+
+/// The sum of equal-length partial sums (`partial`: groups of `width` values), group after group:
+/// the order the kernels' determinism rests on.
+fn sum_partials<T: Elem>(partial: &[T], width: usize) -> Vec<T> {
+    let mut total = vec![T::default(); width];
+    for acc in partial.chunks(width) {
+        for (t, v) in total.iter_mut().zip(acc) {
+            *t += *v;
+        }
+    }
+    total
+}
+
+/// The sum of `values` in a fixed order that vectorizes: eight running sums over the values at
+/// positions ≡ 0…7 (mod 8), added in order, then the last `len mod 8` values. (One running sum is a
+/// chain of dependent additions the compiler may not reorder, one addition's latency each: the
+/// convolution's bias gradient sums 784 values per channel and sample that way in the CNN.)
+fn sum_lanes<T: Elem>(values: &[T]) -> T {
+    let mut lanes = [T::default(); 8];
+    let chunks = values.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            *lane += *v;
+        }
+    }
+    let mut sum = T::default();
+    for v in lanes.iter().chain(rest) {
+        sum += *v;
+    }
+    sum
+}
+
+/// Applies `$body` (an expression in the slices `$a`, `$b`, `$c` and the element type's one, `$one`)
+/// to three storages, all f32 or all f64.
+macro_rules! ternary {
+    ($op:expr, ($s1:expr, $l1:expr), ($s2:expr, $l2:expr), ($s3:expr, $l3:expr),
+     |$a:ident, $b:ident, $c:ident, $one:ident| $body:expr) => {
+        match ($s1, $s2, $s3) {
+            (CpuStorage::F32(a), CpuStorage::F32(b), CpuStorage::F32(c)) => {
+                let ($a, $b, $c) =
+                    (contiguous(a, $l1, $op)?, contiguous(b, $l2, $op)?, contiguous(c, $l3, $op)?);
+                let $one = 1f32;
+                CpuStorage::F32($body)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b), CpuStorage::F64(c)) => {
+                let ($a, $b, $c) =
+                    (contiguous(a, $l1, $op)?, contiguous(b, $l2, $op)?, contiguous(c, $l3, $op)?);
+                let $one = 1f64;
+                CpuStorage::F64($body)
+            }
+            _ => bail!("{}: the inputs must all be f32 or all f64", $op),
+        }
+    };
+}
+use ternary;
 
 /// The geometry of a 2-D convolution over `[n, c, h, w]` images with square `k`×`k` kernels.
 #[derive(Clone, Copy, Debug)]
@@ -184,6 +307,20 @@ impl<T> Mat<'_, T> {
 /// `dst (+)= a · b` on this thread (single-threaded gemm: the callers parallelize over samples, which
 /// keeps every sum's order independent of the thread count). `dst` is row-major `a.rows × b.cols`.
 fn matmul<T: Elem>(dst: &mut [T], a: Mat<T>, b: Mat<T>, accumulate: bool, one: T) {
+    matmul_on(dst, a, b, accumulate, one, gemm::Parallelism::None)
+}
+
+/// [`matmul`] on `parallelism`. gemm's threads split the destination into blocks and never a dot
+/// product, whose terms it adds in an order set by the shapes (and the CPU's caches) alone: the
+/// result is the same bits on any number of threads.
+fn matmul_on<T: Elem>(
+    dst: &mut [T],
+    a: Mat<T>,
+    b: Mat<T>,
+    accumulate: bool,
+    one: T,
+    parallelism: gemm::Parallelism,
+) {
     assert!(a.cols == b.rows && dst.len() == a.rows * b.cols);
     assert!(a.values.len() >= a.rows * a.cols && b.values.len() >= b.rows * b.cols);
     let ((a_rs, a_cs), (b_rs, b_cs)) = (a.strides(), b.strides());
@@ -208,7 +345,7 @@ fn matmul<T: Elem>(dst: &mut [T], a: Mat<T>, b: Mat<T>, accumulate: bool, one: T
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            parallelism,
         )
     }
 }
@@ -290,9 +427,7 @@ fn conv2d_backward<T: Elem>(
                     let cols_t = Mat { values: &cols[..], rows: l, cols: patch, t: true };
                     matmul(dw, dy, cols_t, i > 0, one);
                     for (db, row) in db.iter_mut().zip(grad.chunks(l)) {
-                        for v in row {
-                            *db += *v;
-                        }
+                        *db += sum_lanes(row);
                     }
                     if with_x {
                         // ∂cols = Wᵀ · ∂y, then back onto the image.
@@ -309,15 +444,8 @@ fn conv2d_backward<T: Elem>(
                 }
             },
         );
-    // The groups' partial sums, in order.
     let mut out = dx;
-    let mut total = vec![T::default(); o * patch + o];
-    for acc in partial.chunks(o * patch + o) {
-        for (t, v) in total.iter_mut().zip(acc) {
-            *t += *v;
-        }
-    }
-    out.extend(total);
+    out.extend(sum_partials(&partial, o * patch + o));
     out
 }
 
@@ -339,20 +467,9 @@ impl CustomOp3 for Conv2d {
         if l3.dims() != [o] {
             bail!("conv2d: the bias must be [{o}], got {:?}", l3.dims());
         }
-        let n = self.name();
-        let y = match (s1, s2, s3) {
-            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
-                let (x, w, b) =
-                    (contiguous(x, l1, n)?, contiguous(w, l2, n)?, contiguous(b, l3, n)?);
-                CpuStorage::F32(conv2d_forward(x, w, b, g, o, 1.0))
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
-                let (x, w, b) =
-                    (contiguous(x, l1, n)?, contiguous(w, l2, n)?, contiguous(b, l3, n)?);
-                CpuStorage::F64(conv2d_forward(x, w, b, g, o, 1.0))
-            }
-            _ => bail!("{n}: the input, weight and bias must all be f32 or all f64"),
-        };
+        let y = ternary!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, w, b, one| {
+            conv2d_forward(x, w, b, g, o, one)
+        });
         Ok((y, Shape::from((g.n, o, g.ho, g.wo))))
     }
 
@@ -404,20 +521,9 @@ impl CustomOp3 for Conv2dGrad {
         if l3.dims() != [g.n, o, g.ho, g.wo] {
             bail!("conv2d backward: the gradient has shape {:?}", l3.dims());
         }
-        let n = self.name();
-        let out = match (s1, s2, s3) {
-            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(dy)) => {
-                let (x, w, dy) =
-                    (contiguous(x, l1, n)?, contiguous(w, l2, n)?, contiguous(dy, l3, n)?);
-                CpuStorage::F32(conv2d_backward(x, w, dy, g, o, self.with_x, 1.0))
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(dy)) => {
-                let (x, w, dy) =
-                    (contiguous(x, l1, n)?, contiguous(w, l2, n)?, contiguous(dy, l3, n)?);
-                CpuStorage::F64(conv2d_backward(x, w, dy, g, o, self.with_x, 1.0))
-            }
-            _ => bail!("{n}: the input, weight and gradient must all be f32 or all f64"),
-        };
+        let out = ternary!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, w, dy, one| {
+            conv2d_backward(x, w, dy, g, o, self.with_x, one)
+        });
         let dx = if self.with_x { g.n * g.c * g.h * g.w } else { 0 };
         Ok((out, Shape::from(dx + o * g.patch() + o)))
     }
@@ -589,60 +695,53 @@ impl CustomOp2 for MaxPoolGrad {
         if l2.dims() != [g.n, g.c, g.ho, g.wo] {
             bail!("max-pool2d backward: the gradient has shape {:?}", l2.dims());
         }
-        let out = match (s1, s2) {
-            (CpuStorage::F32(x), CpuStorage::F32(grad)) => CpuStorage::F32(max_pool_grad(
-                contiguous(x, l1, self.name())?,
-                contiguous(grad, l2, self.name())?,
-                g,
-                relu,
-            )),
-            (CpuStorage::F64(x), CpuStorage::F64(grad)) => CpuStorage::F64(max_pool_grad(
-                contiguous(x, l1, self.name())?,
-                contiguous(grad, l2, self.name())?,
-                g,
-                relu,
-            )),
-            (a, b) => bail!("{}: unsupported dtypes {:?}, {:?}", self.name(), a.dtype(), b.dtype()),
-        };
+        let out = binary!(self.name(), (s1, l1), (s2, l2), |x, grad, _one| {
+            max_pool_grad(x, grad, g, relu)
+        });
         Ok((out, l1.shape().clone()))
     }
-}
-
-/// ReLU with its own backward, one pass each way (candle's backward takes four): `max(x, 0)`, and the
-/// gradient passes where `x ≥ 0`, as in candle's ReLU, which the GPU path uses.
-pub fn relu(x: &Tensor) -> Result<Tensor> {
-    x.contiguous()?.apply_op1(Relu)
 }
 
 /// Elements per parallel task of the element-wise kernels.
 const CHUNK: usize = 1 << 14;
 
-struct Relu;
+/// An element-wise function with its own backward, for [`Pointwise`].
+trait Activation: Copy + Send + Sync + 'static {
+    /// The op's name, and its backward's.
+    const NAMES: (&'static str, &'static str);
+    /// `f(x)`.
+    fn value<T: Elem>(x: T) -> T;
+    /// `∂y · f′(x)`.
+    fn grad<T: Elem>(x: T, dy: T) -> T;
+}
 
-impl CustomOp1 for Relu {
+/// An [`Activation`] as one op each way (candle's ReLU backward takes four nodes, its GELU's fifteen).
+#[derive(Clone, Copy)]
+struct Pointwise<A>(A);
+
+impl<A: Activation> CustomOp1 for Pointwise<A> {
     fn name(&self) -> &'static str {
-        "ergon-relu"
+        A::NAMES.0
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        fn relu<T: Elem>(x: &[T]) -> Vec<T> {
-            let zero = T::default();
-            x.par_iter().with_min_len(CHUNK).map(|x| if *x > zero { *x } else { zero }).collect()
-        }
-        Ok((unary!(self.name(), s, l, |x| relu(x)), l.shape().clone()))
+        let y = unary!(self.name(), s, l, |x| {
+            x.par_iter().with_min_len(CHUNK).map(|x| A::value(*x)).collect()
+        });
+        Ok((y, l.shape().clone()))
     }
 
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(arg.apply_op2_no_bwd(&grad.contiguous()?, &ReluGrad)?))
+        Ok(Some(arg.apply_op2_no_bwd(&grad.contiguous()?, &PointwiseGrad(self.0))?))
     }
 }
 
-/// The backward of [`Relu`]: `(x, ∂L/∂y)` → `∂L/∂x`.
-struct ReluGrad;
+/// The backward of [`Pointwise`]: `(x, ∂y)` → `∂x`.
+struct PointwiseGrad<A>(A);
 
-impl CustomOp2 for ReluGrad {
+impl<A: Activation> CustomOp2 for PointwiseGrad<A> {
     fn name(&self) -> &'static str {
-        "ergon-relu-grad"
+        A::NAMES.1
     }
 
     fn cpu_fwd(
@@ -652,25 +751,42 @@ impl CustomOp2 for ReluGrad {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        fn grad<T: Elem>(x: &[T], dy: &[T]) -> Vec<T> {
-            let zero = T::default();
-            let pass = |(x, dy): (&T, &T)| if *x >= zero { *dy } else { zero };
-            x.par_iter().zip(dy).with_min_len(CHUNK).map(pass).collect()
-        }
         if l1.dims() != l2.dims() {
-            bail!("relu backward: the gradient has shape {:?}, not {:?}", l2.dims(), l1.dims());
+            bail!("{}: the gradient has shape {:?}, not {:?}", self.name(), l2.dims(), l1.dims());
         }
-        let n = self.name();
-        let out = match (s1, s2) {
-            (CpuStorage::F32(x), CpuStorage::F32(dy)) => {
-                CpuStorage::F32(grad(contiguous(x, l1, n)?, contiguous(dy, l2, n)?))
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(dy)) => {
-                CpuStorage::F64(grad(contiguous(x, l1, n)?, contiguous(dy, l2, n)?))
-            }
-            (a, b) => bail!("{n}: unsupported dtypes {:?}, {:?}", a.dtype(), b.dtype()),
-        };
-        Ok((out, l1.shape().clone()))
+        let dx = binary!(self.name(), (s1, l1), (s2, l2), |x, dy, _one| {
+            x.par_iter().zip(dy).with_min_len(CHUNK).map(|(x, dy)| A::grad(*x, *dy)).collect()
+        });
+        Ok((dx, l1.shape().clone()))
+    }
+}
+
+/// ReLU with its own backward, one pass each way: `max(x, 0)`, and the gradient passes where
+/// `x ≥ 0`, as in candle's ReLU, which the GPU path uses.
+pub fn relu(x: &Tensor) -> Result<Tensor> {
+    x.contiguous()?.apply_op1(Pointwise(Relu))
+}
+
+#[derive(Clone, Copy)]
+struct Relu;
+
+impl Activation for Relu {
+    const NAMES: (&'static str, &'static str) = ("ergon-relu", "ergon-relu-grad");
+
+    fn value<T: Elem>(x: T) -> T {
+        if x > T::default() {
+            x
+        } else {
+            T::default()
+        }
+    }
+
+    fn grad<T: Elem>(x: T, dy: T) -> T {
+        if x >= T::default() {
+            dy
+        } else {
+            T::default()
+        }
     }
 }
 
@@ -918,13 +1034,19 @@ mod tests {
     use super::*;
     use crate::rng::Stream;
 
-    fn randn(shape: &[usize], seed: u8) -> Tensor {
+    pub(super) fn randn(shape: &[usize], seed: u8) -> Tensor {
         let mut s = Stream::new(&[seed; 32], "x", b"");
         let v: Vec<f64> = (0..shape.iter().product()).map(|_| s.normal() as f64).collect();
         Tensor::from_vec(v, shape, &Device::Cpu).unwrap()
     }
 
-    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
+    /// The gradients of `Σ weights ⊙ out` with respect to each of `args`.
+    pub(super) fn grads_of(args: &[&Var], out: Tensor, weights: &Tensor) -> Vec<Tensor> {
+        let g = (out * weights).unwrap().sum_all().unwrap().backward().unwrap();
+        args.iter().map(|v| g.get(v.as_tensor()).unwrap().clone()).collect()
+    }
+
+    pub(super) fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
         (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap()
     }
 
@@ -1077,6 +1199,19 @@ mod tests {
         let (w, m, q) = (w0.copy().unwrap(), m0.copy().unwrap(), q0.copy().unwrap());
         update::adamw(&w, &m, &q, &g, (lr, b1, b2, eps, wd), t).unwrap();
         assert_eq!((bits(&w), bits(&m), bits(&q)), (bits(&w1), bits(&m1), bits(&q1)));
+    }
+
+    #[test]
+    fn sum_lanes_adds_eight_running_sums_in_order_then_the_rest() {
+        let v: Vec<f64> = (0..21).map(|i| 1.0 + i as f64 * 0.1).collect();
+        let mut lanes = [0.0; 8];
+        for (i, x) in v[..16].iter().enumerate() {
+            lanes[i % 8] += x;
+        }
+        let expected = lanes.iter().chain(&v[16..]).fold(0.0, |s, x| s + x);
+        assert_eq!(sum_lanes(&v).to_bits(), expected.to_bits());
+        assert_eq!(sum_lanes::<f32>(&[]), 0.0);
+        assert_eq!(sum_lanes(&[2.5f32, 1.0]), 3.5);
     }
 
     #[test]
