@@ -2,8 +2,9 @@
 //!
 //! Everything differentiable is written with candle's primitive ops (matmul, conv2d, exp, sum, …):
 //! candle's fused softmax / layer-norm kernels do not propagate gradients, so they are not used here.
-//! On the CPU, linear layers, convolutions, max-pooling, ReLU, GELU, layer norm, causal
-//! attention and the cross-entropy run Ergon's own kernels ([`crate::ops`]), which are faster there than candle's and as deterministic.
+//! On the CPU, linear layers, convolutions, max-pooling, ReLU, GELU, layer norm, causal attention
+//! and the cross-entropy run Ergon's own kernels ([`crate::ops`]), which are faster there than
+//! candle's and as deterministic.
 
 use candle_core::{DType, Device, Tensor, Var, D};
 use ergon_job_spec::{JobSpec, Layer};

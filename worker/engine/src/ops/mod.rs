@@ -13,8 +13,8 @@
 //!
 //! Determinism: every kernel splits its work by sample (or by image plane, or row), each sum runs in
 //! a fixed order and the weight gradients add fixed groups of samples in order, so results are
-//! bit-identical for any number of threads, as replay requires. On a GPU the model uses candle's own kernels
-//! instead (see [`crate::model`]).
+//! bit-identical for any number of threads, as replay requires. On a GPU the model uses candle's own
+//! kernels instead (see [`crate::model`]).
 
 use candle_core::{
     backend::BackendStorage, bail, CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result,
