@@ -234,15 +234,29 @@ impl Model {
     /// Logits for a batch: `[B, classes]`, or `[B, T, vocab]` for token input (`x` of dtype u32).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let mut x = x.clone();
-        let mut blocks = self.blocks.iter().peekable();
-        while let Some(block) = blocks.next() {
-            // On the CPU a ReLU followed by a max-pooling is one op (same values and gradients).
-            if let (Block::Relu, Some(Block::MaxPool2d { kernel, stride })) = (block, blocks.peek())
-            {
-                if x.device().is_cpu() {
-                    x = ops::relu_max_pool2d(&x, *kernel, *stride)?;
-                    blocks.next();
-                    continue;
+        let mut blocks = self.blocks.as_slice();
+        while let Some((block, rest)) = blocks.split_first() {
+            blocks = rest;
+            // On the CPU a convolution, ReLU and max-pooling in a row are one op, and so are a ReLU
+            // and max-pooling (same values and gradients as the ops one by one).
+            if x.device().is_cpu() {
+                match (block, rest) {
+                    (
+                        Block::Conv2d { w, b, stride, padding },
+                        [Block::Relu, Block::MaxPool2d { kernel, stride: every }, ..],
+                    ) => {
+                        let (w, b) = (self.p(*w), b.map(|b| self.p(b)));
+                        let (conv, pool) = ((*stride, *padding), (*kernel, *every));
+                        x = ops::conv2d_relu_max_pool2d(&x, w, b, conv, pool)?;
+                        blocks = &rest[2..];
+                        continue;
+                    }
+                    (Block::Relu, [Block::MaxPool2d { kernel, stride }, ..]) => {
+                        x = ops::relu_max_pool2d(&x, *kernel, *stride)?;
+                        blocks = &rest[1..];
+                        continue;
+                    }
+                    _ => {}
                 }
             }
             x = match block {

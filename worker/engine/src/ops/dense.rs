@@ -396,9 +396,17 @@ fn targets<'a>(
 /// A row's maximum and `ln Σ exp(v − max)`.
 fn log_sum_exp<T: Elem>(row: &[T]) -> (T, T) {
     let max = row.iter().fold(row[0], |m, v| if *v > m { *v } else { m });
-    let mut sum = T::default();
-    for v in row {
-        sum += (*v - max).exp();
+    // The exponentials a block at a time into a buffer (a loop that vectorizes), then added in
+    // order: the same sum as one element at a time.
+    let (mut sum, mut block) = (T::default(), [T::default(); 64]);
+    for part in row.chunks(block.len()) {
+        let block = &mut block[..part.len()];
+        for (e, v) in block.iter_mut().zip(part) {
+            *e = (*v - max).exp();
+        }
+        for e in block.iter() {
+            sum += *e;
+        }
     }
     (max, sum.ln())
 }

@@ -134,9 +134,12 @@ fn attention_weights<T: Elem>(q: &[T], k: &[T], g: Heads, p: &mut [T], one: T) {
     for (i, row) in p.chunks_mut(t).enumerate() {
         let (live, masked) = row.split_at_mut(i + 1);
         let max = live.iter().fold(live[0], |m, v| if *v > m { *v } else { m }) * scale;
-        let mut sum = T::default();
+        // The exponentials in a loop of their own, which vectorizes; then their sum, in order.
         for v in live.iter_mut() {
             *v = (*v * scale - max).exp();
+        }
+        let mut sum = T::default();
+        for v in live.iter() {
             sum += *v;
         }
         for v in live.iter_mut() {
