@@ -33,15 +33,7 @@ for s in $(seq 1 "${SEEDS:-10}"); do
         "$worker" train --spec "$spec" --out "$out" --seed "$seed" --threads "$t" --quiet > /dev/null 2>&1
         "$verifier" verify --spec "$spec" --bundle "$out" --seed "$seed" --threads "$v" \
             --segments "$all_segments" --epsilon=1 --tau=-1 > "$out.txt" || true
-        python3 - "$s" "$t" "$v" "$out.txt" <<'PY'
-import re, sys
-s, t, v, path = sys.argv[1:]
-text = open(path).read()
-rel = [float(x) for x in re.findall(r"relative error ([0-9.e+-]+)", text)]
-cos = [float(x) for x in re.findall(r"cosine ([0-9.e+-]+)", text)]
-verdict = re.search(r"verdict (\w+)", text).group(1)
-print(f"{s} {t} {v} {max(rel):.3e} {min(cos):.9f} {verdict}")
-PY
+        echo "$s $t $v $(python3 scripts/lib/replay_error.py "$out.txt")"
         rm -rf "$out"
     done
 done | tee "$work/lines"

@@ -1,8 +1,9 @@
 """PyTorch baseline for scripts/bench-train.sh: trains the same model as an Ergon example spec on the
 same data files (Fashion-MNIST IDX or byte-level text), batch size, optimizer and thread count, and
-prints its throughput.
+prints its throughput. DEVICE `cuda` trains on the GPU in f32 with TF32 off (as Ergon's GPU path),
+the data held on the GPU.
 
-Usage: torch_train.py SPEC.json THREADS
+Usage: torch_train.py SPEC.json THREADS [DEVICE]
 """
 import gzip
 import json
@@ -95,7 +96,10 @@ def build(layers):
 def main():
     spec = json.load(open(sys.argv[1]))
     threads = int(sys.argv[2])
+    device = torch.device(sys.argv[3] if len(sys.argv) > 3 else "cpu")
     torch.set_num_threads(threads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     fmt = spec["train"]["format"]
     if fmt["type"] == "Text":
@@ -110,7 +114,8 @@ def main():
         x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
         y = torch.from_numpy(labels.astype(np.int64))
     layers = spec["model"]["layers"]
-    model = build(layers + ([{"type": "Logits"}] if fmt["type"] == "Text" else []))
+    model = build(layers + ([{"type": "Logits"}] if fmt["type"] == "Text" else [])).to(device)
+    x, y = x.to(device), y.to(device)
     opt = spec["optimizer"]
     if opt["type"] == "Sgd":
         sgd = torch.optim.SGD(model.parameters(), lr=opt["lr"], momentum=opt["momentum"],
@@ -122,15 +127,18 @@ def main():
     bs, n = spec["batch_size"], len(y)
     start = time.perf_counter()
     for _ in range(spec["epochs"]):
-        perm = torch.randperm(n)
+        perm = torch.randperm(n, device=device)
         for s in range(0, n, bs):
             idx = perm[s:s + bs]
             sgd.zero_grad()
             loss = loss_fn(model(x[idx]), y[idx].reshape(-1))
             loss.backward()
             sgd.step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     secs = time.perf_counter() - start
-    print(f"throughput {n * spec['epochs'] / secs:.0f} samples/s (torch {torch.__version__}, {threads} threads)")
+    where = f"{threads} threads" if device.type == "cpu" else torch.cuda.get_device_name(device)
+    print(f"throughput {n * spec['epochs'] / secs:.0f} samples/s (torch {torch.__version__}, {where})")
 
 
 if __name__ == "__main__":

@@ -302,7 +302,9 @@ pub fn device_product(
     let mut acc = vec![0i32; dim * dim];
     for start in (0..dim).step_by(EXACT_F32_TERMS) {
         let len = EXACT_F32_TERMS.min(dim - start);
-        let part = xf.narrow(1, start, len)?.matmul(&wf.narrow(0, start, len)?)?;
+        // A column block of `x` is strided; candle's CUDA matmul takes only contiguous operands
+        // (measured on an H100: dim 2048 failed without the copy). A row block of `w` is contiguous.
+        let part = xf.narrow(1, start, len)?.contiguous()?.matmul(&wf.narrow(0, start, len)?)?;
         for (sum, v) in acc.iter_mut().zip(part.flatten_all()?.to_vec1::<f32>()?) {
             *sum = sum.wrapping_add(v as i32);
         }

@@ -150,6 +150,7 @@ impl Config {
             micro_ut_per_hour,
             memory_bytes,
             deadline_use_percent: 50,
+            gpu: !device.device.is_cpu(),
         }
     }
 }

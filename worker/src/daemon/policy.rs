@@ -4,9 +4,11 @@
 //! slashed when the deadline passes without a bundle). So a job that does not fit the machine's
 //! memory, or cannot be trained by its deadline at the throughput this machine measured, gets no bid:
 //! bidding on it would sell a slash. The price is the larger of the operator's asking price per ut and
-//! the measured cost of the machine's time plus a minimum margin.
+//! the measured cost of the machine's time plus a minimum margin. A GPU does not bid on
+//! convolutional jobs: a CPU verifier's replay of an honest GPU-trained CNN is over ε (measured on
+//! an H100, docs/pot-calibration.md), so the bid would sell a slash too.
 
-use ergon_job_spec::{DataFormat, JobSpec, SpecSummary};
+use ergon_job_spec::{DataFormat, JobSpec, Layer, SpecSummary};
 
 /// Plancks in one ERG.
 pub const ERG: u128 = 1_000_000_000_000;
@@ -29,6 +31,8 @@ pub struct Policy {
     /// Share of the time to the deadline a training may fill, in percent: the rest is slack for
     /// pauses (verifications and drills run in its gaps), the download and the commitment.
     pub deadline_use_percent: u32,
+    /// Whether trainings run on a GPU.
+    pub gpu: bool,
 }
 
 /// Why no bid was placed.
@@ -50,6 +54,10 @@ pub enum NoBid {
         /// Seconds usable before the deadline.
         have_s: u64,
     },
+    /// A convolutional job on a GPU: CPU verifiers would fail the honest bundle (its replay error
+    /// is over ε), until GPU tolerances are calibrated.
+    #[error("a convolutional model trained on a GPU fails CPU verifiers' replay (over ε)")]
+    GpuConvolution,
     /// The spec is invalid (the chain would not have taken it; a node bug or a hostile node).
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
@@ -104,6 +112,14 @@ impl Policy {
         min_price_per_ut: u128,
     ) -> Result<u128, NoBid> {
         let summary = spec.validate().map_err(|e| NoBid::InvalidSpec(e.to_string()))?;
+        let convolutional = spec
+            .model
+            .layers
+            .iter()
+            .any(|l| matches!(l, Layer::Conv2d { .. } | Layer::MaxPool2d { .. }));
+        if self.gpu && convolutional {
+            return Err(NoBid::GpuConvolution);
+        }
         let need = memory_estimate(spec, &summary);
         if need > self.memory_bytes {
             return Err(NoBid::TooBig { need: need >> 20, have: self.memory_bytes >> 20 });
@@ -148,7 +164,25 @@ mod tests {
             micro_ut_per_hour: 1_000 * MICRO,
             memory_bytes: 8 << 30,
             deadline_use_percent: 50,
+            gpu: false,
         }
+    }
+
+    /// An honest GPU trainer of a CNN would be failed by CPU verifiers and lose its collateral: it
+    /// does not bid; the same machine bids on the MLP, and a CPU on the CNN.
+    #[test]
+    fn a_gpu_does_not_bid_on_a_convolutional_job() {
+        let example = |name: &str| -> JobSpec {
+            let path = format!("{}/examples/{name}.json", env!("CARGO_MANIFEST_DIR"));
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+        };
+        let (cnn, mlp) = (example("fashion-mnist-cnn"), example("fashion-mnist-mlp"));
+        let work = |s: &JobSpec| s.validate().unwrap().training_micro_ut();
+        let gpu = Policy { gpu: true, micro_ut_per_hour: u128::MAX / 4, ..policy() };
+        assert_eq!(gpu.price(&cnn, work(&cnn), 3_600, 0), Err(NoBid::GpuConvolution));
+        assert!(gpu.price(&mlp, work(&mlp), 3_600, 0).is_ok());
+        let cpu = Policy { micro_ut_per_hour: u128::MAX / 4, ..policy() };
+        assert!(cpu.price(&cnn, work(&cnn), 3_600, 0).is_ok());
     }
 
     #[test]

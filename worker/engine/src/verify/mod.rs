@@ -165,6 +165,19 @@ impl<'a> Checkpoints<'a> {
     }
 }
 
+/// Where to replay a bundle trained on `trained_on` (the manifest's device): on the CPU when it was
+/// trained on a CPU, even by a verifier that computes on a GPU, else on the verifier's `device`.
+/// Replays between CPUs are exact, while a GPU's other summation orders put an honest CNN bundle's
+/// replay over ε (measured on an H100: docs/pot-calibration.md). No trainer gains from the choice:
+/// a bundle that names the CPU gets the exact replay, one that names a GPU the verifier's own.
+fn replay_device<'a>(trained_on: &str, device: &'a Device, cpu: &'a Device) -> &'a Device {
+    if trained_on == "cpu" {
+        cpu
+    } else {
+        device
+    }
+}
+
 /// Verifies the bundle at `opts.bundle` against `spec`.
 pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     run::on(opts.threads.as_ref(), || verify_here(spec, opts))
@@ -307,7 +320,8 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     }
 
     // 4. C0 == Init(seed).
-    let device = &opts.device;
+    let cpu = Device::Cpu;
+    let device = replay_device(&m.environment.device, &opts.device, &cpu);
     let replayed_on = trajectory::environment(device).device;
     let model = Model::new(spec, &seed, device, DType::F32)?;
     let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
@@ -506,6 +520,15 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A GPU verifier replays a CPU-trained bundle on the CPU and a GPU-trained one on its GPU (a
+    /// second CPU device stands in for the GPU: the choice is by reference).
+    #[test]
+    fn a_cpu_bundle_is_replayed_on_the_cpu_and_a_gpu_bundle_where_the_verifier_computes() {
+        let (gpu, cpu) = (Device::Cpu, Device::Cpu);
+        assert!(std::ptr::eq(replay_device("cpu", &gpu, &cpu), &cpu));
+        assert!(std::ptr::eq(replay_device("cuda:0", &gpu, &cpu), &gpu));
+    }
 
     fn check(name: &str, passed: bool) -> Check {
         Check { name: name.into(), passed, measured: String::new(), threshold: String::new() }

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# GPU checks and speed of ergon-worker (a benchmark, not a test; needs an NVIDIA GPU).
+#
+# For the three examples (Fashion-MNIST MLP and CNN, char transformer), seed 1:
+#   - determinism: two GPU trainings give the same checkpoints and losses (a fingerprint of the
+#     manifest's checkpoint digests and losses), and a CPU training gives the fingerprint it gives on
+#     any other CPU (compare with the same line from another machine);
+#   - GPU ↔ CPU replay: the GPU-trained bundle verified on the CPU and the CPU-trained one verified
+#     on the GPU, ten segments, at the default ε and τ: largest relative error, smallest cosine,
+#     verdict;
+#   - speed: samples/s of the second GPU training (the first compiles candle's kernels for the GPU,
+#     which the driver then caches) against PyTorch on the same GPU (f32, TF32 off), as a ratio.
+# Then the drilling workload: result hashes of the CPU and the GPU for three sizes, and the GPU's
+# throughput.
+#
+# WORKER and WORKER_CUDA name the CPU and CUDA builds (default: this checkout's, built if missing:
+# the CUDA one through scripts/setup-cuda.sh). PyTorch is the `python3` on PATH (PYTHON to change).
+# The CUDA build needs cuBLAS, cuRAND and the CUDA runtime 13 on the library path (PyTorch's
+# cu13 wheels bring them: add their `nvidia/cu13/lib` to LD_LIBRARY_PATH).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+target="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
+worker="${WORKER:-$target/release/ergon-worker}"
+worker_cuda="${WORKER_CUDA:-$target/cuda/release/ergon-worker}"
+python="${PYTHON:-python3}"
+threads="${THREADS:-$(nproc)}"
+if [ ! -x "$worker" ]; then
+    CARGO_TARGET_DIR="$target" cargo build --release --locked -p ergon-worker
+fi
+if [ ! -x "$worker_cuda" ]; then
+    (source "$(scripts/setup-cuda.sh)" && CARGO_TARGET_DIR="$target/cuda" \
+        cargo build --release --locked -p ergon-worker --features cuda)
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+seed="$(printf '%064x' 1)"
+segments="$(seq -s, 0 9)"
+
+# The checkpoints' digests and the losses of a bundle, hashed: equal for equal trainings.
+fingerprint() {
+    "$python" - "$1/manifest.json" <<'PY'
+import hashlib, json, sys
+m = json.load(open(sys.argv[1]))
+body = json.dumps([[c["step"], c["digest"]] for c in m["checkpoints"]] + [m["losses"]])
+print(hashlib.sha256(body.encode()).hexdigest()[:16])
+PY
+}
+throughput() { sed -n 's/^throughput \([0-9]*\) samples.*/\1/p' "$1"; }
+
+row='%-18s %-10s %-17s %-17s %-28s %-28s %9s %9s %7s\n'
+printf "\n$row" model "gpu again" "gpu fingerprint" "cpu fingerprint" "gpu bundle on cpu" \
+    "cpu bundle on gpu" "ergon s/s" "torch s/s" ratio
+for model in ${MODELS:-fashion-mnist-mlp fashion-mnist-cnn char-transformer}; do
+    spec="worker/examples/$model.json"
+    g1="$work/$model-gpu1" g2="$work/$model-gpu2" c="$work/$model-cpu"
+    "$worker_cuda" train --cuda --spec "$spec" --out "$g1" --seed "$seed" --quiet > "$g1.txt" 2>&1
+    "$worker_cuda" train --cuda --spec "$spec" --out "$g2" --seed "$seed" --quiet > "$g2.txt" 2>&1
+    "$worker" train --spec "$spec" --out "$c" --seed "$seed" --threads "$threads" --quiet > "$c.txt" 2>&1
+    "$worker" verify --spec "$spec" --bundle "$g1" --seed "$seed" --threads "$threads" \
+        --segments "$segments" > "$g1.verify" || true
+    "$worker_cuda" verify --cuda --spec "$spec" --bundle "$c" --seed "$seed" \
+        --segments "$segments" > "$c.verify" || true
+    fg1="$(fingerprint "$g1")" fg2="$(fingerprint "$g2")"
+    same=$([ "$fg1" = "$fg2" ] && echo same || echo DIFFERS)
+    ergon="$(throughput "$g2.txt")"
+    torch="$("$python" scripts/lib/torch_train.py "$spec" "$threads" cuda \
+        | sed -n 's/^throughput \([0-9]*\) samples.*/\1/p')"
+    ratio="$("$python" -c "print(f'{$ergon / $torch:.2f}x')")"
+    printf "$row" "$model" "$same" "$fg1" \
+        "$(fingerprint "$c")" "$(python3 scripts/lib/replay_error.py "$g1.verify")" \
+        "$(python3 scripts/lib/replay_error.py "$c.verify")" "$ergon" "$torch" "$ratio"
+done
+echo "(replay columns: largest relative error, smallest cosine, verdict at the default ε and τ;"
+echo " ergon s/s: the second GPU training; ratio = ergon / PyTorch on the same GPU)"
+
+printf '\n%-12s %-8s %-68s %s\n' drill device result throughput
+for size in 512:16 2048:8 4096:4; do
+    task="$work/task-$size.json"
+    printf '{"kind": "MatmulChain", "seed": "0x%s", "dim": %s, "length": %s}\n' \
+        "$seed" "${size%:*}" "${size#*:}" > "$task"
+    for side in cpu gpu; do
+        if [ "$side" = cpu ]; then
+            out="$("$worker" drill --threads "$threads" --task "$task" 2>&1 || true)"
+        else
+            out="$("$worker_cuda" drill --cuda --task "$task" 2>&1 || true)"
+        fi
+        printf '%-12s %-8s %-68s %s\n' "$size" "$side" \
+            "$(sed -n 's/^result *//p' <<<"$out")$(grep -i error <<<"$out" || true)" \
+            "$(sed -n 's/^throughput *//p' <<<"$out")"
+    done
+done
