@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # GPU checks and speed of ergon-worker (a benchmark, not a test; needs an NVIDIA GPU).
 #
-# For the three examples (Fashion-MNIST MLP and CNN, char transformer), seed 1:
-#   - determinism: two GPU trainings give the same checkpoints and losses (a fingerprint of the
-#     manifest's checkpoint digests and losses), and a CPU training gives the fingerprint it gives on
-#     any other CPU (compare with the same line from another machine);
+# For the three examples (Fashion-MNIST MLP and CNN, char transformer) and each seed of SEEDS
+# (default 1; SEEDS="1 2 3" to calibrate ε and τ across seeds), a row each:
 #   - GPU ↔ CPU replay: the GPU-trained bundle verified on the CPU and the CPU-trained one verified
 #     on the GPU, ten segments, at the default ε and τ: largest relative error, smallest cosine,
-#     verdict;
-#   - speed: samples/s of the second GPU training (the first compiles candle's kernels for the GPU,
-#     which the driver then caches) against PyTorch on the same GPU (f32, TF32 off), as a ratio.
+#     verdict; and the fingerprints of both trainings (the manifest's checkpoint digests and
+#     losses, hashed): a CPU training gives the one it gives on any other CPU (compare with the
+#     same line from another machine);
+#   - on the first seed only, determinism: a second GPU training gives the same fingerprint;
+#   - on the first seed only, speed: samples/s of that second GPU training (the first compiles
+#     candle's kernels for the GPU, which the driver then caches) against PyTorch on the same GPU
+#     (f32, TF32 off), as a ratio.
 # Then the drilling workload: result hashes of the CPU and the GPU for three sizes, and the GPU's
 # throughput.
 #
@@ -36,7 +38,6 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-seed="$(printf '%064x' 1)"
 segments="$(seq -s, 0 9)"
 
 # The checkpoints' digests and the losses of a bundle, hashed: equal for equal trainings.
@@ -50,32 +51,44 @@ PY
 }
 throughput() { sed -n 's/^throughput \([0-9]*\) samples.*/\1/p' "$1"; }
 
-row='%-18s %-10s %-17s %-17s %-28s %-28s %9s %9s %7s\n'
-printf "\n$row" model "gpu again" "gpu fingerprint" "cpu fingerprint" "gpu bundle on cpu" \
+row='%-18s %4s %-10s %-17s %-17s %-28s %-28s %9s %9s %7s\n'
+printf "\n$row" model seed "gpu again" "gpu fingerprint" "cpu fingerprint" "gpu bundle on cpu" \
     "cpu bundle on gpu" "ergon s/s" "torch s/s" ratio
 for model in ${MODELS:-fashion-mnist-mlp fashion-mnist-cnn char-transformer}; do
     spec="worker/examples/$model.json"
-    g1="$work/$model-gpu1" g2="$work/$model-gpu2" c="$work/$model-cpu"
-    "$worker_cuda" train --cuda --spec "$spec" --out "$g1" --seed "$seed" --quiet > "$g1.txt" 2>&1
-    "$worker_cuda" train --cuda --spec "$spec" --out "$g2" --seed "$seed" --quiet > "$g2.txt" 2>&1
-    "$worker" train --spec "$spec" --out "$c" --seed "$seed" --threads "$threads" --quiet > "$c.txt" 2>&1
-    "$worker" verify --spec "$spec" --bundle "$g1" --seed "$seed" --threads "$threads" \
-        --segments "$segments" > "$g1.verify" || true
-    "$worker_cuda" verify --cuda --spec "$spec" --bundle "$c" --seed "$seed" \
-        --segments "$segments" > "$c.verify" || true
-    fg1="$(fingerprint "$g1")" fg2="$(fingerprint "$g2")"
-    same=$([ "$fg1" = "$fg2" ] && echo same || echo DIFFERS)
-    ergon="$(throughput "$g2.txt")"
-    torch="$("$python" scripts/lib/torch_train.py "$spec" "$threads" cuda \
-        | sed -n 's/^throughput \([0-9]*\) samples.*/\1/p')"
-    ratio="$("$python" -c "print(f'{$ergon / $torch:.2f}x')")"
-    printf "$row" "$model" "$same" "$fg1" \
-        "$(fingerprint "$c")" "$(python3 scripts/lib/replay_error.py "$g1.verify")" \
-        "$(python3 scripts/lib/replay_error.py "$c.verify")" "$ergon" "$torch" "$ratio"
+    first=1
+    for n in ${SEEDS:-1}; do
+        seed="$(printf '%064x' "$n")"
+        g1="$work/$model-$n-gpu1" g2="$work/$model-$n-gpu2" c="$work/$model-$n-cpu"
+        "$worker_cuda" train --cuda --spec "$spec" --out "$g1" --seed "$seed" --quiet > "$g1.txt" 2>&1
+        "$worker" train --spec "$spec" --out "$c" --seed "$seed" --threads "$threads" --quiet \
+            > "$c.txt" 2>&1
+        "$worker" verify --spec "$spec" --bundle "$g1" --seed "$seed" --threads "$threads" \
+            --segments "$segments" > "$g1.verify" 2>&1 || true
+        "$worker_cuda" verify --cuda --spec "$spec" --bundle "$c" --seed "$seed" \
+            --segments "$segments" > "$c.verify" 2>&1 || true
+        # Determinism and speed on the first seed only: a second GPU training (whose speed is
+        # measured once the first has compiled the kernels) and PyTorch.
+        same='' ergon='' torch='' ratio=''
+        if [ "$first" = 1 ]; then
+            "$worker_cuda" train --cuda --spec "$spec" --out "$g2" --seed "$seed" --quiet \
+                > "$g2.txt" 2>&1
+            same=$([ "$(fingerprint "$g1")" = "$(fingerprint "$g2")" ] && echo same || echo DIFFERS)
+            ergon="$(throughput "$g2.txt")"
+            torch="$("$python" scripts/lib/torch_train.py "$spec" "$threads" cuda \
+                | sed -n 's/^throughput \([0-9]*\) samples.*/\1/p')"
+            ratio="$("$python" -c "print(f'{$ergon / $torch:.2f}x')")"
+            first=0
+        fi
+        printf "$row" "$model" "$n" "$same" "$(fingerprint "$g1")" "$(fingerprint "$c")" \
+            "$(python3 scripts/lib/replay_error.py "$g1.verify")" \
+            "$(python3 scripts/lib/replay_error.py "$c.verify")" "$ergon" "$torch" "$ratio"
+    done
 done
 echo "(replay columns: largest relative error, smallest cosine, verdict at the default ε and τ;"
 echo " ergon s/s: the second GPU training; ratio = ergon / PyTorch on the same GPU)"
 
+seed="$(printf '%064x' 1)"
 printf '\n%-12s %-8s %-68s %s\n' drill device result throughput
 for size in 512:16 2048:8 4096:4; do
     task="$work/task-$size.json"

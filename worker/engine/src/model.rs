@@ -359,11 +359,12 @@ pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
 /// Mean softmax cross-entropy of `logits` (`[N, C]`, or `[B, T, C]`) against `targets` (u32, `N` or
 /// `B·T` values): `−mean log softmax(logits)[target]`.
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    if logits.device().is_cpu() {
+        // The logits as they are: a reshape would be one more node of the graph.
+        return Ok(ops::cross_entropy(logits, &targets.flatten_all()?)?);
+    }
     let classes = logits.dim(D::Minus1)?;
     let logits = logits.reshape(((), classes))?;
-    if logits.device().is_cpu() {
-        return Ok(ops::cross_entropy(&logits, &targets.flatten_all()?)?);
-    }
     let max = logits.max_keepdim(1)?.detach();
     let z = logits.broadcast_sub(&max)?;
     let log_probs = z.broadcast_sub(&z.exp()?.sum_keepdim(1)?.log()?)?;

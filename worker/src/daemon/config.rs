@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use ergon_client::keys;
 use ergon_engine::device::OpenDevice;
 
-use super::policy::{self, Policy, ERG};
+use super::policy::{self, Capacity, Policy, ERG};
 
 /// What the daemon does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -61,7 +61,7 @@ pub struct Config {
     #[arg(long, env = "ERGON_MIN_MARGIN", default_value_t = 20)]
     pub min_margin: u32,
     /// Training throughput in ut per hour, for the deadline check (default: measured at start by
-    /// training a reference model for a second, halved).
+    /// training a reference model for a second, halved). With --cuda, the GPU's.
     #[arg(long, env = "ERGON_THROUGHPUT")]
     pub throughput: Option<f64>,
     /// Drilling capacity to declare, in ut per hour (default: half the measured f32 peak). Tasks are
@@ -71,13 +71,15 @@ pub struct Config {
     /// Serve Prometheus metrics at this address (e.g. 127.0.0.1:9616); off when not given.
     #[arg(long, env = "ERGON_METRICS")]
     pub metrics: Option<String>,
-    /// Memory a training may use, in MiB (default: what the kernel reports available at start).
+    /// Memory a training may use, in MiB (default: what the kernel reports available at start, or
+    /// with --cuda the GPU's memory).
     #[arg(long, env = "ERGON_MEMORY_MIB")]
     pub memory_mib: Option<u64>,
     /// CPU threads for trainings, verifications and drills (0: one per core).
     #[arg(long, env = "ERGON_THREADS", default_value_t = 0)]
     pub threads: usize,
-    /// Train and verify on a GPU (`--cuda`, `--cuda-device N`); drills stay on the CPU.
+    /// Train and verify on a GPU (`--cuda`, `--cuda-device N`); drills stay on the CPU, and so do
+    /// trainings of convolutional models (CPU verifiers replay a GPU's CNN over ε).
     #[command(flatten)]
     pub device: crate::device::DeviceArgs,
     /// Decoded datasets kept between jobs, in MiB (the least recently used go first past it).
@@ -129,28 +131,41 @@ impl Config {
     }
 
     /// The bidding policy: prices from the options, capacity from the options or measured on
-    /// `device` and `threads` (where the daemon trains). On a GPU, a training must fit in its
-    /// memory.
+    /// `device` and `threads` (where the daemon trains). On a GPU host, `--throughput` and
+    /// `--memory-mib` are the GPU's (a training must fit in its memory), and the CPU's capacity,
+    /// for the jobs it trains there, is measured.
     pub fn policy(&self, threads: &ergon_engine::Threads, device: &OpenDevice) -> Policy {
-        let micro_ut_per_hour = match self.throughput {
-            Some(ut) => (ut * 1e6) as u128,
-            // Measured on an MLP; jobs of other shapes (convolutions on a CPU) train slower per
-            // FLOP: half of it, conservatively.
-            None => measured_training_micro_ut_per_hour(threads, &device.device) / 2,
+        // Measured on an MLP; jobs of other shapes (convolutions on a CPU) train slower per FLOP:
+        // half of it, conservatively.
+        let measured =
+            |on: &candle_core::Device| measured_training_micro_ut_per_hour(threads, on) / 2;
+        let given = Capacity {
+            micro_ut_per_hour: match self.throughput {
+                Some(ut) => (ut * 1e6) as u128,
+                None => measured(&device.device),
+            },
+            memory_bytes: match (self.memory_mib, device.memory_bytes) {
+                (Some(mib), _) => mib << 20,
+                (None, Some(gpu)) => gpu,
+                (None, None) => policy::available_memory().unwrap_or(1 << 30),
+            },
         };
-        let memory_bytes = match (self.memory_mib, device.memory_bytes) {
-            (Some(mib), _) => mib << 20,
-            (None, Some(gpu)) => gpu,
-            (None, None) => policy::available_memory().unwrap_or(1 << 30),
+        let (cpu, gpu) = if device.device.is_cpu() {
+            (given, None)
+        } else {
+            let cpu = Capacity {
+                micro_ut_per_hour: measured(&candle_core::Device::Cpu),
+                memory_bytes: policy::available_memory().unwrap_or(1 << 30),
+            };
+            (cpu, Some(given))
         };
         Policy {
             price_per_ut: self.price_per_ut.saturating_mul(ERG),
             cost_per_hour: self.cost_per_hour_milli.saturating_mul(ERG / 1_000),
             min_margin_percent: self.min_margin,
-            micro_ut_per_hour,
-            memory_bytes,
+            cpu,
+            gpu,
             deadline_use_percent: 50,
-            gpu: !device.device.is_cpu(),
         }
     }
 }

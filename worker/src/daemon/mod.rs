@@ -167,11 +167,18 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
     info!(device = %device.description, "training and verifying on");
     let policy = config.policy(&threads, &device);
     info!(
-        training_ut_per_hour = policy.micro_ut_per_hour as f64 / 1e6,
-        memory_mib = policy.memory_bytes >> 20,
+        training_ut_per_hour = policy.cpu.micro_ut_per_hour as f64 / 1e6,
+        memory_mib = policy.cpu.memory_bytes >> 20,
         threads = threads.count(),
-        "capacity for the bid checks"
+        "CPU capacity for the bid checks"
     );
+    if let Some(gpu) = policy.gpu {
+        info!(
+            training_ut_per_hour = gpu.micro_ut_per_hour as f64 / 1e6,
+            memory_mib = gpu.memory_bytes >> 20,
+            "GPU capacity for the bid checks (convolutional models train on the CPU)"
+        );
+    }
     info!(account = %me, roles = ?config.roles, data_dir = %config.data_dir.display(), "starting");
 
     // The bundle server answers verifiers and availability checks for as long as the daemon runs.

@@ -22,7 +22,9 @@ use ergon_engine::{
     Error,
 };
 
-use super::{config::Role, store::Training, Ctx, MyJobs, RoleError, BLOCK_SECONDS};
+use super::{
+    config::Role, policy::TrainOn, store::Training, Ctx, MyJobs, RoleError, BLOCK_SECONDS,
+};
 
 /// Most jobs looked at per block.
 const LIMIT: u32 = 256;
@@ -221,14 +223,19 @@ fn is_jobs_fault(e: &Error) -> bool {
 async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: Arc<AtomicU64>) {
     let seed = ergon_protocol::seed::job_seed(id, &ctx.me_bytes());
     let out = ctx.bundles_dir().join(format!("job-{id}"));
+    // The same device at every start, so a resumed training stays on it.
+    let (device, on) = match ctx.policy.train_on(&spec) {
+        TrainOn::Gpu => (ctx.compute.device(), "the GPU"),
+        TrainOn::Cpu => (candle_core::Device::Cpu, "the CPU"),
+    };
     let mut attempts = 0u32;
     let outcome = loop {
         let slot = ctx.compute.for_training().await;
-        info!(job = id, "training (resumes from the last checkpoint if there is one)");
+        info!(job = id, on, "training (resumes from the last checkpoint if there is one)");
         let counter = steps.clone();
         let opts = TrainOptions {
             threads: Some(ctx.compute.threads()),
-            device: ctx.compute.device(),
+            device: device.clone(),
             stop: Some(ctx.compute.pause_token()),
             on_step: Some(Arc::new(move |s: &Step| counter.store(s.done, Ordering::Relaxed))),
             datasets: Some(ctx.datasets.clone()),

@@ -14,7 +14,7 @@
 
 use candle_core::{
     backend::BackendStorage, bail, CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape,
-    Tensor,
+    Tensor, D,
 };
 use rayon::prelude::*;
 
@@ -46,24 +46,20 @@ const ROWS_PER_PARTIAL: usize = 64;
 /// (none when `x` is no variable: the input layer) and a column sum for ∂b.
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let (out, inp) = weight.dims2()?;
-    let Some((&last, lead)) = x.dims().split_last() else { bail!("linear: the input is a scalar") };
-    if last != inp {
+    if x.dims().last() != Some(&inp) {
         bail!("linear: weight [{out}, {inp}] does not fit input {:?}", x.dims());
     }
-    let rows: usize = lead.iter().product();
     let (bias, has_bias) = match bias {
         Some(b) => (b.contiguous()?, true),
         None => (Tensor::zeros(out, weight.dtype(), weight.device())?, false),
     };
-    let mut shape = lead.to_vec();
-    shape.push(out);
-    x.contiguous()?
-        .reshape((rows, inp))?
-        .apply_op3(&weight.contiguous()?, &bias, Linear { has_bias })?
-        .reshape(shape)
+    // No reshape to 2-D and back: each would be a node of the graph, whose gradient candle's
+    // backward allocates, zeroes and adds to (a tenth of the transformer's step).
+    x.contiguous()?.apply_op3(&weight.contiguous()?, &bias, Linear { has_bias })
 }
 
-/// The linear layer on 2-D input: `(x [rows, in], W [out, in], b [out])` → `[rows, out]`.
+/// The linear layer: `(x [.., in], W [out, in], b [out])` → `[.., out]`, the leading dimensions of
+/// `x` its rows.
 struct Linear {
     /// Whether `b` is the layer's bias (else zeros, which get no gradient).
     has_bias: bool,
@@ -71,10 +67,19 @@ struct Linear {
 
 /// `(rows, in, out)` of a linear layer's input and weight.
 fn linear_dims(x: &Layout, w: &Layout) -> Result<(usize, usize, usize)> {
-    match (x.dims(), w.dims()) {
-        ([rows, inp], [out, inp2]) if inp == inp2 => Ok((*rows, *inp, *out)),
-        (x, w) => bail!("linear: weight {w:?} does not fit input {x:?}"),
+    match (x.dims().split_last(), w.dims()) {
+        (Some((inp, lead)), [out, inp2]) if inp == inp2 => Ok((lead.iter().product(), *inp, *out)),
+        _ => bail!("linear: weight {:?} does not fit input {:?}", w.dims(), x.dims()),
     }
+}
+
+/// The shape of a linear layer's output: `x`'s with `out` columns.
+fn linear_output(x: &Layout, out: usize) -> Shape {
+    let mut dims = x.dims().to_vec();
+    if let Some(last) = dims.last_mut() {
+        *last = out;
+    }
+    Shape::from(dims)
 }
 
 fn linear_forward<T: Elem>(x: &[T], w: &[T], b: &[T], rows: usize, inp: usize, one: T) -> Vec<T> {
@@ -109,7 +114,7 @@ impl CustomOp3 for Linear {
         let y = ternary!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, w, b, one| {
             linear_forward(x, w, b, rows, inp, one)
         });
-        Ok((y, Shape::from((rows, out))))
+        Ok((y, linear_output(l1, out)))
     }
 
     fn bwd(
@@ -196,7 +201,7 @@ impl CustomOp3 for LinearGrad {
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let (rows, inp, out) = linear_dims(l1, l2)?;
-        if l3.dims() != [rows, out] {
+        if l3.shape() != &linear_output(l1, out) {
             bail!("linear backward: the gradient has shape {:?}", l3.dims());
         }
         let grads = ternary!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, w, dy, one| {
@@ -360,8 +365,9 @@ impl CustomOp3 for LayerNormGrad {
     }
 }
 
-/// Mean softmax cross-entropy of `logits` (`[N, C]`) against `targets` (u32, `N` values):
-/// `mean(logsumexp(row) − row[target])`, a scalar. Backward: `(softmax(row) − onehot(target)) / N`.
+/// Mean softmax cross-entropy of `logits` (`[.., C]`, `N` rows of `C` classes) against `targets`
+/// (u32, `N` values): `mean(logsumexp(row) − row[target])`, a scalar. Backward:
+/// `(softmax(row) − onehot(target)) / N`.
 /// A target `≥ C` is an error.
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     if targets.dtype() != DType::U32 {
@@ -379,18 +385,19 @@ fn targets<'a>(
     l: &Layout,
     op: &str,
 ) -> Result<((usize, usize), &'a [u32])> {
-    let [rows, classes] = logits.dims() else {
-        bail!("{op}: the logits must be [N, C], got {:?}", logits.dims())
+    let Some((&classes, lead)) = logits.dims().split_last() else {
+        bail!("{op}: the logits must be [.., C], got a scalar")
     };
+    let rows = lead.iter().product();
     let CpuStorage::U32(all) = s else { bail!("{op}: the targets must be u32") };
     let t = contiguous(all, l, op)?;
-    if t.len() != *rows || *classes == 0 {
+    if t.len() != rows || classes == 0 {
         bail!("{op}: {} targets for logits {:?}", t.len(), logits.dims());
     }
-    if let Some(bad) = t.iter().find(|t| **t as usize >= *classes) {
+    if let Some(bad) = t.iter().find(|t| **t as usize >= classes) {
         bail!("{op}: target {bad} is not one of {classes} classes");
     }
-    Ok(((*rows, *classes), t))
+    Ok(((rows, classes), t))
 }
 
 /// A row's maximum and `ln Σ exp(v − max)`.
@@ -453,7 +460,7 @@ impl CustomOp2 for CrossEntropy {
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let rows = logits.dim(0)?.max(1) as f64;
+        let rows = (logits.elem_count() / logits.dim(D::Minus1)?.max(1)).max(1) as f64;
         let scale = grad.to_dtype(DType::F64)?.to_scalar::<f64>()? / rows;
         Ok((Some(logits.apply_op2_no_bwd(targets, &CrossEntropyGrad { scale })?), None))
     }
@@ -502,7 +509,7 @@ impl CustomOp2 for CrossEntropyGrad {
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{Device, Var, D};
+    use candle_core::{Device, Var};
 
     use super::*;
     use crate::ops::tests::{grads_of, max_abs_diff, randn};
@@ -579,6 +586,26 @@ mod tests {
             grads_of(&[&logits], theirs, &scale).remove(0),
         );
         assert!(max_abs_diff(&a, &b) < 1e-12);
+    }
+
+    /// A sequence model's logits `[B, T, C]` go in as they are (no reshape node): the same loss and
+    /// gradient bits as their `B·T` rows, and the gradient in the logits' shape.
+    #[test]
+    fn cross_entropy_of_sequence_logits_is_that_of_their_rows() {
+        let logits = Var::from_tensor(&(randn(&[2, 3, 5], 12) * 4.0).unwrap()).unwrap();
+        let rows = Var::from_tensor(&logits.as_tensor().reshape((6, 5)).unwrap()).unwrap();
+        let t = Tensor::new(&[0u32, 4, 2, 2, 1, 3], &Device::Cpu).unwrap();
+        let seq = cross_entropy(logits.as_tensor(), &t).unwrap();
+        let flat = cross_entropy(rows.as_tensor(), &t).unwrap();
+        let bits = |t: &Tensor| -> Vec<u64> {
+            t.flatten_all().unwrap().to_vec1::<f64>().unwrap().iter().map(|v| v.to_bits()).collect()
+        };
+        assert_eq!(bits(&seq), bits(&flat));
+        let (a, b) = (seq.backward().unwrap(), flat.backward().unwrap());
+        let (a, b) = (a.get(logits.as_tensor()).unwrap(), b.get(rows.as_tensor()).unwrap());
+        assert_eq!(a.dims(), [2, 3, 5]);
+        assert_eq!(bits(a), bits(b));
+        assert!(cross_entropy(logits.as_tensor(), &t.narrow(0, 0, 5).unwrap()).is_err());
     }
 
     #[test]
