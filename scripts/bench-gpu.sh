@@ -49,7 +49,8 @@ body = json.dumps([[c["step"], c["digest"]] for c in m["checkpoints"]] + [m["los
 print(hashlib.sha256(body.encode()).hexdigest()[:16])
 PY
 }
-throughput() { sed -n 's/^throughput \([0-9]*\) samples.*/\1/p' "$1"; }
+# The samples/s a training printed (in the file given, or on stdin).
+throughput() { sed -n 's/^throughput \([0-9]*\) samples.*/\1/p' "$@"; }
 
 row='%-18s %4s %-10s %-17s %-17s %-28s %-28s %9s %9s %7s\n'
 printf "\n$row" model seed "gpu again" "gpu fingerprint" "cpu fingerprint" "gpu bundle on cpu" \
@@ -75,8 +76,7 @@ for model in ${MODELS:-fashion-mnist-mlp fashion-mnist-cnn char-transformer}; do
                 > "$g2.txt" 2>&1
             same=$([ "$(fingerprint "$g1")" = "$(fingerprint "$g2")" ] && echo same || echo DIFFERS)
             ergon="$(throughput "$g2.txt")"
-            torch="$("$python" scripts/lib/torch_train.py "$spec" "$threads" cuda \
-                | sed -n 's/^throughput \([0-9]*\) samples.*/\1/p')"
+            torch="$("$python" scripts/lib/torch_train.py "$spec" "$threads" cuda | throughput)"
             ratio="$("$python" -c "print(f'{$ergon / $torch:.2f}x')")"
             first=0
         fi

@@ -252,7 +252,7 @@ mod tests {
     #[test]
     fn the_price_is_the_asking_price_when_it_covers_cost_and_floor() {
         let s = spec();
-        let work = s.validate().unwrap().training_micro_ut();
+        let work = work(&s);
         let price = policy().price(&s, work, 3_600, 10 * ERG).unwrap();
         assert_eq!(price, work * 100 * ERG / MICRO);
     }
@@ -260,7 +260,7 @@ mod tests {
     #[test]
     fn an_expensive_machine_asks_its_cost_plus_margin() {
         let s = spec();
-        let work = s.validate().unwrap().training_micro_ut();
+        let work = work(&s);
         let p = Policy { price_per_ut: 0, cost_per_hour: 3_600_000 * ERG, ..policy() };
         let price = p.price(&s, work, 3_600, 0).unwrap();
         assert_eq!(price, p.cost(TrainOn::Cpu, work) * 120 / 100);
@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn the_chain_floor_is_never_undercut() {
         let s = spec();
-        let work = s.validate().unwrap().training_micro_ut();
+        let work = work(&s);
         let p = Policy { price_per_ut: 0, cost_per_hour: 0, ..policy() };
         assert_eq!(p.price(&s, work, 3_600, 10 * ERG).unwrap(), (work * 10 * ERG).div_ceil(MICRO));
     }
@@ -280,7 +280,7 @@ mod tests {
     #[test]
     fn a_job_that_cannot_finish_by_its_deadline_gets_no_bid() {
         let s = spec();
-        let work = s.validate().unwrap().training_micro_ut();
+        let work = work(&s);
         let slow = Policy { cpu: Capacity { micro_ut_per_hour: work, ..policy().cpu }, ..policy() };
         // An hour of training; half of two hours usable: just fits. Half of an hour and a half:
         // does not.
@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn a_job_that_does_not_fit_in_memory_gets_no_bid() {
         let s = spec();
-        let work = s.validate().unwrap().training_micro_ut();
+        let work = work(&s);
         let small =
             Policy { cpu: Capacity { memory_bytes: 100 << 20, ..policy().cpu }, ..policy() };
         assert!(matches!(small.price(&s, work, 3_600, 0), Err(NoBid::TooBig { .. })));

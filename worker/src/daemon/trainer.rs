@@ -224,14 +224,15 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
     let seed = ergon_protocol::seed::job_seed(id, &ctx.me_bytes());
     let out = ctx.bundles_dir().join(format!("job-{id}"));
     // The same device at every start, so a resumed training stays on it.
-    let (device, on) = match ctx.policy.train_on(&spec) {
-        TrainOn::Gpu => (ctx.compute.device(), "the GPU"),
-        TrainOn::Cpu => (candle_core::Device::Cpu, "the CPU"),
+    let on = ctx.policy.train_on(&spec);
+    let device = match on {
+        TrainOn::Gpu => ctx.compute.device(),
+        TrainOn::Cpu => candle_core::Device::Cpu,
     };
     let mut attempts = 0u32;
     let outcome = loop {
         let slot = ctx.compute.for_training().await;
-        info!(job = id, on, "training (resumes from the last checkpoint if there is one)");
+        info!(job = id, ?on, "training (resumes from the last checkpoint if there is one)");
         let counter = steps.clone();
         let opts = TrainOptions {
             threads: Some(ctx.compute.threads()),
