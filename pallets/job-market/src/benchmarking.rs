@@ -83,7 +83,14 @@ fn funded<T: Config>(name: &'static str, index: u32) -> T::AccountId {
 fn trainer<T: Config>(index: u32) -> T::AccountId {
     let who: T::AccountId = account("trainer", index, 0);
     T::BenchmarkHelper::make_trainer(&who);
-    VerifierPool::<T>::insert(&who, VerifierEntry { since: Default::default(), weight: u64::MAX });
+    VerifierPool::<T>::insert(
+        &who,
+        VerifierEntry {
+            since: Default::default(),
+            weight: u64::MAX,
+            kernels: T::KernelsRevision::get(),
+        },
+    );
     who
 }
 
@@ -495,7 +502,14 @@ mod benchmarks {
     #[benchmark]
     fn prune_verifier() {
         let stale: T::AccountId = account("stale", 0, 0);
-        VerifierPool::<T>::insert(&stale, VerifierEntry { since: Default::default(), weight: 1 });
+        VerifierPool::<T>::insert(
+            &stale,
+            VerifierEntry {
+                since: Default::default(),
+                weight: 1,
+                kernels: T::KernelsRevision::get(),
+            },
+        );
         let caller = funded::<T>("caller", 0);
         #[extrinsic_call]
         _(RawOrigin::Signed(caller), stale.clone());

@@ -232,6 +232,13 @@ pub mod pallet {
         #[pallet::constant]
         type MaxVerifierPool: Get<u32>;
 
+        /// The worker kernels revision ([`ergon_protocol::kernels`]) that jobs posted now are
+        /// trained and replayed with, and that verifiers joining now declare they run. Raised by a
+        /// runtime upgrade when the worker's kernels change; jobs and verifiers keep the revision
+        /// they started with.
+        #[pallet::constant]
+        type KernelsRevision: Get<u32>;
+
         /// Most timeouts processed in one block.
         #[pallet::constant]
         type MaxTimeoutsPerBlock: Get<u32>;
@@ -777,6 +784,7 @@ pub mod pallet {
                 bid_window_end,
                 deadline,
                 timeout: Zero::zero(),
+                kernels: T::KernelsRevision::get(),
                 state: JobState::Open,
             };
             // The bid window closes at its last block; assignment happens at the next one.
@@ -1019,6 +1027,10 @@ pub mod pallet {
         /// drawn must still be answered after leaving. Joining again refreshes the draw weight to
         /// the active bond now; either way the entry takes part only in draws from randomness that
         /// began after this block (so nobody can join, or weigh more, once it knows a draw).
+        ///
+        /// Joining declares that the verifier's worker runs the current `KernelsRevision`: it is
+        /// drawn only for jobs of that revision. After a runtime upgrade raises it, a verifier
+        /// joins again once its worker runs the new kernels.
         #[pallet::call_index(8)]
         #[pallet::weight(T::WeightInfo::set_verifier())]
         pub fn set_verifier(origin: OriginFor<T>, enabled: bool) -> DispatchResult {
@@ -1033,6 +1045,7 @@ pub mod pallet {
                 let entry = VerifierEntry {
                     since: frame_system::Pallet::<T>::block_number(),
                     weight: verification::stake_weight::<T>(&who),
+                    kernels: T::KernelsRevision::get(),
                 };
                 VerifierPool::<T>::insert(&who, entry);
             } else {

@@ -122,6 +122,8 @@ parameter_types! {
     pub static MaxReplayWork: u128 = u128::MAX;
     /// Verification rounds: a regular one and a dispute (a test may allow a second dispute).
     pub static MaxRounds: u32 = 2;
+    /// The kernels revision of new jobs and joining verifiers (a test raises it as an upgrade would).
+    pub static KernelsRevision: u32 = 1;
 }
 
 impl pallet_job_market::Config for Test {
@@ -148,6 +150,7 @@ impl pallet_job_market::Config for Test {
     type MaxReplayWork = MaxReplayWork;
     type VerifierCollateral = ConstU128<1_000>;
     type MaxVerifierPool = ConstU32<16>;
+    type KernelsRevision = KernelsRevision;
     type MaxTimeoutsPerBlock = ConstU32<2>;
     type Verifiers = ConstU32<3>;
     type DisputeVerifiers = ConstU32<4>;

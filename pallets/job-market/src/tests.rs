@@ -1647,6 +1647,39 @@ mod attacks {
         });
     }
 
+    /// Fail an honest trainer with another revision's kernels: a kernel change moves the last bits
+    /// of every update, and a verifier running other kernels replays an honest convolutional bundle
+    /// off by more than ε (up to 3·10⁻², docs/pot-calibration.md). Each job keeps the revision
+    /// current when it was posted, and a round draws only the verifiers that joined declaring it:
+    /// across a runtime upgrade that raises the revision, jobs posted before are replayed by the
+    /// verifiers still on the old kernels, and new ones by those that joined again once upgraded.
+    #[test]
+    fn attack_a_verifier_on_other_kernels_is_never_drawn() {
+        run(|| {
+            let before = assigned(1_400, 600);
+            assert_eq!(Jobs::<Test>::get(before).unwrap().kernels, 1);
+            // The upgrade: new jobs are pinned to revision 2. Verifiers 3, 4 and 5 upgrade their
+            // workers and join again; 6 to 9 stay on revision 1.
+            KernelsRevision::set(2);
+            for who in 3..=5 {
+                assert_ok!(JobMarket::set_verifier(origin(who), true));
+                assert_eq!(VerifierPool::<Test>::get(who).unwrap().kernels, 2);
+            }
+            assert_eq!(VerifierPool::<Test>::get(6).unwrap().kernels, 1);
+            let after = assigned(1_400, 600);
+            assert_eq!(Jobs::<Test>::get(after).unwrap().kernels, 2);
+            submit(before);
+            submit(after);
+            run_to_block(System::block_number() + 2);
+            let old = verifiers(before);
+            assert_eq!(old.len(), 3);
+            assert!(old.iter().all(|v| (6..=9).contains(v)), "drawn {old:?}");
+            let mut new = verifiers(after);
+            new.sort();
+            assert_eq!(new, vec![3, 4, 5]);
+        });
+    }
+
     #[test]
     fn verifier_pool_refusals_and_pruning() {
         run(|| {

@@ -87,6 +87,9 @@ pub struct VerifierEntry<BlockNumber> {
     /// Its active bond when it joined (planck, saturated to `u64`): the draw weighs it by the lower
     /// of this and its active bond at the draw, so bonding more after learning a draw cannot help.
     pub weight: u64,
+    /// The worker kernels revision it declared when it joined (`KernelsRevision` then): it is
+    /// drawn only for jobs of that revision, whose bundles it replays exactly.
+    pub kernels: u32,
 }
 
 /// One drawn verifier's task and progress in a round.
@@ -267,6 +270,9 @@ pub struct Job<AccountId, Balance, BlockNumber> {
     pub deadline: BlockNumber,
     /// Block at which the current phase times out (the job's entry in `Timeouts`).
     pub timeout: BlockNumber,
+    /// The worker kernels revision the job is trained and replayed with: `KernelsRevision` when
+    /// it was posted. Only verifiers that joined declaring it are drawn.
+    pub kernels: u32,
     /// Where the job stands.
     pub state: JobState<AccountId, Balance, BlockNumber>,
 }

@@ -208,11 +208,16 @@ fn draw<T: Config>(
     let collateral = T::VerifierCollateral::get();
     // Opted-in verifiers that joined before the randomness began, weighted by their bond (the stake
     // they put at risk, never more than at joining), not by ECP: ECP can be earned with sham jobs,
-    // stake cannot be had for free.
+    // stake cannot be had for free. Only those running the job's kernels: another revision's
+    // replay of an honest bundle can be off by more than ε.
     let candidates: Vec<(T::AccountId, u64)> = if fresh.is_some() {
         VerifierPool::<T>::iter()
             .filter(|(who, entry)| {
-                entry.since < since && *who != trainer && *who != job.owner && !past.contains(who)
+                entry.since < since
+                    && entry.kernels == job.kernels
+                    && *who != trainer
+                    && *who != job.owner
+                    && !past.contains(who)
             })
             .map(|(who, entry)| {
                 let weight = entry.weight.min(stake_weight::<T>(&who));

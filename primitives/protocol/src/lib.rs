@@ -16,6 +16,8 @@
 //! - [`overhead`]: what a verification does besides its replay (rules and metrics), as a share of
 //!   training, which the fees pay for.
 //! - [`commitments`]: what verifiers and drilling executors commit to before they reveal.
+//! - [`kernels`]: the revision of the worker's floating-point kernels that the chain pins each job
+//!   to (replay is exact only between identical kernels).
 //! - [`traits`] (feature `frame`): what the pallets ask of each other (bonds, obligations,
 //!   slashing, computing power, fresh randomness), so that no pallet depends on another's crate.
 //!
@@ -30,6 +32,7 @@ pub mod commitments;
 pub mod draw;
 pub mod evidence;
 pub mod hash;
+pub mod kernels;
 pub mod overhead;
 pub mod seed;
 pub mod segments;

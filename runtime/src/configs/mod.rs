@@ -334,6 +334,9 @@ impl pallet_job_market::Config for Runtime {
     type MaxReplayWork = ConstU128<{ 100 * 1_000_000 }>;
     type VerifierCollateral = ConstU128<{ 100 * ERG }>;
     type MaxVerifierPool = ConstU32<1_000>;
+    // The worker kernels this runtime pins new jobs to: a release whose kernels change bumps it,
+    // and reaches the chain with that release's runtime.
+    type KernelsRevision = ConstU32<{ ergon_protocol::kernels::KERNELS_REVISION }>;
     // Three verifiers with four segments each, every segment shared by two of them (a ring): 6
     // distinct segments per job, every pass's sketches compared with a second replay.
     type Verifiers = ConstU32<3>;

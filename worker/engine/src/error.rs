@@ -79,6 +79,18 @@ pub enum Error {
         /// The non-finite loss or state value.
         loss: f32,
     },
+    /// The job is pinned to kernels this worker does not run: it cannot replay the job's bundles
+    /// exactly, so it gives no verdict.
+    #[error(
+        "the job is pinned to kernels revision {job}, this worker runs revision {ours}: \
+         only a worker of revision {job} replays its bundles exactly"
+    )]
+    OtherKernels {
+        /// The job's revision.
+        job: u32,
+        /// This worker's ([`crate::KERNELS_REVISION`]).
+        ours: u32,
+    },
     /// A long computation stopped because its caller asked it to ([`crate::Cancel`]).
     #[error("cancelled")]
     Cancelled,

@@ -40,6 +40,7 @@ pub fn environment(device: &Device) -> Environment {
         // The pool this computation runs on (see `run::Threads`).
         threads: rayon::current_num_threads(),
         worker_version: env!("CARGO_PKG_VERSION").into(),
+        kernels: crate::KERNELS_REVISION,
     }
 }
 

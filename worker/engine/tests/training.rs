@@ -3,11 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use ergon_job_spec::{
-    Bounded, BoundedString, DataFormat, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
-};
+use ergon_job_spec::{Bounded, BoundedString, DataFormat, Hash32, JobSpec};
 mod common;
-use common::{csv_spec, dataset};
+use common::{csv_spec, dataset, text_spec};
 
 use ergon_engine::{
     bundle,
@@ -15,38 +13,6 @@ use ergon_engine::{
     train::{self, Outcome, TrainOptions},
     Cancel, Error, Threads,
 };
-
-/// A byte-level language model with a transformer block, trained with AdamW.
-fn text_spec(dir: &Path) -> JobSpec {
-    let text = "the quick brown fox jumps over the lazy dog. ".repeat(12);
-    let format = DataFormat::Text { seq_len: 16 };
-    let samples = ((text.len() - 1) / 16) as u64;
-    let d = dataset(dir, "train.txt", format.clone(), text.as_bytes(), samples);
-    JobSpec {
-        model: Model {
-            layers: Bounded::new(vec![
-                Layer::Embedding { vocab_size: 256, dim: 16 },
-                Layer::PositionalEmbedding { max_len: 16, dim: 16 },
-                Layer::TransformerBlock { dim: 16, heads: 2, hidden: 32 },
-                Layer::LayerNorm { dim: 16 },
-                Layer::Linear { in_features: 16, out_features: 256, bias: true },
-            ])
-            .unwrap(),
-        },
-        train: d.clone(),
-        validation: d,
-        optimizer: Optimizer::AdamW {
-            lr: Ppb(3_000_000),
-            beta1: Ppb(900_000_000),
-            beta2: Ppb(990_000_000),
-            eps: Ppb(10),
-            weight_decay: Ppb(10_000_000),
-        },
-        epochs: 2,
-        batch_size: 8,
-        checkpoint_interval: 3,
-    }
-}
 
 fn options(out: PathBuf, halt: Option<u64>) -> TrainOptions {
     TrainOptions { halt_after_step: halt, ..TrainOptions::new(out, [42; 32]) }

@@ -224,6 +224,32 @@ fn a_bundle_of_another_precision_fails_the_manifest_check() {
 }
 
 #[test]
+fn a_bundle_of_other_kernels_fails_and_a_worker_of_other_kernels_gives_no_verdict() {
+    // Replay is exact only between identical kernels: the chain pins each job to a revision. A
+    // bundle that names another (trained by an old or a patched worker) fails the manifest check;
+    // a verifier running another revision gives no verdict at all rather than fail an honest
+    // trainer on the spread between revisions.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    assert_eq!(manifest(&out).environment.kernels, ergon_engine::KERNELS_REVISION);
+    let mut pinned_elsewhere = all_segments(&out);
+    pinned_elsewhere.kernels = ergon_engine::KERNELS_REVISION + 1;
+    assert!(matches!(
+        verify::verify(&spec, &pinned_elsewhere),
+        Err(ergon_engine::Error::OtherKernels { job, ours })
+            if job == ergon_engine::KERNELS_REVISION + 1 && ours == ergon_engine::KERNELS_REVISION
+    ));
+    let mut m = manifest(&out);
+    m.environment.kernels += 1;
+    write_manifest(&out, &m);
+    let report = verify::verify(&spec, &all_segments(&out)).unwrap();
+    let failure = report.first_failure().unwrap();
+    assert_eq!(failure.name, "manifest");
+    assert!(failure.measured.contains("kernels revision"), "{}", failure.measured);
+}
+
+#[test]
 fn a_permuted_initialization_fails_the_init_check() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");

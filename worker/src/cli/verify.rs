@@ -46,6 +46,10 @@ pub struct Args {
     /// τ: smallest accepted cosine between claimed and replayed updates.
     #[arg(long, default_value_t = verify::DEFAULT_TAU)]
     tau: f64,
+    /// The kernels revision the job pins (its on-chain record's `kernels`): the bundle must name
+    /// it, and only a worker of that revision replays it (default: this worker's).
+    #[arg(long, default_value_t = ergon_engine::KERNELS_REVISION)]
+    kernels: u32,
     /// Also write the report (JSON) here.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -76,6 +80,7 @@ pub fn run(args: Args) -> Outcome {
     opts.segment_count = args.count;
     opts.epsilon = args.epsilon;
     opts.tau = args.tau;
+    opts.kernels = args.kernels;
     opts.expected_root = args.root.as_deref().map(parse_seed).transpose()?;
     opts.threads = Some(super::threads(args.threads)?);
     let device = args.device.open()?;

@@ -345,22 +345,47 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
     }
     // Opt in for the roles asked for, and out of those no longer asked for (an account left in
     // the pool would be drawn and, silent, slashed); what was drawn before is still answered.
-    let in_pool = at
+    // Joining declares the chain's current kernels revision, so only a worker that runs it joins
+    // (`policy::pool_move`).
+    let decoded = |e| Fatal::Chain(ergon_client::subxt::Error::from(e).into());
+    let entry = at
         .storage()
         .try_fetch(runtime::storage().job_market().verifier_pool(), (ctx.me,))
         .await
         .map_err(|e| Fatal::Chain(e.into()))?
-        .is_some();
-    match (ctx.config.has(config::Role::Verifier), in_pool) {
-        (true, false) => {
+        .map(|v| v.decode())
+        .transpose()
+        .map_err(decoded)?;
+    let current = at
+        .constants()
+        .entry(runtime::constants().job_market().kernels_revision())
+        .map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?;
+    let wanted = ctx.config.has(config::Role::Verifier);
+    let ours = ergon_engine::KERNELS_REVISION;
+    match policy::pool_move(wanted, entry.map(|e| e.kernels), current) {
+        policy::PoolMove::Stay => {}
+        policy::PoolMove::Join => {
             let call = runtime::tx().job_market().set_verifier(true);
             ctx.send(call, None, "joining the verifier pool").await.map_err(Fatal::Chain)?;
+            info!(kernels = ours, "joined the verifier pool");
         }
-        (false, true) => {
+        policy::PoolMove::Leave => {
             let call = runtime::tx().job_market().set_verifier(false);
             ctx.send(call, None, "leaving the verifier pool").await.map_err(Fatal::Chain)?;
+            if wanted {
+                warn!(
+                    kernels = ours,
+                    current,
+                    "left the verifier pool: its entry declares other kernels than this worker's"
+                );
+            }
         }
-        _ => {}
+        policy::PoolMove::Wait => warn!(
+            kernels = ours,
+            current,
+            "not joining the verifier pool: the chain pins new jobs to other kernels than this \
+             worker's; run a worker of the chain's revision"
+        ),
     }
     let drilling = at
         .storage()

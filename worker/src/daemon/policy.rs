@@ -76,6 +76,57 @@ pub enum NoBid {
     /// The spec is invalid (the chain would not have taken it; a node bug or a hostile node).
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
+    /// The job is pinned to kernels this worker does not run: its verifiers replay with those,
+    /// and this worker's training would replay off by up to the spread between revisions.
+    #[error("the job is pinned to kernels revision {job}, this worker runs revision {ours}")]
+    OtherKernels {
+        /// The job's revision.
+        job: u32,
+        /// This worker's.
+        ours: u32,
+    },
+}
+
+/// Whether this worker trains a job pinned to kernels revision `job`: only one of its own revision,
+/// which the job's verifiers replay exactly.
+pub fn runs_kernels(job: u32) -> Result<(), NoBid> {
+    let ours = ergon_engine::KERNELS_REVISION;
+    if job == ours {
+        Ok(())
+    } else {
+        Err(NoBid::OtherKernels { job, ours })
+    }
+}
+
+/// What a daemon does about its place in the verifier pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolMove {
+    /// Nothing: in the pool as it should be, or out of it as it should be.
+    Stay,
+    /// Join, or join again to declare this worker's kernels.
+    Join,
+    /// Leave: the role is off, or the entry declares kernels this worker does not run (it would
+    /// be drawn for jobs it cannot replay, and lose collateral on each).
+    Leave,
+    /// Stay out: this worker's kernels are not the chain's current revision, so joining now would
+    /// declare kernels it does not run. Upgrade the worker (or wait for the chain's upgrade).
+    Wait,
+}
+
+/// The move for a daemon that wants the verifier role (`wanted`), whose pool entry declares
+/// `entry` (`None`: not in the pool), when the chain pins new jobs and joiners to `current`.
+/// A worker stays in the pool after a runtime upgrade raised the revision, drawn for the jobs
+/// posted before it, until its operator upgrades it; it then joins again under the new revision.
+pub fn pool_move(wanted: bool, entry: Option<u32>, current: u32) -> PoolMove {
+    let ours = ergon_engine::KERNELS_REVISION;
+    match (wanted, entry) {
+        (false, None) => PoolMove::Stay,
+        (false, Some(_)) => PoolMove::Leave,
+        (true, Some(declared)) if declared == ours => PoolMove::Stay,
+        (true, _) if current == ours => PoolMove::Join,
+        (true, Some(_)) => PoolMove::Leave,
+        (true, None) => PoolMove::Wait,
+    }
 }
 
 /// Bytes one sample takes in memory once decoded (f32 inputs and its target).
@@ -298,5 +349,30 @@ mod tests {
         // Fashion-MNIST's 70 000 images alone are ~220 MB decoded.
         let need = memory_estimate(&s, &s.validate().unwrap());
         assert!(need > 220 << 20 && need < 1 << 30, "{need}");
+    }
+
+    /// Fail an honest trainer with another revision's kernels, from the daemon's side: a worker
+    /// never trains a job pinned to other kernels (its verifiers would replay it off by up to the
+    /// spread between revisions), never declares kernels it does not run, and leaves the pool
+    /// when its entry declares other kernels (drawn for jobs it cannot replay, it would lose its
+    /// collateral). After a runtime upgrade it stays, drawn for the jobs posted before, until its
+    /// operator upgrades it; the upgraded worker joins again under the new revision.
+    #[test]
+    fn a_worker_trains_and_verifies_only_jobs_of_its_kernels() {
+        let ours = ergon_engine::KERNELS_REVISION;
+        assert_eq!(runs_kernels(ours), Ok(()));
+        assert_eq!(runs_kernels(ours + 1), Err(NoBid::OtherKernels { job: ours + 1, ours }));
+        // The chain runs this worker's revision.
+        assert_eq!(pool_move(true, None, ours), PoolMove::Join);
+        assert_eq!(pool_move(true, Some(ours), ours), PoolMove::Stay);
+        assert_eq!(pool_move(true, Some(ours - 1), ours), PoolMove::Join, "upgraded: declares it");
+        assert_eq!(pool_move(false, Some(ours), ours), PoolMove::Leave);
+        assert_eq!(pool_move(false, None, ours), PoolMove::Stay);
+        // The chain moved on to the next revision, this worker not yet.
+        assert_eq!(pool_move(true, Some(ours), ours + 1), PoolMove::Stay, "drawn for older jobs");
+        assert_eq!(pool_move(true, None, ours + 1), PoolMove::Wait);
+        // The worker was upgraded before the chain: its entry declares kernels it no longer runs.
+        assert_eq!(pool_move(true, Some(ours - 1), ours - 1), PoolMove::Leave);
+        assert_eq!(pool_move(true, None, ours - 1), PoolMove::Wait);
     }
 }

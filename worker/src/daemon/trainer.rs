@@ -23,7 +23,10 @@ use ergon_engine::{
 };
 
 use super::{
-    config::Role, policy::TrainOn, store::Training, Ctx, MyJobs, RoleError, BLOCK_SECONDS,
+    config::Role,
+    policy::{self, TrainOn},
+    store::Training,
+    Ctx, MyJobs, RoleError, BLOCK_SECONDS,
 };
 
 /// Most jobs looked at per block.
@@ -88,12 +91,15 @@ impl Trainer {
                 Some(t) => t.price,
                 None => {
                     let seconds_left = job.deadline.saturating_sub(now) as u64 * BLOCK_SECONDS;
-                    match ctx.policy.price(
-                        &job.spec.0,
-                        job.work_micro_ut,
-                        seconds_left,
-                        min_price_per_ut,
-                    ) {
+                    let price = policy::runs_kernels(job.kernels).and_then(|()| {
+                        ctx.policy.price(
+                            &job.spec.0,
+                            job.work_micro_ut,
+                            seconds_left,
+                            min_price_per_ut,
+                        )
+                    });
+                    match price {
                         // The chain refuses a price above what the job pays (less still once
                         // the verifier fees are reserved): not worth a transaction's fee.
                         Ok(price) if price > job.budget => {

@@ -32,6 +32,8 @@ pub struct Verifier {
     attempts: BTreeMap<(u64, u32), u32>,
     /// Rounds that could not be revealed (the store lost the vote): logged once.
     lost: std::collections::BTreeSet<(u64, u32)>,
+    /// Rounds of jobs pinned to other kernels than this worker's: not verified, logged once.
+    other_kernels: std::collections::BTreeSet<(u64, u32)>,
 }
 
 impl Verifier {
@@ -42,6 +44,7 @@ impl Verifier {
             running: BTreeMap::new(),
             attempts: BTreeMap::new(),
             lost: Default::default(),
+            other_kernels: Default::default(),
         }
     }
 
@@ -71,6 +74,23 @@ impl Verifier {
                     Some(_) => {}
                     None if !self.running.contains_key(&key) => {
                         let Some(target) = Target::of(job) else { continue };
+                        // Drawn for a job of other kernels (the entry was left from before an
+                        // upgrade of this worker): its replay could fail an honest trainer, so no
+                        // vote; the seat's collateral pays for the operator's mistake.
+                        if target.kernels != ergon_engine::KERNELS_REVISION {
+                            if self.other_kernels.insert(key) {
+                                error!(
+                                    job = id,
+                                    round = round.number,
+                                    "{}: not verifying",
+                                    ergon_engine::Error::OtherKernels {
+                                        job: target.kernels,
+                                        ours: ergon_engine::KERNELS_REVISION
+                                    }
+                                );
+                            }
+                            continue;
+                        }
                         let attempts = self.attempts.entry(key).or_insert(0);
                         *attempts += 1;
                         let task = tokio::spawn(verification(
@@ -150,6 +170,8 @@ struct Target {
     trainer: [u8; 32],
     /// The divergence the commitment claims, if any.
     diverged_at: Option<u64>,
+    /// The kernels revision the job pins.
+    kernels: u32,
 }
 
 impl Target {
@@ -162,6 +184,7 @@ impl Target {
             root: bundle.root.0,
             trainer: trainer.0,
             diverged_at: bundle.metrics.diverged_at,
+            kernels: job.kernels,
         })
     }
 }
@@ -198,6 +221,11 @@ async fn verification(
         }
         Ok(Err(ergon_engine::Error::Cancelled)) => {
             info!(job = id, round, "verification stopped for shutdown; redone at the next start");
+            return;
+        }
+        // Checked before the task started; never a fail vote on an honest trainer.
+        Ok(Err(e @ ergon_engine::Error::OtherKernels { .. })) => {
+            error!(job = id, round, "{e}: not verifying");
             return;
         }
         // The bundle could not be fetched (or read): retried while attempts remain, then a fail on
@@ -262,6 +290,7 @@ fn replay(
     opts.segments = segments;
     opts.expected_root = Some(target.root);
     opts.expected_divergence = Some(target.diverged_at);
+    opts.kernels = target.kernels;
     opts.datasets = Some(datasets);
     opts.threads = Some(compute.threads());
     opts.device = compute.device();

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Manifest format version.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Where and how the run was computed. Replays elsewhere must tolerate differences of these.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -20,6 +20,9 @@ pub struct Environment {
     pub threads: usize,
     /// `ergon-worker` version.
     pub worker_version: String,
+    /// The kernels revision it ran ([`crate::KERNELS_REVISION`]): the one the job pins, or the
+    /// bundle fails.
+    pub kernels: u32,
 }
 
 /// One checkpoint Cᵢ.

@@ -55,7 +55,7 @@ use ergon_job_spec::JobSpec;
 use crate::{
     bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest},
     data::{self, hex},
-    error::Result,
+    error::{Error, Result},
     model::Model,
     optim::Optimizer,
     rng::Seed,
@@ -103,6 +103,10 @@ pub struct VerifyOptions {
     /// The divergence committed on chain (`Some(None)`: none; `Some(Some(s))`: diverged at step
     /// `s`), if known: the manifest must say the same.
     pub expected_divergence: Option<Option<u64>>,
+    /// The kernels revision the job pins (the chain's job record; default this worker's): the
+    /// manifest must name it, and a worker of another revision does not verify
+    /// ([`Error::OtherKernels`]).
+    pub kernels: u32,
     /// Device to replay on.
     pub device: Device,
     /// Run the six full-pass rules ([`crate::full_pass`]).
@@ -133,6 +137,7 @@ impl VerifyOptions {
             expected_seed,
             expected_final_model: None,
             expected_divergence: None,
+            kernels: crate::KERNELS_REVISION,
             device: Device::Cpu,
             full_pass: true,
             replay: true,
@@ -185,6 +190,11 @@ pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
 
 fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let summary = spec.validate()?;
+    // Another revision's replay of an honest bundle may be off by more than ε: no verdict at all,
+    // rather than a fail that would slash an honest trainer.
+    if opts.kernels != crate::KERNELS_REVISION {
+        return Err(Error::OtherKernels { job: opts.kernels, ours: crate::KERNELS_REVISION });
+    }
     let mut report = Report {
         passed: true,
         root: None,
@@ -244,6 +254,12 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let mut mismatches = Vec::new();
     if m.spec_hash != hex(&trajectory::spec_hash(spec)) {
         mismatches.push("spec hash".to_string());
+    }
+    if m.environment.kernels != opts.kernels {
+        mismatches.push(format!(
+            "kernels revision {} where the job pins {}",
+            m.environment.kernels, opts.kernels
+        ));
     }
     // A diverged bundle holds the checkpoints and losses before its divergence.
     if let Some(step) = m.diverged_at {
