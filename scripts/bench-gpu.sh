@@ -5,7 +5,9 @@
 # (default 1; SEEDS="1 2 3" to calibrate ε and τ across seeds), a row each:
 #   - GPU ↔ CPU replay: the GPU-trained bundle verified on the CPU and the CPU-trained one verified
 #     on the GPU, ten segments, at the default ε and τ: largest relative error, smallest cosine,
-#     verdict; and the fingerprints of both trainings (the manifest's checkpoint digests and
+#     verdict (a GPU-trained CNN bundle always FAILs: convolutional jobs train on the CPU, and the
+#     verifier's device check after the replays says so; the replay columns measure it all the
+#     same); and the fingerprints of both trainings (the manifest's checkpoint digests and
 #     losses, hashed): a CPU training gives the one it gives on any other CPU (compare with the
 #     same line from another machine);
 #   - on the first seed only, determinism: a second GPU training gives the same fingerprint;

@@ -4,8 +4,12 @@
 //! A GPU is always opened through [`open`], which turns off every reduced-precision shortcut of
 //! candle's CUDA matrix products (TF32 for f32): a job's precision is f32, and a verifier on a CPU
 //! must be able to replay a GPU's steps within the f32 tolerances.
+//!
+//! A convolutional job trains on the CPU ([`replays_across_devices`]): its GPU training does not
+//! replay on a CPU within ε, so the verifier fails a bundle of one that names another device.
 
 use candle_core::Device;
+use ergon_job_spec::{JobSpec, Layer};
 
 use crate::error::{Error, Result};
 
@@ -32,6 +36,17 @@ pub struct OpenDevice {
 
 /// Whether this build can train on CUDA GPUs.
 pub const CUDA_BUILD: bool = cfg!(feature = "cuda");
+
+/// Whether a job of `spec` may train on a GPU: whether a CPU verifier replays an honest GPU
+/// training of it within ε. Not a convolutional model's: each step takes millions of ReLU and
+/// max-pool decisions, and the few that another summation order flips grow over a segment past ε
+/// (1.3·10⁻³ and 3.2·10⁻³ GPU ↔ CPU on one H100, up to 7.9·10⁻³ between two CPU kernels:
+/// docs/pot-calibration.md). The MLP's and the transformer's stayed at 9·10⁻⁷ and 6·10⁻⁵. Such a
+/// job trains on the CPU, and its verifiers all replay it there, whatever they compute on: their
+/// verdicts never depend on their hardware.
+pub fn replays_across_devices(spec: &JobSpec) -> bool {
+    !spec.model.layers.iter().any(|l| matches!(l, Layer::Conv2d { .. } | Layer::MaxPool2d { .. }))
+}
 
 /// Opens `choice`: the CPU always works; a GPU needs a `cuda` build, the NVIDIA driver and the CUDA
 /// libraries, and a device of that ordinal, else a clear [`Error::Gpu`].

@@ -250,6 +250,40 @@ fn a_bundle_of_other_kernels_fails_and_a_worker_of_other_kernels_gives_no_verdic
 }
 
 #[test]
+fn a_convolutional_bundle_trained_on_a_gpu_fails_the_device_check_on_every_verifier() {
+    // A GPU's training of a CNN replays on a CPU off by more than ε (measured on an H100), and a
+    // GPU verifier would replay it exactly: verdicts would depend on who was drawn, and a dispute
+    // would slash its honest minority. So a convolutional job trains on the CPU, every verifier
+    // replays it there, and one whose manifest names another device fails. Played with CPU
+    // trainings that claim a GPU: the replays pass (the CPU replays them exactly), the device
+    // check fails the CNN's and not the MLP's.
+    let dir = tempfile::tempdir().unwrap();
+    let claim_gpu = |out: &Path| {
+        let mut m = manifest(out);
+        m.environment.device = "cuda:0".into();
+        write_manifest(out, &m);
+    };
+    let cnn = common::idx_spec(dir.path());
+    let out = dir.path().join("cnn");
+    let trained = train::train(&cnn, &TrainOptions::new(out.clone(), SEED)).unwrap();
+    assert!(matches!(trained, Outcome::Finished(_)));
+    claim_gpu(&out);
+    let mut opts = VerifyOptions::new(out, SEED);
+    opts.segments = vec![0, 1];
+    let report = verify::verify(&cnn, &opts).unwrap();
+    let failures: Vec<_> = report.checks.iter().filter(|c| !c.passed).collect();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].name, "device");
+    assert!(report.checks.iter().any(|c| c.name.starts_with("replay[") && c.passed));
+
+    let out = dir.path().join("mlp");
+    let (mlp, _) = honest(dir.path(), &out);
+    claim_gpu(&out);
+    let report = verify::verify(&mlp, &all_segments(&out)).unwrap();
+    assert!(report.passed, "{:?}", report.first_failure());
+}
+
+#[test]
 fn a_permuted_initialization_fails_the_init_check() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");

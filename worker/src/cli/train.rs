@@ -49,6 +49,12 @@ pub fn run(args: Args) -> Outcome {
     eprintln!("device {}", device.description);
     let device = device.device;
     let summary = spec.validate()?;
+    if !device.is_cpu() && !ergon_engine::device::replays_across_devices(&spec) {
+        eprintln!(
+            "warning: a convolutional job trains on the CPU; verifiers fail this bundle's device \
+             check (its replay on a CPU is off by more than ε): train without --cuda to submit it"
+        );
+    }
     eprintln!(
         "training {} parameters, {} steps, {:.3} ut of work, seed {}",
         summary.parameters,

@@ -8,10 +8,11 @@
 //!
 //! A GPU host trains convolutional jobs on its CPU ([`Policy::train_on`]): a CPU verifier's replay
 //! of an honest GPU-trained CNN is over ε (measured on an H100, docs/pot-calibration.md), so
-//! training one on the GPU would sell a slash too, while a CPU-trained bundle replays exactly on
+//! verifiers fail a convolutional bundle that names another device than the CPU
+//! ([`ergon_engine::device::replays_across_devices`]), while a CPU-trained one replays exactly on
 //! every verifier's CPU. Its bid is checked against the CPU's throughput and memory.
 
-use ergon_job_spec::{DataFormat, JobSpec, Layer, SpecSummary};
+use ergon_job_spec::{DataFormat, JobSpec, SpecSummary};
 
 /// Plancks in one ERG.
 pub const ERG: u128 = 1_000_000_000_000;
@@ -156,21 +157,12 @@ pub fn memory_estimate(spec: &JobSpec, summary: &SpecSummary) -> u64 {
     state.saturating_add(data).saturating_add(activations).saturating_add(64 << 20)
 }
 
-/// Whether a CPU verifier replays an honest GPU training of `spec` within ε. Not a convolutional
-/// model's: each step takes millions of ReLU and max-pool decisions, and the few that another
-/// summation order flips grow over a segment past ε (1.3·10⁻³ and 3.2·10⁻³ GPU ↔ CPU on one H100,
-/// up to 7.9·10⁻³ between two CPU kernels: docs/pot-calibration.md). The MLP's and the
-/// transformer's stayed at 9·10⁻⁷ and 6·10⁻⁵.
-pub fn replays_across_devices(spec: &JobSpec) -> bool {
-    !spec.model.layers.iter().any(|l| matches!(l, Layer::Conv2d { .. } | Layer::MaxPool2d { .. }))
-}
-
 impl Policy {
     /// Where this machine trains `spec`: on its GPU when it has one and CPU verifiers replay the
     /// GPU's training within ε, on its CPU otherwise (a CPU-trained bundle replays exactly on every
-    /// verifier's CPU).
+    /// verifier's CPU, and verifiers fail a convolutional bundle that names another device).
     pub fn train_on(&self, spec: &JobSpec) -> TrainOn {
-        if self.gpu.is_some() && replays_across_devices(spec) {
+        if self.gpu.is_some() && ergon_engine::device::replays_across_devices(spec) {
             TrainOn::Gpu
         } else {
             TrainOn::Cpu

@@ -480,7 +480,17 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     }
     report.replay_seconds = started.elapsed().as_secs_f64();
 
-    // 6. Final-model hash.
+    // 6. The device: a convolutional job trains on the CPU, where every verifier replays it (its
+    // GPU training replays off by more than ε). Checked after the replays so that they still
+    // measure how far another device's training lands (scripts/bench-gpu.sh).
+    report.push(
+        "device",
+        m.environment.device == "cpu" || crate::device::replays_across_devices(spec),
+        m.environment.device.clone(),
+        "the CPU for a convolutional model (any device otherwise)",
+    );
+
+    // 7. Final-model hash.
     let Some(last) = m.checkpoints.last() else {
         // The manifest check requires the schedule's checkpoints; kept as a check all the same.
         report.push("final_model", false, "no checkpoint".into(), "a final checkpoint");
@@ -501,7 +511,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         "the manifest's (and the committed) final-model hash",
     );
 
-    // 7. Claimed metrics of the final weights (a diverged bundle claims none: its tail decides).
+    // 8. Claimed metrics of the final weights (a diverged bundle claims none: its tail decides).
     if let Some(step) = m.diverged_at {
         report.push(
             "metrics",
