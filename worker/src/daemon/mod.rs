@@ -347,7 +347,6 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
     // the pool would be drawn and, silent, slashed); what was drawn before is still answered.
     // Joining declares the chain's current kernels revision, so only a worker that runs it joins
     // (`policy::pool_move`).
-    let decoded = |e| Fatal::Chain(ergon_client::subxt::Error::from(e).into());
     let entry = at
         .storage()
         .try_fetch(runtime::storage().job_market().verifier_pool(), (ctx.me,))
@@ -355,7 +354,7 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
         .map_err(|e| Fatal::Chain(e.into()))?
         .map(|v| v.decode())
         .transpose()
-        .map_err(decoded)?;
+        .map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?;
     let current = at
         .constants()
         .entry(runtime::constants().job_market().kernels_revision())

@@ -22,6 +22,11 @@ pub fn dataset(dir: &Path, name: &str, format: DataFormat, bytes: &[u8], samples
     }
 }
 
+/// SGD with momentum, as the small tasks train.
+fn sgd() -> Optimizer {
+    Optimizer::Sgd { lr: Ppb(50_000_000), momentum: Ppb(900_000_000), weight_decay: Ppb(1_000) }
+}
+
 /// A CSV classification task: 3 classes separated along two of four features.
 pub fn csv_spec(dir: &Path) -> JobSpec {
     let mut text = String::new();
@@ -49,11 +54,7 @@ pub fn csv_spec(dir: &Path) -> JobSpec {
         },
         train: d.clone(),
         validation: d,
-        optimizer: Optimizer::Sgd {
-            lr: Ppb(50_000_000),
-            momentum: Ppb(900_000_000),
-            weight_decay: Ppb(1_000),
-        },
+        optimizer: sgd(),
         epochs: 3,
         batch_size: 16,
         checkpoint_interval: 4,
@@ -156,11 +157,7 @@ pub fn idx_spec(dir: &Path) -> JobSpec {
         },
         train: d.clone(),
         validation: d,
-        optimizer: Optimizer::Sgd {
-            lr: Ppb(50_000_000),
-            momentum: Ppb(900_000_000),
-            weight_decay: Ppb(1_000),
-        },
+        optimizer: sgd(),
         epochs: 2,
         batch_size: 16,
         checkpoint_interval: 4,
