@@ -5,7 +5,9 @@
 //! 1. **files**: every checkpoint file and tensor matches the manifest (and the Merkle root matches
 //!    the committed one, when given);
 //! 2. **manifest**: the manifest describes this spec (spec hash, batch size, step and checkpoint
-//!    schedule) and the prescribed seed (mandatory: from the job id and the trainer's account bytes);
+//!    schedule), the prescribed seed (mandatory: from the job id and the trainer's account bytes),
+//!    f32 and the kernels revision the job pins (a worker of another revision gives no verdict:
+//!    [`Error::OtherKernels`]);
 //! 3. **states**: every checkpoint read holds only finite values and is not degenerate (not every
 //!    weight zero);
 //! 4. **init**: C0 is Init(seed) bit for bit, weights and optimizer state;
@@ -16,10 +18,12 @@
 //!    (the same bounds on the state vectors) and every per-step loss (within [`LOSS_TOLERANCE`]);
 //!    on the way it sketches the weights at the segment's probe step, which the bundle does not
 //!    hold: the replay evidence a pass carries on chain ([`ergon_protocol::evidence`]);
-//! 6. **final_model**: the final-model hash is the hash of the last checkpoint's weights (and the
+//! 6. **device**: a convolutional model was trained on the CPU, where every verifier replays it
+//!    ([`crate::device::replays_across_devices`]);
+//! 7. **final_model**: the final-model hash is the hash of the last checkpoint's weights (and the
 //!    committed one, when given);
-//! 7. **metrics**: the claimed validation loss and accuracy are what the final weights give;
-//! 8. for a bundle whose training diverged (`Manifest::diverged_at`), no metrics: its **tail** (the
+//! 8. **metrics**: the claimed validation loss and accuracy are what the final weights give;
+//! 9. for a bundle whose training diverged (`Manifest::diverged_at`), no metrics: its **tail** (the
 //!    last checkpoint to the divergence) is replayed by every verifier, as its last segment when
 //!    drawn for it (`replay[k]`, with a sketch) or else as the `divergence` check, and must diverge
 //!    where the manifest says; only the two rules about C0 apply.
@@ -304,7 +308,8 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         "manifest",
         mismatches.is_empty(),
         if mismatches.is_empty() { "matches".into() } else { mismatches.join("; ") },
-        "spec hash, batch size, step and checkpoint schedule, seed as prescribed, f32",
+        "spec hash, batch size, step and checkpoint schedule, seed as prescribed, f32, the \
+         job's kernels revision",
     );
     let (Some(seed), true) = (seed, report.passed) else {
         // Nothing below is meaningful on a bundle that is not what it claims to be.
