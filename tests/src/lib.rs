@@ -439,18 +439,26 @@ pub fn job_view(node: &Node, job: u64) -> Value {
     node.call("ergon_job", json!([job])).expect("ergon_job")
 }
 
-/// The market's daemons on a dev chain: Bob a trainer, Charlie and Dave verifiers and drillers,
-/// each with 2 000 ERG bonded (data under `dir/bob`, …). Returns once all three have bonded and the
-/// verifiers have joined the pool and registered as drillers: a draw only takes verifiers that
-/// joined before its randomness began, so jobs should be posted after this.
-pub fn market_daemons(node: &Node, dir: &Path) -> [Daemon; 3] {
-    let start = |name: &str, key: &str, roles: &str| {
-        Daemon::start(name, &daemon_args(node, key, roles, dir, name), dir)
+/// Daemon arguments (the attack suite's) that hang a training started from scratch once its step
+/// 90 is done, three checkpoints past C0 in the example specs, for a test to kill the daemon there:
+/// the example MLP trains in about a second, faster than a test can catch it mid-training.
+pub const STALL_MID_TRAINING: [&str; 2] = ["--stall-training-at", "90"];
+
+/// The market's daemons on a dev chain: Bob a trainer (with the arguments `bob_extra` too),
+/// Charlie and Dave verifiers and drillers, each with 2 000 ERG bonded (data under `dir/bob`, …).
+/// Returns once all three have bonded and the verifiers have joined the pool and registered as
+/// drillers: a draw only takes verifiers that joined before its randomness began, so jobs should
+/// be posted after this.
+pub fn market_daemons(node: &Node, dir: &Path, bob_extra: &[&str]) -> [Daemon; 3] {
+    let start = |name: &str, key: &str, roles: &str, extra: &[&str]| {
+        let mut args = daemon_args(node, key, roles, dir, name);
+        args.extend(extra.iter().map(|a| a.to_string()));
+        Daemon::start(name, &args, dir)
     };
     let daemons = [
-        start("bob", "//Bob", "trainer"),
-        start("charlie", "//Charlie", "verifier,driller"),
-        start("dave", "//Dave", "verifier,driller"),
+        start("bob", "//Bob", "trainer", bob_extra),
+        start("charlie", "//Charlie", "verifier,driller", &[]),
+        start("dave", "//Dave", "verifier,driller", &[]),
     ];
     for who in ["//Bob", "//Charlie", "//Dave"] {
         let account = dev_pair(who).public_key().0;

@@ -60,16 +60,24 @@ pub fn assert_same_finalized_chain(nodes: &[&Node], target: u32) {
 }
 
 /// Starts the daemons of the validators beside their nodes (`nodes` in [`VALIDATORS`] order), each
-/// with `roles` and its data under `dir/<name>-worker`, and waits until the verifiers among them
-/// are in the pool: a draw only takes verifiers that joined before its randomness began, so jobs
-/// should be posted after this.
-pub fn validator_daemons(nodes: &[Node], roles: &str, dir: &Path) -> Vec<Daemon> {
+/// with `roles`, its data under `dir/<name>-worker` and the arguments `extra` gives its name, and
+/// waits until the verifiers among them are in the pool: a draw only takes verifiers that joined
+/// before its randomness began, so jobs should be posted after this.
+pub fn validator_daemons(
+    nodes: &[Node],
+    roles: &str,
+    dir: &Path,
+    extra: &[(&str, &[&str])],
+) -> Vec<Daemon> {
     let daemons: Vec<Daemon> = VALIDATORS
         .iter()
         .zip(nodes)
         .map(|(name, node)| {
             let worker = format!("{name}-worker");
-            Daemon::start(&worker, &daemon_args(node, &dev_key(name), roles, dir, &worker), dir)
+            let mut args = daemon_args(node, &dev_key(name), roles, dir, &worker);
+            let more = extra.iter().filter(|(who, _)| who == name).flat_map(|(_, a)| a.iter());
+            args.extend(more.map(|a| a.to_string()));
+            Daemon::start(&worker, &args, dir)
         })
         .collect();
     if roles.split(',').any(|r| r == "verifier") {

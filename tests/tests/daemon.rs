@@ -26,7 +26,7 @@ use std::{
 use ergon_drill::MatmulChain;
 use ergon_integration_tests::{
     chain::calls, dev_pair, job_view, market_daemons, post_job_as_alice, user_cli, wait_for,
-    Daemon, Node, Ports,
+    Daemon, Node, Ports, STALL_MID_TRAINING,
 };
 use serde_json::{json, Value};
 
@@ -55,7 +55,8 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     let mut node = Node::start("dev", Ports::free(), &args, dir.path());
     node.wait_finalized(1, Duration::from_secs(180));
 
-    let [mut bob, mut charlie, mut dave] = market_daemons(&node, dir.path());
+    // Bob's first training hangs at step 90, where the test kills it (below).
+    let [mut bob, mut charlie, mut dave] = market_daemons(&node, dir.path(), &STALL_MID_TRAINING);
 
     // Alice publishes a matrix-chain task for two executors (the registered drillers).
     let alice_pair = dev_pair("//Alice");

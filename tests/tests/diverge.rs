@@ -72,7 +72,7 @@ fn a_diverging_spec_settles_with_its_trainer_paid_for_the_steps_and_not_slashed(
     let dir = tempfile::tempdir().expect("temp dir");
     let node = Node::start("dev", Ports::free(), &["--dev".into(), "--tmp".into()], dir.path());
     node.wait_finalized(1, Duration::from_secs(180));
-    let daemons = market_daemons(&node, dir.path());
+    let daemons = market_daemons(&node, dir.path(), &[]);
 
     let spec_path = dir.path().join("diverging.json");
     std::fs::write(&spec_path, diverging_spec(dir.path()).to_string()).unwrap();

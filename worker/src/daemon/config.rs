@@ -90,6 +90,12 @@ pub struct Config {
     #[cfg(feature = "attacks")]
     #[arg(long, hide = true, value_parser = parse_attack)]
     pub forge: Option<ergon_engine::attacks::Attack>,
+    /// Tests only (the `attacks` feature): a training started from scratch hangs once step N is
+    /// done (its checkpoints through N still reach the disk), as a stuck machine would, so that a
+    /// test kills the daemon mid-training at a known point; a resumed training never hangs.
+    #[cfg(feature = "attacks")]
+    #[arg(long, hide = true, value_name = "STEP")]
+    pub stall_training_at: Option<u64>,
 }
 
 /// An attack of the suite by its report name.

@@ -240,11 +240,19 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
         let slot = ctx.compute.for_training().await;
         info!(job = id, ?on, "training (resumes from the last checkpoint if there is one)");
         let counter = steps.clone();
+        #[cfg(feature = "attacks")]
+        let (stall_at, shutdown) = (ctx.config.stall_training_at, ctx.compute.shutdown_token());
         let opts = TrainOptions {
             threads: Some(ctx.compute.threads()),
             device: device.clone(),
             stop: Some(ctx.compute.pause_token()),
-            on_step: Some(Arc::new(move |s: &Step| counter.store(s.done, Ordering::Relaxed))),
+            on_step: Some(Arc::new(move |s: &Step| {
+                counter.store(s.done, Ordering::Relaxed);
+                #[cfg(feature = "attacks")]
+                if stall_at == Some(s.done) && s.this_run == s.done {
+                    stall(&shutdown);
+                }
+            })),
             datasets: Some(ctx.datasets.clone()),
             ..TrainOptions::new(out.clone(), seed)
         };
@@ -349,6 +357,16 @@ async fn report_progress<T>(
                 m.eta_seconds.store(eta_s, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// The stuck machine of the fault tests (`--stall-training-at`): hangs until the daemon is killed
+/// or shuts down.
+#[cfg(feature = "attacks")]
+fn stall(shutdown: &ergon_engine::Cancel) {
+    warn!("--stall-training-at: the training hangs here until the daemon is killed");
+    while !shutdown.is_cancelled() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
