@@ -399,16 +399,37 @@ pub fn dev_pair(uri: &str) -> ergon_client::keys::Signer {
 }
 
 /// Polls `f` every 500 ms until it yields `Some`, or panics with `what` after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) -> T {
+    wait_for_daemons(what, timeout, &[], f)
+}
+
+/// [`wait_for`], with the log tails of `daemons` in the panic message: what a failed run in CI
+/// leaves to find out why.
+pub fn wait_for_daemons<T>(
+    what: &str,
+    timeout: Duration,
+    daemons: &[&Daemon],
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = f() {
             return v;
         }
-        if Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
+        check(
+            Instant::now() <= deadline,
+            &format!("timed out after {timeout:?} waiting for {what}"),
+            daemons,
+        );
         sleep(Duration::from_millis(500));
+    }
+}
+
+/// Panics with `what` and the last 40 lines of each of `daemons`' logs if `cond` fails.
+pub fn check(cond: bool, what: &str, daemons: &[&Daemon]) {
+    if !cond {
+        let logs: Vec<String> = daemons.iter().map(|d| d.log_tail(40)).collect();
+        panic!("{what}\n{}", logs.join("\n"));
     }
 }
 

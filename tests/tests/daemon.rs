@@ -25,8 +25,8 @@ use std::{
 
 use ergon_drill::MatmulChain;
 use ergon_integration_tests::{
-    chain::calls, dev_pair, job_view, market_daemons, post_job_as_alice, user_cli, wait_for,
-    Daemon, Node, Ports, STALL_MID_TRAINING,
+    chain::calls, check, dev_pair, job_view, market_daemons, post_job_as_alice, user_cli, wait_for,
+    wait_for_daemons, Node, Ports, STALL_MID_TRAINING,
 };
 use serde_json::{json, Value};
 
@@ -35,14 +35,6 @@ const ERG: u128 = 1_000_000_000_000;
 /// A JSON record of a daemon's store, if written.
 fn record(dir: &Path, path: &str) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(dir.join(path)).ok()?).ok()
-}
-
-/// Panics with every daemon's log tail if `cond` fails.
-fn check(cond: bool, what: &str, daemons: &[&Daemon]) {
-    if !cond {
-        let logs: Vec<String> = daemons.iter().map(|d| d.log_tail(40)).collect();
-        panic!("{what}\n{}", logs.join("\n"));
-    }
 }
 
 #[test]
@@ -99,7 +91,8 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     };
 
     // Bob's daemon bids; the chain assigns the job to the cheapest bid when the window closes.
-    wait_for("Bob's daemon to be assigned the job", Duration::from_secs(300), || {
+    let five_minutes = Duration::from_secs(300);
+    wait_for_daemons("Bob's daemon to be assigned the job", five_minutes, &[&bob], || {
         let view = job_view(&node, job);
         (view["state"]["status"] == "assigned").then_some(())
     });
@@ -108,7 +101,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
 
     // Mid-training: a few checkpoints written, then SIGKILL and a restart.
     let progress = dir.path().join(format!("bob/bundles/job-{job}/progress.json"));
-    wait_for("Bob's training to write checkpoints", Duration::from_secs(300), || {
+    wait_for_daemons("Bob's training to write checkpoints", five_minutes, &[&bob], || {
         let p: Value = serde_json::from_slice(&std::fs::read(&progress).ok()?).ok()?;
         (p["checkpoints"].as_array()?.len() >= 3).then_some(())
     });
@@ -127,7 +120,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     node.wait_finalized(before_restart + 2, Duration::from_secs(180));
 
     // The bundle is committed: the training resumed rather than starting again.
-    wait_for("Bob's bundle commitment", Duration::from_secs(600), || {
+    wait_for_daemons("Bob's commitment", Duration::from_secs(600), &[&bob], || {
         (job_view(&node, job)["state"]["status"] == "verifying").then_some(())
     });
     mark("bundle committed (after a daemon and a node restart)");
@@ -157,17 +150,14 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     std::thread::sleep(Duration::from_secs(2));
     charlie.restart();
 
-    let done = wait_for("the job to settle", Duration::from_secs(900), || {
+    let all = [&bob, &charlie, &dave];
+    let done = wait_for_daemons("the job to settle", Duration::from_secs(900), &all, || {
         let view = job_view(&node, job);
         let status = view["state"]["status"].as_str()?.to_string();
         (status == "completed" || status == "failed").then_some(view)
     });
     mark("settled");
-    check(
-        done["state"]["status"] == "completed",
-        &format!("the job completes: {done}"),
-        &[&bob, &charlie, &dave],
-    );
+    check(done["state"]["status"] == "completed", &format!("the job completes: {done}"), &all);
 
     // Charlie revealed after its restart (no silent slash: its bond is whole), and every chain
     // action was sent once.
@@ -212,7 +202,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     // next start it leaves the verifier pool (left in it, it would be drawn and slashed as silent).
     check(dave.stop(), "Dave's daemon stops cleanly on SIGTERM", &[&dave]);
     dave.restart_with_roles("driller");
-    wait_for("Dave's daemon to leave the verifier pool", Duration::from_secs(180), || {
+    wait_for_daemons("Dave's daemon to leave the pool", Duration::from_secs(180), &[&dave], || {
         dave.log().contains("leaving the verifier pool: in a block").then_some(())
     });
     assert!(!node.in_verifier_pool(&dev_pair("//Dave").public_key().0), "Dave left the pool");

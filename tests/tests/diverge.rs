@@ -11,8 +11,8 @@
 use std::{path::Path, process::Command, time::Duration};
 
 use ergon_integration_tests::{
-    dev_pair, job_view, market_daemons, post_job_as_alice, user_cli, wait_for, worker_binary,
-    Daemon, Node, Ports,
+    check, dev_pair, job_view, market_daemons, post_job_as_alice, user_cli, wait_for_daemons,
+    worker_binary, Node, Ports,
 };
 use serde_json::{json, Value};
 
@@ -60,19 +60,13 @@ fn diverging_spec(dir: &Path) -> Value {
     })
 }
 
-fn check(cond: bool, what: &str, daemons: &[Daemon]) {
-    if !cond {
-        let logs: Vec<String> = daemons.iter().map(|d| d.log_tail(40)).collect();
-        panic!("{what}\n{}", logs.join("\n"));
-    }
-}
-
 #[test]
 fn a_diverging_spec_settles_with_its_trainer_paid_for_the_steps_and_not_slashed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let node = Node::start("dev", Ports::free(), &["--dev".into(), "--tmp".into()], dir.path());
     node.wait_finalized(1, Duration::from_secs(180));
-    let daemons = market_daemons(&node, dir.path(), &[]);
+    let [bob, charlie, dave] = market_daemons(&node, dir.path(), &[]);
+    let daemons = [&bob, &charlie, &dave];
 
     let spec_path = dir.path().join("diverging.json");
     std::fs::write(&spec_path, diverging_spec(dir.path()).to_string()).unwrap();
@@ -82,7 +76,7 @@ fn a_diverging_spec_settles_with_its_trainer_paid_for_the_steps_and_not_slashed(
 
     // The agreed price, seen while the bundle is verified; then the settlement.
     let mut agreed = 0u128;
-    let done = wait_for("the job to settle", Duration::from_secs(1_500), || {
+    let done = wait_for_daemons("the job to settle", Duration::from_secs(1_500), &daemons, || {
         let view = job_view(&node, job);
         let status = view["state"]["status"].as_str()?.to_string();
         if status == "verifying" {
@@ -94,7 +88,7 @@ fn a_diverging_spec_settles_with_its_trainer_paid_for_the_steps_and_not_slashed(
     let step = done["state"]["bundle"]["divergedAt"].as_u64();
     check(step.is_some_and(|s| s < 100), &format!("the bundle says it diverged: {done}"), &daemons);
     check(
-        daemons[0].log().contains("the spec diverged: committing the checkpoints before it"),
+        bob.log().contains("the spec diverged: committing the checkpoints before it"),
         "Bob's daemon found the divergence",
         &daemons,
     );

@@ -34,10 +34,11 @@ use std::{path::Path, time::Duration};
 
 use ergon_integration_tests::{
     chain::calls,
-    daemon_args, dev_pair, free_port, job_view,
+    check, daemon_args, dev_pair, free_port, job_view,
     measure::{block_stats, write_snapshot},
     network::{assert_same_finalized_chain, start_validators, validator_daemons},
-    post_job_as, user_cli, wait_for, worker_has_forgers, Daemon, Node, STALL_MID_TRAINING,
+    post_job_as, user_cli, wait_for, wait_for_daemons, worker_has_forgers, Daemon, Node,
+    STALL_MID_TRAINING,
 };
 use serde_json::{json, Value};
 
@@ -57,35 +58,22 @@ fn total(node: &Node, who: &str) -> u128 {
     a.free + a.reserved
 }
 
-/// Panics with the daemons' log tails if `cond` fails.
-fn check(cond: bool, what: &str, daemons: &[&Daemon]) {
-    if !cond {
-        let logs: Vec<String> = daemons.iter().map(|d| d.log_tail(30)).collect();
-        panic!("{what}\n{}", logs.join("\n"));
-    }
-}
-
 /// Waits for `trainer`'s bid on `job`, then `owner` accepts it; returns the price.
 fn accept(node: &Node, job: u64, owner: &str, trainer: &str, daemons: &[&Daemon]) -> u128 {
     let who = account(trainer);
-    let mut price = None;
-    for _ in 0..240 {
-        price = node.bids(job).iter().find(|(t, _)| *t == who).map(|(_, p)| *p);
-        if price.is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    check(price.is_some(), &format!("{trainer} bids on job {job}"), daemons);
+    let bid = format!("{trainer}'s bid on job {job}");
+    let price = wait_for_daemons(&bid, Duration::from_secs(120), daemons, || {
+        node.bids(job).iter().find(|(t, _)| *t == who).map(|(_, p)| *p)
+    });
     node.send(calls::accept_bid(job, &who), &dev_pair(owner), Duration::from_secs(120));
     let view = job_view(node, job);
     check(view["state"]["status"] == "assigned", &format!("job {job} assigned: {view}"), daemons);
-    price.unwrap_or_default()
+    price
 }
 
 /// Waits until `job` is completed or failed; returns its view.
-fn settled(node: &Node, job: u64, timeout: Duration) -> Value {
-    wait_for(&format!("job {job} to settle"), timeout, || {
+fn settled(node: &Node, job: u64, timeout: Duration, daemons: &[&Daemon]) -> Value {
+    wait_for_daemons(&format!("job {job} to settle"), timeout, daemons, || {
         let view = job_view(node, job);
         matches!(view["state"]["status"].as_str(), Some("completed" | "failed")).then_some(view)
     })
@@ -213,7 +201,8 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     // Bob's daemon dies mid-training (hung at step 90, three checkpoints written) and comes back:
     // it resumes.
     let progress = dir.path().join(format!("bob-worker/bundles/job-{a}/progress.json"));
-    wait_for("Bob's training to write checkpoints", Duration::from_secs(300), || {
+    let bob = [&validators[1]];
+    wait_for_daemons("Bob's training to write checkpoints", Duration::from_secs(300), &bob, || {
         let p: Value = serde_json::from_slice(&std::fs::read(&progress).ok()?).ok()?;
         (p["checkpoints"].as_array()?.len() >= 3).then_some(())
     });
@@ -265,15 +254,15 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     }
 
     // D: no bid reached the chain, and the window closed.
-    let view_d = settled(node, d, Duration::from_secs(300));
+    let all: Vec<&Daemon> = validators.iter().chain([&eve, &ferdie]).collect();
+    let view_d = settled(node, d, Duration::from_secs(300), &all);
     assert_eq!(view_d["state"]["reason"], "NoBids", "{view_d}");
     assert!(node.bids(d).is_empty());
 
     let timeout = Duration::from_secs(1_500);
-    let view_c = settled(node, c, timeout);
-    let view_a = settled(node, a, timeout);
-    let view_b = settled(node, b, timeout);
-    let all: Vec<&Daemon> = validators.iter().chain([&eve, &ferdie]).collect();
+    let view_c = settled(node, c, timeout, &all);
+    let view_a = settled(node, a, timeout, &all);
+    let view_b = settled(node, b, timeout, &all);
     check(view_a["state"]["status"] == "completed", &format!("A completes: {view_a}"), &all);
     check(
         view_b["state"]["reason"] == "Rejected",
