@@ -51,6 +51,16 @@ use std::path::Path;
 
 use ergon_job_spec::JobSpec;
 
+/// Whether this worker runs kernels revision `job`, the one a job pins: [`Error::OtherKernels`] if
+/// not, since its replay of an honest bundle of other kernels may be off by more than ε.
+pub fn runs_kernels(job: u32) -> Result<()> {
+    if job == KERNELS_REVISION {
+        Ok(())
+    } else {
+        Err(Error::OtherKernels { job, ours: KERNELS_REVISION })
+    }
+}
+
 /// Reads and validates a JSON job spec.
 pub fn load_spec(path: &Path) -> Result<JobSpec> {
     let bytes = std::fs::read(path).map_err(error::io("reading", path))?;

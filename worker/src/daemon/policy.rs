@@ -91,12 +91,8 @@ pub enum NoBid {
 /// Whether this worker trains a job pinned to kernels revision `job`: only one of its own revision,
 /// which the job's verifiers replay exactly.
 pub fn runs_kernels(job: u32) -> Result<(), NoBid> {
-    let ours = ergon_engine::KERNELS_REVISION;
-    if job == ours {
-        Ok(())
-    } else {
-        Err(NoBid::OtherKernels { job, ours })
-    }
+    ergon_engine::runs_kernels(job)
+        .map_err(|_| NoBid::OtherKernels { job, ours: ergon_engine::KERNELS_REVISION })
 }
 
 /// What a daemon does about its place in the verifier pool.

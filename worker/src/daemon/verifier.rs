@@ -77,17 +77,9 @@ impl Verifier {
                         // Drawn for a job of other kernels (the entry was left from before an
                         // upgrade of this worker): its replay could fail an honest trainer, so no
                         // vote; the seat's collateral pays for the operator's mistake.
-                        if target.kernels != ergon_engine::KERNELS_REVISION {
+                        if let Err(e) = ergon_engine::runs_kernels(target.kernels) {
                             if self.other_kernels.insert(key) {
-                                error!(
-                                    job = id,
-                                    round = round.number,
-                                    "{}: not verifying",
-                                    ergon_engine::Error::OtherKernels {
-                                        job: target.kernels,
-                                        ours: ergon_engine::KERNELS_REVISION
-                                    }
-                                );
+                                error!(job = id, round = round.number, "{e}: not verifying");
                             }
                             continue;
                         }

@@ -7,7 +7,7 @@
 //! 2. **manifest**: the manifest describes this spec (spec hash, batch size, step and checkpoint
 //!    schedule), the prescribed seed (mandatory: from the job id and the trainer's account bytes),
 //!    f32 and the kernels revision the job pins (a worker of another revision gives no verdict:
-//!    [`Error::OtherKernels`]);
+//!    [`crate::Error::OtherKernels`]);
 //! 3. **states**: every checkpoint read holds only finite values and is not degenerate (not every
 //!    weight zero);
 //! 4. **init**: C0 is Init(seed) bit for bit, weights and optimizer state;
@@ -59,7 +59,7 @@ use ergon_job_spec::JobSpec;
 use crate::{
     bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest},
     data::{self, hex},
-    error::{Error, Result},
+    error::Result,
     model::Model,
     optim::Optimizer,
     rng::Seed,
@@ -109,7 +109,7 @@ pub struct VerifyOptions {
     pub expected_divergence: Option<Option<u64>>,
     /// The kernels revision the job pins (the chain's job record; default this worker's): the
     /// manifest must name it, and a worker of another revision does not verify
-    /// ([`Error::OtherKernels`]).
+    /// ([`crate::Error::OtherKernels`]).
     pub kernels: u32,
     /// Device to replay on.
     pub device: Device,
@@ -121,8 +121,8 @@ pub struct VerifyOptions {
     pub datasets: Option<std::sync::Arc<data::DatasetCache>>,
     /// CPU threads to replay on (default: the calling thread's pool).
     pub threads: Option<Threads>,
-    /// Checked between segments: a raised token ends the verification with [`Error::Cancelled`]
-    /// (no verdict: the caller asked it to stop).
+    /// Checked between segments: a raised token ends the verification with
+    /// [`crate::Error::Cancelled`] (no verdict: the caller asked it to stop).
     pub cancel: Option<Cancel>,
 }
 
@@ -196,9 +196,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let summary = spec.validate()?;
     // Another revision's replay of an honest bundle may be off by more than ε: no verdict at all,
     // rather than a fail that would slash an honest trainer.
-    if opts.kernels != crate::KERNELS_REVISION {
-        return Err(Error::OtherKernels { job: opts.kernels, ours: crate::KERNELS_REVISION });
-    }
+    crate::runs_kernels(opts.kernels)?;
     let mut report = Report {
         passed: true,
         root: None,
