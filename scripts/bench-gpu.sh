@@ -15,7 +15,10 @@
 #     candle's kernels for the GPU, which the driver then caches) against PyTorch on the same GPU
 #     (f32, TF32 off), as a ratio.
 # Then the drilling workload: result hashes of the CPU and the GPU for three sizes, and the GPU's
-# throughput.
+# throughput against its f32 peak (an 8192³ product through PyTorch, TF32 off, measured in the run).
+# First of all, the engine's CUDA kernels are checked against their CPU twins bit for bit (its
+# `on_a_gpu_` tests): ENGINE_TESTS names a built test binary of ergon-engine with the `cuda` feature,
+# else cargo builds and runs them.
 #
 # WORKER and WORKER_CUDA name the CPU and CUDA builds (default: this checkout's, built if missing:
 # the CUDA one through scripts/setup-cuda.sh). PyTorch is the `python3` on PATH (PYTHON to change).
@@ -40,6 +43,18 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+
+# The kernels on this GPU: they must run (a test that finds no GPU skips, which fails here).
+if [ -n "${ENGINE_TESTS:-}" ]; then
+    "$ENGINE_TESTS" on_a_gpu --nocapture 2>&1 | tee "$work/kernels.txt"
+else
+    (source "$(scripts/setup-cuda.sh)" && CARGO_TARGET_DIR="$target/cuda" cargo test --release \
+        --locked -p ergon-engine --features cuda on_a_gpu -- --nocapture) 2>&1 | tee "$work/kernels.txt"
+fi
+if grep -q skipped "$work/kernels.txt" || ! grep -q "test result: ok. [1-9]" "$work/kernels.txt"; then
+    echo "the GPU kernel tests did not pass on this GPU" >&2
+    exit 1
+fi
 segments="$(seq -s, 0 9)"
 
 # The checkpoints' digests and the losses of a bundle, hashed: equal for equal trainings.
@@ -90,8 +105,27 @@ done
 echo "(replay columns: largest relative error, smallest cosine, verdict at the default ε and τ;"
 echo " ergon s/s: the second GPU training; ratio = ergon / PyTorch on the same GPU)"
 
+# The GPU's f32 peak: the mean of ten 8192³ products after three warm-ups, timed with CUDA events.
+peak="$("$python" - <<'PY'
+import torch
+torch.backends.cuda.matmul.allow_tf32 = False
+n = 8192
+a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+for _ in range(3):
+    a @ b
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+start.record()
+for _ in range(10):
+    a @ b
+end.record()
+torch.cuda.synchronize()
+print(f"{2 * n**3 * 10 / (start.elapsed_time(end) / 1e3) / 1e9:.0f}")
+PY
+)"
+printf '\nf32 peak of this GPU (PyTorch, 8192³ products, TF32 off): %s GFLOP/s\n' "$peak"
+
 seed="$(printf '%064x' 1)"
-printf '\n%-12s %-8s %-68s %s\n' drill device result throughput
+printf '\n%-12s %-8s %-68s %-40s %s\n' drill device result throughput "of f32 peak"
 for size in 512:16 2048:8 4096:4; do
     task="$work/task-$size.json"
     printf '{"kind": "MatmulChain", "seed": "0x%s", "dim": %s, "length": %s}\n' \
@@ -102,8 +136,13 @@ for size in 512:16 2048:8 4096:4; do
         else
             out="$("$worker_cuda" drill --cuda --task "$task" 2>&1 || true)"
         fi
-        printf '%-12s %-8s %-68s %s\n' "$size" "$side" \
+        gops="$(sed -n 's/^throughput .*(\([0-9.]*\) Gop\/s)/\1/p' <<<"$out")"
+        share=''
+        if [ "$side" = gpu ] && [ -n "$gops" ]; then
+            share="$("$python" -c "print(f'{$gops / $peak:.0%}')")"
+        fi
+        printf '%-12s %-8s %-68s %-40s %s\n' "$size" "$side" \
             "$(sed -n 's/^result *//p' <<<"$out")$(grep -i error <<<"$out" || true)" \
-            "$(sed -n 's/^throughput *//p' <<<"$out")"
+            "$(sed -n 's/^throughput *//p' <<<"$out")" "$share"
     done
 done

@@ -40,10 +40,10 @@ pub const CUDA_BUILD: bool = cfg!(feature = "cuda");
 /// Whether a job of `spec` may train on a GPU: whether a CPU verifier replays an honest GPU
 /// training of it within ε. Not a convolutional model's: each step takes millions of ReLU and
 /// max-pool decisions, and the few that another summation order flips grow over a segment past ε
-/// (1.3·10⁻³ and 3.2·10⁻³ GPU ↔ CPU on one H100, up to 7.9·10⁻³ between two CPU kernels:
-/// docs/pot-calibration.md). The MLP's and the transformer's stayed at 9·10⁻⁷ and 6·10⁻⁵. Such a
-/// job trains on the CPU, and its verifiers all replay it there, whatever they compute on: their
-/// verdicts never depend on their hardware.
+/// (1.3·10⁻³ to 1.2·10⁻² GPU ↔ CPU on one H100 over three seeds, up to 7.9·10⁻³ between two CPU
+/// kernels: docs/pot-calibration.md). The MLP's and the transformer's stayed under 1.8·10⁻⁶ and
+/// 7·10⁻⁵. Such a job trains on the CPU, and its verifiers all replay it there, whatever they
+/// compute on: their verdicts never depend on their hardware.
 pub fn replays_across_devices(spec: &JobSpec) -> bool {
     !spec.model.layers.iter().any(|l| matches!(l, Layer::Conv2d { .. } | Layer::MaxPool2d { .. }))
 }
@@ -59,6 +59,28 @@ pub fn open(choice: DeviceChoice) -> Result<OpenDevice> {
     }
 }
 
+/// Held over a training step: on a CUDA device, candle then uploads each strided op's shapes and
+/// strides once and reuses them in every later step (a step's layouts repeat), instead of a
+/// host-to-device copy per op and step. Only a step's computation is covered: the batch upload and
+/// the loss read-back stay outside, since candle would also keep every small upload's contents.
+/// The kept layouts are a few hundred bytes each and as many as a model has distinct ones; they
+/// are shared by every thread using the device, and a step that uploads one ends by reading its
+/// loss back, which waits for the upload, before another thread's step can use it (the daemon
+/// computes one thing at a time).
+pub struct LayoutCache {
+    _guard: Option<Box<dyn std::any::Any>>,
+}
+
+/// The [`LayoutCache`] of a step on `device` (nothing on the CPU).
+pub fn cache_layouts(device: &Device) -> LayoutCache {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = device {
+        return LayoutCache { _guard: Some(Box::new(cuda.enable_cuda_graph_htod_cache())) };
+    }
+    let _ = device;
+    LayoutCache { _guard: None }
+}
+
 #[cfg(feature = "cuda")]
 fn open_cuda(ordinal: usize) -> Result<OpenDevice> {
     let gpu = |reason: String| Error::Gpu { ordinal, reason };
@@ -69,6 +91,10 @@ fn open_cuda(ordinal: usize) -> Result<OpenDevice> {
     candle_core::cuda::set_gemm_reduced_precision_f16(false);
     candle_core::cuda::set_gemm_reduced_precision_bf16(false);
     let Device::Cuda(cuda) = &device else { return Err(gpu("not a CUDA device".into())) };
+    // SAFETY: cudarc's event tracking orders a buffer's uses across streams. candle runs a device's
+    // work on one stream, and with one stream cudarc never records the events anyway: it only
+    // creates and destroys two for every allocation, which is every op's output.
+    unsafe { cuda.disable_event_tracking() };
     let stream = cuda.cuda_stream();
     let context = stream.context();
     let name = context.name().map_err(|e| gpu(e.to_string()))?;

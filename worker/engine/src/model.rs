@@ -211,24 +211,12 @@ impl Model {
     }
 
     fn layer_norm(&self, x: &Tensor, n: &Norm) -> Result<Tensor> {
-        if x.device().is_cpu() {
-            return Ok(ops::layer_norm(x, self.p(n.gamma), self.p(n.beta), LAYER_NORM_EPS)?);
-        }
-        let mean = x.mean_keepdim(D::Minus1)?;
-        let centered = x.broadcast_sub(&mean)?;
-        let var = centered.sqr()?.mean_keepdim(D::Minus1)?;
-        let normed = centered.broadcast_div(&(var + LAYER_NORM_EPS)?.sqrt()?)?;
-        Ok(normed.broadcast_mul(self.p(n.gamma))?.broadcast_add(self.p(n.beta))?)
+        Ok(ops::layer_norm(x, self.p(n.gamma), self.p(n.beta), LAYER_NORM_EPS)?)
     }
 
     fn attention(&self, x: &Tensor, blk: &TransformerBlock) -> Result<Tensor> {
         let qkv = self.linear(x, blk.qkv)?; // [B, T, 3d]
-        let ctx = if x.device().is_cpu() {
-            ops::causal_attention(&qkv, blk.heads)?
-        } else {
-            causal_attention(&qkv, blk.heads)?
-        };
-        self.linear(&ctx, blk.proj)
+        self.linear(&ops::causal_attention(&qkv, blk.heads)?, blk.proj)
     }
 
     /// Logits for a batch: `[B, classes]`, or `[B, T, vocab]` for token input (`x` of dtype u32).
@@ -278,7 +266,7 @@ impl Model {
                 Block::Flatten => x.flatten_from(1)?,
                 Block::Relu if x.device().is_cpu() => ops::relu(&x)?,
                 Block::Relu => x.relu()?,
-                Block::Gelu => gelu(&x)?,
+                Block::Gelu => ops::gelu(&x)?,
                 Block::LayerNorm(n) => self.layer_norm(&x, n)?,
                 Block::Embedding { w } => {
                     let (bsz, t) = x.dims2()?;
@@ -291,7 +279,7 @@ impl Model {
                 }
                 Block::Transformer(blk) => {
                     let x1 = (&x + self.attention(&self.layer_norm(&x, &blk.ln1)?, blk)?)?;
-                    let hdn = gelu(&self.linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?)?;
+                    let hdn = ops::gelu(&self.linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?)?;
                     (&x1 + self.linear(&hdn, blk.fc2)?)?
                 }
             };
@@ -328,48 +316,11 @@ pub fn max_pool2d(x: &Tensor, kernel: usize, stride: usize) -> Result<Tensor> {
     Ok((stacked * mask)?.sum(4)?)
 }
 
-/// GELU (tanh approximation): Ergon's kernel on the CPU, candle's elsewhere.
-fn gelu(x: &Tensor) -> Result<Tensor> {
-    Ok(if x.device().is_cpu() { ops::gelu(x)? } else { x.gelu()? })
-}
-
-/// Causal multi-head self-attention from the fused projection `qkv` (`[B, T, 3d]`) with primitive
-/// ops, on any device: `[B, T, d]`. The CPU runs [`ops::causal_attention`], the same function.
-pub fn causal_attention(qkv: &Tensor, heads: usize) -> Result<Tensor> {
-    let (bsz, t, d3) = qkv.dims3()?;
-    let (d, dh) = (d3 / 3, d3 / 3 / heads);
-    let split = |i: usize| -> Result<Tensor> {
-        Ok(qkv.narrow(2, i * d, d)?.reshape((bsz, t, heads, dh))?.transpose(1, 2)?.contiguous()?)
-    };
-    let (q, k, v) = (split(0)?, split(1)?, split(2)?); // [B, H, T, dh]
-    let scores = (q.matmul(&k.t()?)? * (1.0 / (dh as f64).sqrt()))?; // [B, H, T, T]
-    let mask: Vec<f32> = (0..t * t).map(|i| if i % t > i / t { -1e9 } else { 0.0 }).collect();
-    let mask = Tensor::from_vec(mask, (t, t), qkv.device())?.to_dtype(qkv.dtype())?;
-    let probs = softmax_last_dim(&scores.broadcast_add(&mask)?)?;
-    Ok(probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((bsz, t, d))?)
-}
-
-/// Softmax over the last dimension from primitive ops (differentiable), shifted by the detached max.
-pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
-    let max = x.max_keepdim(D::Minus1)?.detach();
-    let e = x.broadcast_sub(&max)?.exp()?;
-    Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?)
-}
-
 /// Mean softmax cross-entropy of `logits` (`[N, C]`, or `[B, T, C]`) against `targets` (u32, `N` or
 /// `B·T` values): `−mean log softmax(logits)[target]`.
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    if logits.device().is_cpu() {
-        // The logits as they are: a reshape would be one more node of the graph.
-        return Ok(ops::cross_entropy(logits, &targets.flatten_all()?)?);
-    }
-    let classes = logits.dim(D::Minus1)?;
-    let logits = logits.reshape(((), classes))?;
-    let max = logits.max_keepdim(1)?.detach();
-    let z = logits.broadcast_sub(&max)?;
-    let log_probs = z.broadcast_sub(&z.exp()?.sum_keepdim(1)?.log()?)?;
-    let picked = log_probs.gather(&targets.reshape(((), 1))?, 1)?;
-    Ok(picked.mean_all()?.neg()?)
+    // The logits as they are: a reshape would be one more node of the graph.
+    Ok(ops::cross_entropy(logits, &targets.flatten_all()?)?)
 }
 
 /// Number of rows of `logits` whose argmax equals the target.

@@ -55,65 +55,31 @@ impl Optimizer {
     pub fn step(&mut self, params: &[Param], grads: &GradStore) -> Result<()> {
         self.step += 1;
         for (param, state) in params.iter().zip(self.state.iter_mut()) {
-            // Everything is detached: the gradients' and the state's op graphs would otherwise keep
-            // every step's activations alive.
-            let w = &param.var.as_tensor().detach();
+            // Detached: the gradient's op graph would otherwise keep the step's activations alive.
             let g = match grads.get(param.var.as_tensor()) {
                 Some(g) => g.detach(),
-                None => w.zeros_like()?,
+                None => param.var.as_tensor().zeros_like()?,
             };
-            if w.device().is_cpu() {
-                // The same arithmetic, in place ([`ops::update`]).
-                match self.spec {
-                    OptimizerSpec::Sgd { lr, momentum, weight_decay } => ops::update::sgd(
-                        param.var.as_tensor(),
-                        &state[0],
-                        &g,
-                        lr.to_f64(),
-                        momentum.to_f64(),
-                        weight_decay.to_f64(),
-                    )?,
-                    OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
-                        let (m, v) = (&state[0], &state[1]);
-                        let hyper = (
-                            lr.to_f64(),
-                            beta1.to_f64(),
-                            beta2.to_f64(),
-                            eps.to_f64(),
-                            weight_decay.to_f64(),
-                        );
-                        ops::update::adamw(
-                            param.var.as_tensor(),
-                            m,
-                            v,
-                            &g,
-                            hyper,
-                            self.step as i32,
-                        )?
-                    }
-                }
-                continue;
-            }
+            // In place, the same arithmetic on either device ([`ops::update`]).
             match self.spec {
-                OptimizerSpec::Sgd { lr, momentum, weight_decay } => {
-                    let g = (g + (w * weight_decay.to_f64())?)?;
-                    let v = ((&state[0] * momentum.to_f64())? + g)?;
-                    param.var.set(&(w - (&v * lr.to_f64())?)?)?;
-                    state[0] = v.detach();
-                }
+                OptimizerSpec::Sgd { lr, momentum, weight_decay } => ops::update::sgd(
+                    param.var.as_tensor(),
+                    &state[0],
+                    &g,
+                    lr.to_f64(),
+                    momentum.to_f64(),
+                    weight_decay.to_f64(),
+                )?,
                 OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
-                    let (lr, b1, b2, eps) =
-                        (lr.to_f64(), beta1.to_f64(), beta2.to_f64(), eps.to_f64());
-                    let decayed = (w * (1.0 - lr * weight_decay.to_f64()))?;
-                    let m = ((&state[0] * b1)? + (&g * (1.0 - b1))?)?;
-                    let v = ((&state[1] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
-                    let t = self.step as i32;
-                    let m_hat = (&m * (1.0 / (1.0 - b1.powi(t))))?;
-                    let v_hat = (&v * (1.0 / (1.0 - b2.powi(t))))?;
-                    let update = m_hat.div(&(v_hat.sqrt()? + eps)?)?;
-                    param.var.set(&(decayed - (update * lr)?)?)?;
-                    state[0] = m.detach();
-                    state[1] = v.detach();
+                    let hyper = (
+                        lr.to_f64(),
+                        beta1.to_f64(),
+                        beta2.to_f64(),
+                        eps.to_f64(),
+                        weight_decay.to_f64(),
+                    );
+                    let (m, v) = (&state[0], &state[1]);
+                    ops::update::adamw(param.var.as_tensor(), m, v, &g, hyper, self.step as i32)?
                 }
             }
         }

@@ -313,9 +313,11 @@ pub fn run_steps(
         let hi = ((in_epoch + 1) * spec.batch_size as u64).min(n) as usize;
         let (x, y) = batch(train_set, &perm[lo..hi], device)?;
 
+        let layouts = crate::device::cache_layouts(device);
         let loss = model::cross_entropy(&model.forward(&x)?, &y)?;
         let grads = loss.backward()?;
         opt.step(&model.params, &grads)?;
+        drop(layouts);
         let loss_value = loss.to_scalar::<f32>()?;
         if !loss_value.is_finite() {
             return Err(Error::Diverged { step, loss: loss_value });

@@ -18,6 +18,11 @@ use candle_core::{
 };
 use rayon::prelude::*;
 
+#[cfg(feature = "cuda")]
+use super::gpu::{self, launch};
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
+
 use super::{contiguous, matmul_on, sum_partials, ternary, unary, Elem, Mat, CHUNK};
 
 /// Products of fewer multiply-adds than this run on the calling thread, larger ones on gemm's
@@ -279,6 +284,27 @@ impl CustomOp3 for LayerNorm {
         Ok((y, l1.shape().clone()))
     }
 
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let d = norm_width(l1, l2)?;
+        norm_width(l1, l3)?;
+        let (x, gamma, beta) = (gpu::f32s(s1, l1)?, gpu::f32s(s2, l2)?, gpu::f32s(s3, l3)?);
+        let device = &s1.device;
+        let rows = x.len() / d;
+        let y = gpu::alloc(device, x.len())?;
+        let (n, width, eps) = (rows as u64, d as u32, self.eps as f32);
+        launch!(device, "ergon_layer_norm_f32", rows, &x, &gamma, &beta, &y, &n, &width, &eps);
+        Ok((gpu::storage(y, device.clone()), l1.shape().clone()))
+    }
+
     fn bwd(
         &self,
         x: &Tensor,
@@ -363,6 +389,63 @@ impl CustomOp3 for LayerNormGrad {
         });
         Ok((grads, Shape::from(l1.shape().elem_count() + 2 * d)))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let d = norm_width(l1, l2)?;
+        if l3.dims() != l1.dims() {
+            bail!("layer norm backward: the gradient has shape {:?}", l3.dims());
+        }
+        let (x, gamma, dy) = (gpu::f32s(s1, l1)?, gpu::f32s(s2, l2)?, gpu::f32s(s3, l3)?);
+        let device = &s1.device;
+        let rows = x.len() / d;
+        let groups = rows.div_ceil(ROWS_PER_PARTIAL);
+        // ∂x, then ∂γ ‖ ∂β, in one buffer, as the CPU returns them.
+        let mut out = gpu::alloc(device, x.len() + 2 * d)?;
+        let moments = gpu::alloc(device, 2 * rows)?;
+        let partial = gpu::alloc(device, groups * 2 * d)?;
+        let (n, width, eps, per) =
+            (rows as u64, d as u32, self.eps as f32, ROWS_PER_PARTIAL as u32);
+        {
+            let (mut dx, mut sums) = out.split_at_mut(x.len());
+            launch!(
+                device,
+                "ergon_layer_norm_dx_f32",
+                rows,
+                &x,
+                &gamma,
+                &dy,
+                &mut dx,
+                &moments,
+                &n,
+                &width,
+                &eps
+            );
+            launch!(
+                device,
+                "ergon_layer_norm_partials_f32",
+                groups * d,
+                &x,
+                &dy,
+                &moments,
+                &partial,
+                &n,
+                &width,
+                &per
+            );
+            let (groups, both) = (groups as u64, 2 * width);
+            launch!(device, "ergon_sum_partials_f32", 2 * d, &partial, &mut sums, &groups, &both);
+        }
+        Ok((gpu::storage(out, device.clone()), Shape::from(x.len() + 2 * d)))
+    }
 }
 
 /// Mean softmax cross-entropy of `logits` (`[.., C]`, `N` rows of `C` classes) against `targets`
@@ -385,19 +468,47 @@ fn targets<'a>(
     l: &Layout,
     op: &str,
 ) -> Result<((usize, usize), &'a [u32])> {
-    let Some((&classes, lead)) = logits.dims().split_last() else {
-        bail!("{op}: the logits must be [.., C], got a scalar")
-    };
-    let rows = lead.iter().product();
     let CpuStorage::U32(all) = s else { bail!("{op}: the targets must be u32") };
     let t = contiguous(all, l, op)?;
-    if t.len() != rows || classes == 0 {
-        bail!("{op}: {} targets for logits {:?}", t.len(), logits.dims());
-    }
+    let (rows, classes) = rows_and_classes(logits, t.len(), op)?;
     if let Some(bad) = t.iter().find(|t| **t as usize >= classes) {
         bail!("{op}: target {bad} is not one of {classes} classes");
     }
     Ok(((rows, classes), t))
+}
+
+/// The `(rows, classes)` of `logits` (`[.., C]`), checked against the number of targets.
+fn rows_and_classes(logits: &Layout, targets: usize, op: &str) -> Result<(usize, usize)> {
+    let Some((&classes, lead)) = logits.dims().split_last() else {
+        bail!("{op}: the logits must be [.., C], got a scalar")
+    };
+    let rows = lead.iter().product();
+    if targets != rows || classes == 0 {
+        bail!("{op}: {targets} targets for logits {:?}", logits.dims());
+    }
+    Ok((rows, classes))
+}
+
+/// On a GPU: `(rows, classes)`, the logits and the targets, their shapes checked. A target out
+/// of range cannot be checked there without a copy back: the kernels give that row a NaN loss, and
+/// the training stops as diverged. (The engine's targets are checked against the classes when the
+/// data loads.)
+#[cfg(feature = "cuda")]
+#[allow(clippy::type_complexity)]
+fn gpu_targets<'a>(
+    logits: &'a CudaStorage,
+    lz: &Layout,
+    targets: &'a CudaStorage,
+    lt: &Layout,
+    op: &str,
+) -> Result<(
+    (usize, usize),
+    candle_core::cuda::cudarc::driver::CudaView<'a, f32>,
+    candle_core::cuda::cudarc::driver::CudaView<'a, u32>,
+)> {
+    let t = gpu::u32s(targets, lt)?;
+    let shape = rows_and_classes(lz, t.len(), op)?;
+    Ok((shape, gpu::f32s(logits, lz)?, t))
 }
 
 /// A row's maximum and `ln Σ exp(v − max)`.
@@ -453,6 +564,24 @@ impl CustomOp2 for CrossEntropy {
         Ok((loss, Shape::from(())))
     }
 
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let ((rows, classes), z, t) = gpu_targets(s1, l1, s2, l2, self.name())?;
+        let device = &s1.device;
+        let losses = gpu::alloc(device, rows)?;
+        let loss = gpu::alloc(device, 1)?;
+        let (n, c) = (rows as u64, classes as u32);
+        launch!(device, "ergon_cross_entropy_rows_f32", rows, &z, &t, &losses, &n, &c);
+        launch!(device, "ergon_mean_f32", 1, &losses, &loss, &n);
+        Ok((gpu::storage(loss, device.clone()), Shape::from(())))
+    }
+
     fn bwd(
         &self,
         logits: &Tensor,
@@ -504,6 +633,22 @@ impl CustomOp2 for CrossEntropyGrad {
         let ((_, classes), t) = targets(l1, s2, l2, n)?;
         let dz = unary!(n, s1, l1, |z| cross_entropy_backward(z, t, classes, self.scale));
         Ok((dz, l1.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let ((rows, classes), z, t) = gpu_targets(s1, l1, s2, l2, self.name())?;
+        let device = &s1.device;
+        let dz = gpu::alloc(device, z.len())?;
+        let (n, c, scale) = (rows as u64, classes as u32, self.scale as f32);
+        launch!(device, "ergon_cross_entropy_grad_f32", rows, &z, &t, &dz, &n, &c, &scale);
+        Ok((gpu::storage(dz, device.clone()), l1.shape().clone()))
     }
 }
 

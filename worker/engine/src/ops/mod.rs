@@ -28,6 +28,8 @@ use std::sync::{Arc, OnceLock};
 
 mod dense;
 mod elementary;
+#[cfg(feature = "cuda")]
+mod gpu;
 mod transformer;
 
 pub use dense::{cross_entropy, layer_norm, linear};
@@ -909,6 +911,20 @@ impl<A: Activation> CustomOp1 for Pointwise<A> {
         Ok((y, l.shape().clone()))
     }
 
+    /// `kernels.cu`'s kernel of the op's name (`ergon-gelu` → `ergon_gelu_f32`), f32 only.
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s: &candle_core::CudaStorage,
+        l: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let x = gpu::f32s(s, l)?;
+        let y = gpu::alloc(&s.device, x.len())?;
+        let (name, n) = (format!("{}_f32", self.name().replace('-', "_")), x.len() as u64);
+        gpu::launch!(&s.device, &name, x.len(), &x, &y, &n);
+        Ok((gpu::storage(y, s.device.clone()), l.shape().clone()))
+    }
+
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         Ok(Some(arg.apply_op2_no_bwd(&grad.contiguous()?, &PointwiseGrad(self.0))?))
     }
@@ -934,6 +950,24 @@ impl<A: Activation> CustomOp2 for PointwiseGrad<A> {
         }
         let dx = binary!(self.name(), (s1, l1), (s2, l2), |x, dy, _one| map_chunks(x, dy, A::grad));
         Ok((dx, l1.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        if l1.dims() != l2.dims() {
+            bail!("{}: the gradient has shape {:?}, not {:?}", self.name(), l2.dims(), l1.dims());
+        }
+        let (x, dy) = (gpu::f32s(s1, l1)?, gpu::f32s(s2, l2)?);
+        let dx = gpu::alloc(&s1.device, x.len())?;
+        let (name, n) = (format!("{}_f32", self.name().replace('-', "_")), x.len() as u64);
+        gpu::launch!(&s1.device, &name, x.len(), &x, &dy, &dx, &n);
+        Ok((gpu::storage(dx, s1.device.clone()), l1.shape().clone()))
     }
 }
 
@@ -966,242 +1000,8 @@ impl Activation for Relu {
     }
 }
 
-/// The optimizers' updates in place on the CPU, one pass per state tensor and no allocation, with
-/// the f32 operations of the tensor expressions `optim` evaluates on a GPU, in the same order and
-/// with the same roundings (a scalar product `x·s` is candle's `affine`, `x·s + 0`). On the CPU, the
-/// expressions' dozen element-wise ops, each allocating its result, took a fifth of an MLP's step.
-pub mod update {
-    use candle_core::{
-        bail, CpuStorage, InplaceOp2, InplaceOp3, Layout, Result, Tensor, WithDType,
-    };
-
-    /// SGD with momentum: `v ← μ·v + (g + λ·w)`, then `w ← w − η·v`.
-    pub fn sgd(
-        w: &Tensor,
-        v: &Tensor,
-        g: &Tensor,
-        lr: f64,
-        momentum: f64,
-        decay: f64,
-    ) -> Result<()> {
-        v.inplace_op3(&g.contiguous()?, w, &Momentum { momentum, decay })?;
-        w.inplace_op2(v, &Descend { lr })
-    }
-
-    /// AdamW at step `t`: `m ← β₁·m + (1−β₁)·g`, `v ← β₂·v + (1−β₂)·g²`, then
-    /// `w ← w·(1 − η·λ) − η · m̂ / (√v̂ + ε)` with the bias-corrected moments.
-    #[allow(clippy::too_many_arguments)]
-    pub fn adamw(
-        w: &Tensor,
-        m: &Tensor,
-        v: &Tensor,
-        g: &Tensor,
-        (lr, beta1, beta2, eps, decay): (f64, f64, f64, f64, f64),
-        t: i32,
-    ) -> Result<()> {
-        let g = g.contiguous()?;
-        m.inplace_op2(&g, &Average { beta: beta1, square: false })?;
-        v.inplace_op2(&g, &Average { beta: beta2, square: true })?;
-        let step = AdamStep {
-            keep: 1.0 - lr * decay,
-            m_scale: 1.0 / (1.0 - beta1.powi(t)),
-            v_scale: 1.0 / (1.0 - beta2.powi(t)),
-            eps,
-            lr,
-        };
-        w.inplace_op3(m, v, &step)
-    }
-
-    fn slice<'a, T>(all: &'a [T], l: &Layout) -> Result<&'a [T]> {
-        match l.contiguous_offsets() {
-            Some((a, b)) => Ok(&all[a..b]),
-            None => bail!("optimizer update: a tensor is not contiguous"),
-        }
-    }
-
-    fn slice_mut<'a, T>(all: &'a mut [T], l: &Layout) -> Result<&'a mut [T]> {
-        match l.contiguous_offsets() {
-            Some((a, b)) => Ok(&mut all[a..b]),
-            None => bail!("optimizer update: a tensor is not contiguous"),
-        }
-    }
-
-    /// Runs `f(target, a)` on f32 or f64 storages of one length.
-    macro_rules! dispatch2 {
-        ($s1:expr, $l1:expr, $s2:expr, $l2:expr, $f:expr) => {
-            match ($s1, $s2) {
-                (CpuStorage::F32(x), CpuStorage::F32(a)) => {
-                    let (x, a) = (slice_mut(x, $l1)?, slice(a, $l2)?);
-                    if x.len() != a.len() {
-                        bail!("optimizer update: lengths differ");
-                    }
-                    $f(x, a)
-                }
-                (CpuStorage::F64(x), CpuStorage::F64(a)) => {
-                    let (x, a) = (slice_mut(x, $l1)?, slice(a, $l2)?);
-                    if x.len() != a.len() {
-                        bail!("optimizer update: lengths differ");
-                    }
-                    $f(x, a)
-                }
-                _ => bail!("optimizer update: the tensors must all be f32 or all f64"),
-            }
-        };
-    }
-
-    /// Runs `f(target, a, b)` on f32 or f64 storages of one length.
-    macro_rules! dispatch3 {
-        ($s1:expr, $l1:expr, $s2:expr, $l2:expr, $s3:expr, $l3:expr, $f:expr) => {
-            match ($s1, $s2, $s3) {
-                (CpuStorage::F32(x), CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                    let (x, a, b) = (slice_mut(x, $l1)?, slice(a, $l2)?, slice(b, $l3)?);
-                    if x.len() != a.len() || x.len() != b.len() {
-                        bail!("optimizer update: lengths differ");
-                    }
-                    $f(x, a, b)
-                }
-                (CpuStorage::F64(x), CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                    let (x, a, b) = (slice_mut(x, $l1)?, slice(a, $l2)?, slice(b, $l3)?);
-                    if x.len() != a.len() || x.len() != b.len() {
-                        bail!("optimizer update: lengths differ");
-                    }
-                    $f(x, a, b)
-                }
-                _ => bail!("optimizer update: the tensors must all be f32 or all f64"),
-            }
-        };
-    }
-
-    /// `v ← (v·μ + 0) + (g + (w·λ + 0))` on `(v; g, w)`.
-    struct Momentum {
-        momentum: f64,
-        decay: f64,
-    }
-
-    impl InplaceOp3 for Momentum {
-        fn name(&self) -> &'static str {
-            "ergon-sgd-momentum"
-        }
-
-        fn cpu_fwd(
-            &self,
-            s1: &mut CpuStorage,
-            l1: &Layout,
-            s2: &CpuStorage,
-            l2: &Layout,
-            s3: &CpuStorage,
-            l3: &Layout,
-        ) -> Result<()> {
-            fn run<T: WithDType>(v: &mut [T], g: &[T], w: &[T], mu: f64, decay: f64) -> Result<()> {
-                let (mu, decay, zero) = (T::from_f64(mu), T::from_f64(decay), T::from_f64(0.0));
-                for ((v, g), w) in v.iter_mut().zip(g).zip(w) {
-                    *v = (*v * mu + zero) + (*g + (*w * decay + zero));
-                }
-                Ok(())
-            }
-            dispatch3!(s1, l1, s2, l2, s3, l3, |v, g, w| run(v, g, w, self.momentum, self.decay))
-        }
-    }
-
-    /// `w ← w − (v·η + 0)` on `(w; v)`.
-    struct Descend {
-        lr: f64,
-    }
-
-    impl InplaceOp2 for Descend {
-        fn name(&self) -> &'static str {
-            "ergon-sgd-descend"
-        }
-
-        fn cpu_fwd(
-            &self,
-            s1: &mut CpuStorage,
-            l1: &Layout,
-            s2: &CpuStorage,
-            l2: &Layout,
-        ) -> Result<()> {
-            fn run<T: WithDType>(w: &mut [T], v: &[T], lr: f64) -> Result<()> {
-                let (lr, zero) = (T::from_f64(lr), T::from_f64(0.0));
-                for (w, v) in w.iter_mut().zip(v) {
-                    *w -= *v * lr + zero;
-                }
-                Ok(())
-            }
-            dispatch2!(s1, l1, s2, l2, |w, v| run(w, v, self.lr))
-        }
-    }
-
-    /// `m ← (m·β + 0) + (x·(1−β) + 0)`, `x` = `g` or `g·g`, on `(m; g)`.
-    struct Average {
-        beta: f64,
-        square: bool,
-    }
-
-    impl InplaceOp2 for Average {
-        fn name(&self) -> &'static str {
-            "ergon-adamw-moment"
-        }
-
-        fn cpu_fwd(
-            &self,
-            s1: &mut CpuStorage,
-            l1: &Layout,
-            s2: &CpuStorage,
-            l2: &Layout,
-        ) -> Result<()> {
-            fn run<T: WithDType>(m: &mut [T], g: &[T], beta: f64, square: bool) -> Result<()> {
-                let (b, rest, zero) =
-                    (T::from_f64(beta), T::from_f64(1.0 - beta), T::from_f64(0.0));
-                for (m, g) in m.iter_mut().zip(g) {
-                    let x = if square { *g * *g } else { *g };
-                    *m = (*m * b + zero) + (x * rest + zero);
-                }
-                Ok(())
-            }
-            dispatch2!(s1, l1, s2, l2, |m, g| run(m, g, self.beta, self.square))
-        }
-    }
-
-    /// `w ← (w·keep + 0) − (((m·m̂ₛ + 0) / (√(v·v̂ₛ + 0)·1 + ε))·η + 0)` on `(w; m, v)`.
-    struct AdamStep {
-        keep: f64,
-        m_scale: f64,
-        v_scale: f64,
-        eps: f64,
-        lr: f64,
-    }
-
-    impl InplaceOp3 for AdamStep {
-        fn name(&self) -> &'static str {
-            "ergon-adamw-step"
-        }
-
-        fn cpu_fwd(
-            &self,
-            s1: &mut CpuStorage,
-            l1: &Layout,
-            s2: &CpuStorage,
-            l2: &Layout,
-            s3: &CpuStorage,
-            l3: &Layout,
-        ) -> Result<()> {
-            fn step<T: WithDType>(w: &mut [T], m: &[T], v: &[T], s: &AdamStep) -> Result<()> {
-                let f = T::from_f64;
-                let (keep, ms, vs, eps, lr) =
-                    (f(s.keep), f(s.m_scale), f(s.v_scale), f(s.eps), f(s.lr));
-                let (zero, one) = (f(0.0), f(1.0));
-                // √ in f64, rounded once to T: the correctly rounded square root, as T's own.
-                let sqrt = |x: T| f(x.to_f64().sqrt());
-                for ((w, m), v) in w.iter_mut().zip(m).zip(v) {
-                    let update = (*m * ms + zero) / (sqrt(*v * vs + zero) * one + eps);
-                    *w = (*w * keep + zero) - (update * lr + zero);
-                }
-                Ok(())
-            }
-            dispatch3!(s1, l1, s2, l2, s3, l3, |w, m, v| step(w, m, v, self))
-        }
-    }
-}
+/// The optimizers' updates, in place, on the CPU and on CUDA GPUs with the same bits.
+pub mod update;
 
 #[cfg(test)]
 mod tests {
@@ -1389,37 +1189,6 @@ mod tests {
         let g2 = (theirs * &weights).unwrap().sum_all().unwrap().backward().unwrap();
         let (a, b) = (g1.get(x.as_tensor()).unwrap(), g2.get(x.as_tensor()).unwrap());
         assert_eq!(max_abs_diff(a, b), 0.0);
-    }
-
-    #[test]
-    fn optimizer_updates_equal_the_tensor_expressions_bit_for_bit() {
-        // The GPU path's expressions (`optim`), evaluated with candle's CPU ops.
-        let f32s = |seed| randn(&[257], seed).to_dtype(DType::F32).unwrap();
-        let bits = |t: &Tensor| {
-            t.to_vec1::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        };
-        let (w0, s0, g) = (f32s(20), f32s(21), f32s(22));
-        let (lr, mu, wd) = (0.05, 0.9, 1e-4);
-        let gp = (&g + (&w0 * wd).unwrap()).unwrap();
-        let v1 = ((&s0 * mu).unwrap() + gp).unwrap();
-        let w1 = (&w0 - (&v1 * lr).unwrap()).unwrap();
-        let (w, v) = (w0.copy().unwrap(), s0.copy().unwrap());
-        update::sgd(&w, &v, &g, lr, mu, wd).unwrap();
-        assert_eq!((bits(&w), bits(&v)), (bits(&w1), bits(&v1)));
-
-        let (b1, b2, eps, t) = (0.9, 0.99, 1e-8, 3);
-        let m0 = f32s(23);
-        let q0 = f32s(24).abs().unwrap();
-        let decayed = (&w0 * (1.0 - lr * wd)).unwrap();
-        let m1 = ((&m0 * b1).unwrap() + (&g * (1.0 - b1)).unwrap()).unwrap();
-        let q1 = ((&q0 * b2).unwrap() + (g.sqr().unwrap() * (1.0 - b2)).unwrap()).unwrap();
-        let m_hat = (&m1 * (1.0 / (1.0 - b1.powi(t)))).unwrap();
-        let q_hat = (&q1 * (1.0 / (1.0 - b2.powi(t)))).unwrap();
-        let step = m_hat.div(&(q_hat.sqrt().unwrap() + eps).unwrap()).unwrap();
-        let w1 = (decayed - (step * lr).unwrap()).unwrap();
-        let (w, m, q) = (w0.copy().unwrap(), m0.copy().unwrap(), q0.copy().unwrap());
-        update::adamw(&w, &m, &q, &g, (lr, b1, b2, eps, wd), t).unwrap();
-        assert_eq!((bits(&w), bits(&m), bits(&q)), (bits(&w1), bits(&m1), bits(&q1)));
     }
 
     #[test]

@@ -10,7 +10,11 @@ use candle_core::{
 };
 use rayon::prelude::*;
 
+#[cfg(feature = "cuda")]
+use super::gpu::{self, launch};
 use super::{binary, contiguous, matmul, unary, Activation, Elem, Mat, Pointwise};
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
 
 /// √(2/π), in the tanh approximation of GELU.
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
@@ -217,6 +221,19 @@ impl CustomOp1 for CausalAttention {
         Ok((y, Shape::from((l.dims()[0], g.t, g.d))))
     }
 
+    /// `kernels.cu`: a thread per output value (its dot products in plain loops, not gemm's order).
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
+        let g = Heads::new(l.dims(), self.heads)?;
+        let qkv = gpu::f32s(s, l)?;
+        let n = qkv.len() / 3;
+        let y = gpu::alloc(&s.device, n)?;
+        let (count, t, d, h, scale) =
+            (n as u64, g.t as u32, g.d as u32, g.h as u32, g.scale::<f32>());
+        launch!(&s.device, "ergon_attention_f32", n, &qkv, &y, &count, &t, &d, &h, &scale);
+        Ok((gpu::storage(y, s.device.clone()), Shape::from((l.dims()[0], g.t, g.d))))
+    }
+
     fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         let grad = grad.contiguous()?;
         Ok(Some(arg.apply_op2_no_bwd(&grad, &CausalAttentionGrad { heads: self.heads })?))
@@ -314,17 +331,76 @@ impl CustomOp2 for CausalAttentionGrad {
         });
         Ok((out, l1.shape().clone()))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let g = Heads::new(l1.dims(), self.heads)?;
+        if l2.dims() != [l1.dims()[0], g.t, g.d] {
+            bail!("attention backward: the gradient has shape {:?}", l2.dims());
+        }
+        let (qkv, dy) = (gpu::f32s(s1, l1)?, gpu::f32s(s2, l2)?);
+        let device = &s1.device;
+        // Per sample, head and row: its softmax's maximum and sum, and Σ ∂p·p.
+        let rows = qkv.len() / 3 / g.dh;
+        let stats = gpu::alloc(device, 3 * rows)?;
+        let dqkv = gpu::alloc(device, qkv.len())?;
+        let (t, d, h, scale) = (g.t as u32, g.d as u32, g.h as u32, g.scale::<f32>());
+        let (row_count, n) = (rows as u64, dy.len() as u64);
+        launch!(
+            device,
+            "ergon_attention_stats_f32",
+            rows,
+            &qkv,
+            &dy,
+            &stats,
+            &row_count,
+            &t,
+            &d,
+            &h,
+            &scale
+        );
+        for kernel in ["ergon_attention_dq_f32", "ergon_attention_dkv_f32"] {
+            launch!(device, kernel, dy.len(), &qkv, &dy, &stats, &dqkv, &n, &t, &d, &h, &scale);
+        }
+        Ok((gpu::storage(dqkv, device.clone()), l1.shape().clone()))
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{DType, Device, Var};
+    use candle_core::{DType, Device, Var, D};
 
     use super::*;
-    use crate::{
-        model,
-        ops::tests::{grads_of, max_abs_diff, randn},
-    };
+    use crate::ops::tests::{grads_of, max_abs_diff, randn};
+
+    /// The reference: causal multi-head self-attention from `qkv` (`[B, T, 3d]`) written with
+    /// candle's primitive ops (differentiable): `[B, T, d]`.
+    fn primitive_attention(qkv: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
+        let (bsz, t, d3) = qkv.dims3()?;
+        let (d, dh) = (d3 / 3, d3 / 3 / heads);
+        let split = |i: usize| -> candle_core::Result<Tensor> {
+            qkv.narrow(2, i * d, d)?.reshape((bsz, t, heads, dh))?.transpose(1, 2)?.contiguous()
+        };
+        let (q, k, v) = (split(0)?, split(1)?, split(2)?); // [B, H, T, dh]
+        let scores = (q.matmul(&k.t()?)? * (1.0 / (dh as f64).sqrt()))?; // [B, H, T, T]
+        let mask: Vec<f32> = (0..t * t).map(|i| if i % t > i / t { -1e9 } else { 0.0 }).collect();
+        let mask = Tensor::from_vec(mask, (t, t), qkv.device())?.to_dtype(qkv.dtype())?;
+        let probs = softmax_last_dim(&scores.broadcast_add(&mask)?)?;
+        probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((bsz, t, d))
+    }
+
+    /// Softmax over the last dimension from primitive ops, shifted by the detached max.
+    fn softmax_last_dim(x: &Tensor) -> candle_core::Result<Tensor> {
+        let max = x.max_keepdim(D::Minus1)?.detach();
+        let e = x.broadcast_sub(&max)?.exp()?;
+        e.broadcast_div(&e.sum_keepdim(D::Minus1)?)
+    }
 
     #[test]
     fn gelu_matches_candle_forward_and_backward() {
@@ -366,7 +442,7 @@ mod tests {
         // 2 samples, 5 positions, width 8 in 2 heads.
         let qkv = Var::from_tensor(&(randn(&[2, 5, 24], 4) * 2.0).unwrap()).unwrap();
         let ours = causal_attention(qkv.as_tensor(), 2).unwrap();
-        let theirs = model::causal_attention(qkv.as_tensor(), 2).unwrap();
+        let theirs = primitive_attention(qkv.as_tensor(), 2).unwrap();
         assert_eq!(ours.dims(), &[2, 5, 8]);
         assert!(max_abs_diff(&ours, &theirs) < 1e-12);
         let weights = randn(ours.dims(), 5);

@@ -1,0 +1,257 @@
+//! The ops' CUDA kernels (`update.cu`, `kernels.cu`), compiled to PTX by the build script, and their
+//! launches. Each kernel is the CPU twin's arithmetic in the same order, so the ops give the same
+//! bits on either device (tested on a GPU by `on_a_gpu_*` tests, which skip where none opens).
+
+use std::ops::Range;
+
+use candle_core::{
+    bail,
+    cuda::{
+        cudarc::driver::{CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg},
+        CudaDevice, CudaStorageSlice, WrapErr,
+    },
+    CudaStorage, Layout, Result, WithDType,
+};
+
+/// The optimizers' updates (`update.cu`).
+const UPDATE: (&str, &str) =
+    ("ergon-update", include_str!(concat!(env!("OUT_DIR"), "/update.ptx")));
+/// The ops' forward and backward kernels (`kernels.cu`).
+pub(super) const KERNELS: (&str, &str) =
+    ("ergon-kernels", include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx")));
+
+/// Threads per block; the kernels loop over the elements (or rows) past the grid.
+const BLOCK: u32 = 256;
+const MAX_BLOCKS: usize = 4096;
+
+/// A launch over `n` elements or rows.
+pub(super) fn config(n: usize) -> LaunchConfig {
+    let blocks = n.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS) as u32;
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// The elements of a contiguous layout.
+fn elements(l: &Layout) -> Result<Range<usize>> {
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(a..b),
+        None => bail!("a kernel's input is not contiguous"),
+    }
+}
+
+/// The f32 elements of `s` under `l` (contiguous).
+pub(super) fn f32s<'a>(s: &'a CudaStorage, l: &Layout) -> Result<CudaView<'a, f32>> {
+    Ok(s.as_cuda_slice::<f32>()?.slice(elements(l)?))
+}
+
+/// The u32 elements of `s` under `l` (contiguous).
+pub(super) fn u32s<'a>(s: &'a CudaStorage, l: &Layout) -> Result<CudaView<'a, u32>> {
+    Ok(s.as_cuda_slice::<u32>()?.slice(elements(l)?))
+}
+
+/// `n` uninitialized f32s on the device (every kernel here writes all of its output).
+pub(super) fn alloc(device: &CudaDevice, n: usize) -> Result<CudaSlice<f32>> {
+    // SAFETY: the caller's kernel writes every element before anything reads it.
+    unsafe { device.alloc::<f32>(n.max(1)) }
+}
+
+/// Runs kernel `$name` of `kernels.cu` over `$n` elements or rows, with the arguments that follow
+/// (those of the kernel's signature, in order).
+macro_rules! launch {
+    ($device:expr, $name:expr, $n:expr, $($arg:expr),+ $(,)?) => {{
+        let (module, ptx) = $crate::ops::gpu::KERNELS;
+        let func = $device.get_or_load_custom_func($name, module, ptx)?;
+        let mut args = func.builder();
+        $( candle_core::cuda::cudarc::driver::PushKernelArg::arg(&mut args, $arg); )+
+        // SAFETY: the arguments are those of the kernel's signature in kernels.cu, in order, with
+        // views of the lengths the kernel indexes.
+        candle_core::cuda::WrapErr::w(unsafe { args.launch($crate::ops::gpu::config($n)) })?;
+    }};
+}
+pub(super) use launch;
+
+/// The output of an op: `data` wrapped as a storage of `device`.
+pub(super) fn storage(data: CudaSlice<f32>, device: CudaDevice) -> CudaStorage {
+    CudaStorage::wrap_cuda_slice(data, device)
+}
+
+/// Runs `kernel` of `update.cu` (its `_f32` or `_f64` version) on `dst`, in place, and `srcs`:
+/// the tensors' elements, their count, then `scalars` rounded to the tensors' type, then `flag` if
+/// any. The tensors must all be contiguous, of one length and one type (f32 or f64).
+pub(super) fn update(
+    kernel: &str,
+    (dst, dst_layout): (&mut CudaStorage, &Layout),
+    srcs: &[(&CudaStorage, &Layout)],
+    scalars: &[f64],
+    flag: Option<i32>,
+) -> Result<()> {
+    let device = dst.device.clone();
+    let range = elements(dst_layout)?;
+    for (_, l) in srcs {
+        if elements(l)?.len() != range.len() {
+            bail!("optimizer update: lengths differ");
+        }
+    }
+    macro_rules! run {
+        ($dst:expr, $t:ty, $suffix:literal) => {{
+            let srcs = srcs
+                .iter()
+                .map(|(s, l)| Ok((s.as_cuda_slice::<$t>()?, elements(l)?)))
+                .collect::<Result<Vec<_>>>()?;
+            let name = format!("{kernel}_{}", $suffix);
+            run_update::<$t>(&device, &name, $dst, range, &srcs, scalars, flag)
+        }};
+    }
+    match &mut dst.slice {
+        CudaStorageSlice::F32(d) => run!(d, f32, "f32"),
+        CudaStorageSlice::F64(d) => run!(d, f64, "f64"),
+        _ => bail!("optimizer update: the tensors must all be f32 or all f64"),
+    }
+}
+
+fn run_update<T: DeviceRepr + WithDType>(
+    device: &CudaDevice,
+    name: &str,
+    dst: &mut CudaSlice<T>,
+    range: Range<usize>,
+    srcs: &[(&CudaSlice<T>, Range<usize>)],
+    scalars: &[f64],
+    flag: Option<i32>,
+) -> Result<()> {
+    let func = device.get_or_load_custom_func(name, UPDATE.0, UPDATE.1)?;
+    let n = range.len();
+    let count = n as u64;
+    let scalars: Vec<T> = scalars.iter().map(|&s| T::from_f64(s)).collect();
+    let mut dst = dst.slice_mut(range);
+    let srcs: Vec<_> = srcs.iter().map(|(s, r)| s.slice(r.clone())).collect();
+    let mut args = func.builder();
+    args.arg(&mut dst);
+    for s in &srcs {
+        args.arg(s);
+    }
+    args.arg(&count);
+    for s in &scalars {
+        args.arg(s);
+    }
+    if let Some(flag) = &flag {
+        args.arg(flag);
+    }
+    // SAFETY: the arguments are those of the kernel's signature in update.cu, in order, and every
+    // view holds `n` elements.
+    unsafe { args.launch(config(n)) }.w()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device, Tensor, Var};
+
+    use crate::ops::{self, tests::randn};
+
+    /// A tensor's values as f32 bits, from any device.
+    fn bits(t: &Tensor) -> Vec<u32> {
+        let t = t.to_device(&Device::Cpu).unwrap().flatten_all().unwrap();
+        t.to_vec1::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
+    }
+
+    /// The bits of `f(inputs)` on `device` and of each input's gradient of `Σ f(inputs) ⊙ w`.
+    fn value_and_grads(
+        device: &Device,
+        inputs: &[Tensor],
+        w: &Tensor,
+        f: &dyn Fn(&[Tensor], &Device) -> Tensor,
+    ) -> Vec<Vec<u32>> {
+        let vars: Vec<Var> = inputs
+            .iter()
+            .map(|t| Var::from_tensor(&t.to_device(device).unwrap()).unwrap())
+            .collect();
+        let args: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+        let out = f(&args, device);
+        let weighted = out.broadcast_mul(&w.to_device(device).unwrap()).unwrap();
+        let grads = weighted.sum_all().unwrap().backward().unwrap();
+        let mut all = vec![bits(&out)];
+        all.extend(vars.iter().map(|v| bits(grads.get(v.as_tensor()).unwrap())));
+        all
+    }
+
+    /// The engine's own ops give the CPU's bits on a GPU, values and gradients: the layer norm
+    /// (rows not a multiple of its partial sums' 64), the cross-entropy over sequence logits, GELU
+    /// and ReLU. Needs a GPU (scripts/bench-gpu.sh runs it on one); skipped where none opens.
+    #[test]
+    fn on_a_gpu_the_kernels_have_the_cpus_bits() {
+        let Ok(gpu) = Device::new_cuda(0) else {
+            eprintln!("no CUDA GPU: skipped");
+            return;
+        };
+        let f32s = |shape: &[usize], seed| randn(shape, seed).to_dtype(DType::F32).unwrap();
+        let targets: Vec<u32> = (0..130u32).map(|i| (i * 97 + 13) % 256).collect();
+        let targets = Tensor::from_vec(targets, 130, &Device::Cpu).unwrap();
+        type Case<'a> = (&'a str, Vec<Tensor>, Tensor, Box<dyn Fn(&[Tensor], &Device) -> Tensor>);
+        let cases: Vec<Case> = vec![
+            (
+                "layer norm",
+                vec![f32s(&[3, 70, 64], 1), f32s(&[64], 2), f32s(&[64], 3)],
+                f32s(&[3, 70, 64], 4),
+                Box::new(|a, _| ops::layer_norm(&a[0], &a[1], &a[2], 1e-5).unwrap()),
+            ),
+            (
+                "cross-entropy",
+                vec![(f32s(&[2, 65, 256], 5) * 3.0).unwrap()],
+                Tensor::new(0.37f32, &Device::Cpu).unwrap(),
+                Box::new(move |a, d| {
+                    ops::cross_entropy(&a[0], &targets.to_device(d).unwrap()).unwrap()
+                }),
+            ),
+            (
+                "gelu",
+                vec![(f32s(&[1000, 37], 6) * 4.0).unwrap()],
+                f32s(&[1000, 37], 7),
+                Box::new(|a, _| ops::gelu(&a[0]).unwrap()),
+            ),
+            (
+                "relu",
+                vec![f32s(&[1000, 37], 8)],
+                f32s(&[1000, 37], 9),
+                Box::new(|a, _| ops::relu(&a[0]).unwrap()),
+            ),
+        ];
+        for (name, inputs, w, f) in &cases {
+            let cpu = value_and_grads(&Device::Cpu, inputs, w, f.as_ref());
+            let on_gpu = value_and_grads(&gpu, inputs, w, f.as_ref());
+            for (i, (c, g)) in cpu.iter().zip(&on_gpu).enumerate() {
+                let differ = c.iter().zip(g).filter(|(a, b)| a != b).count();
+                assert!(
+                    differ == 0 && c.len() == g.len(),
+                    "{name}, output {i}: {differ} values differ"
+                );
+            }
+        }
+    }
+
+    /// The GPU's attention is the CPU's within f32 rounding, value and gradient: its dot products
+    /// are plain loops and the CPU's come from gemm, so the bits differ (each device repeats its
+    /// own). Needs a GPU; skipped where none opens.
+    #[test]
+    fn on_a_gpu_attention_is_the_cpus_within_rounding() {
+        let Ok(gpu) = Device::new_cuda(0) else {
+            eprintln!("no CUDA GPU: skipped");
+            return;
+        };
+        let qkv = randn(&[3, 37, 3 * 32], 10).to_dtype(DType::F32).unwrap();
+        let w = randn(&[3, 37, 32], 11).to_dtype(DType::F32).unwrap();
+        let f = |a: &[Tensor], _: &Device| ops::causal_attention(&a[0], 4).unwrap();
+        let cpu = value_and_grads(&Device::Cpu, std::slice::from_ref(&qkv), &w, &f);
+        let on_gpu = value_and_grads(&gpu, &[qkv], &w, &f);
+        for (i, (c, g)) in cpu.iter().zip(&on_gpu).enumerate() {
+            let (c, g): (Vec<f32>, Vec<f32>) = (
+                c.iter().map(|b| f32::from_bits(*b)).collect(),
+                g.iter().map(|b| f32::from_bits(*b)).collect(),
+            );
+            let scale = c.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let worst = c.iter().zip(&g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(
+                c.len() == g.len() && worst <= 1e-5 * scale,
+                "output {i}: off by {worst} of {scale}"
+            );
+        }
+    }
+}
