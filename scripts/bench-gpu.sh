@@ -16,9 +16,9 @@
 #     (f32, TF32 off), as a ratio.
 # Then the drilling workload: result hashes of the CPU and the GPU for three sizes, and the GPU's
 # throughput against its f32 peak (an 8192³ product through PyTorch, TF32 off, measured in the run).
-# First of all, the engine's CUDA kernels are checked against their CPU twins bit for bit (its
-# `on_a_gpu_` tests): ENGINE_TESTS names a built test binary of ergon-engine with the `cuda` feature,
-# else cargo builds and runs them.
+# First of all, the engine's CUDA kernels are checked against their CPU twins (its `on_a_gpu_` tests:
+# bit for bit, the attention within rounding): ENGINE_TESTS names a built test binary of ergon-engine
+# with the `cuda` feature, else cargo builds and runs them.
 #
 # WORKER and WORKER_CUDA name the CPU and CUDA builds (default: this checkout's, built if missing:
 # the CUDA one through scripts/setup-cuda.sh). PyTorch is the `python3` on PATH (PYTHON to change).
@@ -139,7 +139,7 @@ for size in 512:16 2048:8 4096:4; do
         gops="$(sed -n 's/^throughput .*(\([0-9.]*\) Gop\/s)/\1/p' <<<"$out")"
         share=''
         if [ "$side" = gpu ] && [ -n "$gops" ]; then
-            share="$("$python" -c "print(f'{$gops / $peak:.0%}')")"
+            share="$("$python" -c "print(f'{$gops / $peak:.1%}')")"
         fi
         printf '%-12s %-8s %-68s %-40s %s\n' "$size" "$side" \
             "$(sed -n 's/^result *//p' <<<"$out")$(grep -i error <<<"$out" || true)" \

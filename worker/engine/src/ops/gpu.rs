@@ -1,6 +1,8 @@
 //! The ops' CUDA kernels (`update.cu`, `kernels.cu`), compiled to PTX by the build script, and their
-//! launches. Each kernel is the CPU twin's arithmetic in the same order, so the ops give the same
-//! bits on either device (tested on a GPU by `on_a_gpu_*` tests, which skip where none opens).
+//! launches. Each kernel but the attention's is its CPU twin's arithmetic in the same order, so
+//! those ops give the same bits on either device; the attention's dot products are plain loops
+//! where the CPU's come from gemm (tested on a GPU by the `on_a_gpu_*` tests, which skip where
+//! none opens).
 
 use std::ops::Range;
 
