@@ -13,6 +13,7 @@
 //!   (`ops/dense.rs`, `ops/transformer.rs`) linear layers, layer norm, cross-entropy, GELU and causal
 //!   attention; and the optimizers' in-place updates;
 //! - [`optim`]: SGD with momentum and AdamW with checkpointable state;
+//! - [`step`]: one optimizer step's passes, on a GPU replayed as a CUDA graph;
 //! - [`trajectory`]: the optimizer steps, checkpoint schedule, state save/load, evaluation;
 //! - [`train`]: the resumable training loop that writes a bundle;
 //! - [`bundle`]: checkpoints, manifest, Merkle root and inclusion proofs;
@@ -39,6 +40,7 @@ pub mod ops;
 pub mod optim;
 pub mod rng;
 pub mod run;
+pub mod step;
 pub mod train;
 pub mod trajectory;
 pub mod verify;

@@ -53,10 +53,23 @@ impl Optimizer {
     /// One update of every parameter from `grads`. A parameter without a gradient (unused by the
     /// loss) keeps its value but its state still decays, as in PyTorch with zero gradients.
     pub fn step(&mut self, params: &[Param], grads: &GradStore) -> Result<()> {
+        let grads: Vec<_> = params.iter().map(|p| grads.get(p.var.as_tensor()).cloned()).collect();
+        self.step_with(params, &grads)
+    }
+
+    /// [`Optimizer::step`] with the gradients given in parameter order (`None`: unused by the loss).
+    pub fn step_with(&mut self, params: &[Param], grads: &[Option<Tensor>]) -> Result<()> {
+        if grads.len() != params.len() {
+            return Err(Error::Candle(candle_core::Error::Msg(format!(
+                "{} gradients for {} parameters",
+                grads.len(),
+                params.len()
+            ))));
+        }
         self.step += 1;
-        for (param, state) in params.iter().zip(self.state.iter_mut()) {
+        for ((param, state), grad) in params.iter().zip(self.state.iter_mut()).zip(grads) {
             // Detached: the gradient's op graph would otherwise keep the step's activations alive.
-            let g = match grads.get(param.var.as_tensor()) {
+            let g = match grad {
                 Some(g) => g.detach(),
                 None => param.var.as_tensor().zeros_like()?,
             };

@@ -19,6 +19,7 @@ use crate::{
     model::{self, Model},
     optim::Optimizer,
     rng::{self, Seed},
+    step::Stepper,
 };
 
 /// SHA-256 of the SCALE encoding of `spec`.
@@ -302,6 +303,7 @@ pub fn run_steps(
 ) -> Result<()> {
     let mut order: Option<(u32, Vec<u64>)> = None;
     let n = train_set.len as u64;
+    let mut stepper = Stepper::new(device);
     for step in steps {
         let epoch = (step / summary.steps_per_epoch) as u32;
         let in_epoch = step % summary.steps_per_epoch;
@@ -314,9 +316,7 @@ pub fn run_steps(
         let (x, y) = batch(train_set, &perm[lo..hi], device)?;
 
         let layouts = crate::device::cache_layouts(device);
-        let loss = model::cross_entropy(&model.forward(&x)?, &y)?;
-        let grads = loss.backward()?;
-        opt.step(&model.params, &grads)?;
+        let loss = stepper.step(model, opt, &x, &y)?;
         drop(layouts);
         let loss_value = loss.to_scalar::<f32>()?;
         if !loss_value.is_finite() {

@@ -590,14 +590,17 @@ impl CustomOp2 for CrossEntropy {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let rows = (logits.elem_count() / logits.dim(D::Minus1)?.max(1)).max(1) as f64;
-        let scale = grad.to_dtype(DType::F64)?.to_scalar::<f64>()? / rows;
-        Ok((Some(logits.apply_op2_no_bwd(targets, &CrossEntropyGrad { scale })?), None))
+        let grad = grad.to_dtype(logits.dtype())?;
+        Ok((Some(logits.apply_op3_no_bwd(targets, &grad, &CrossEntropyGrad { rows })?), None))
     }
 }
 
-/// The backward of [`CrossEntropy`]: `(logits, targets)` → `scale · (softmax − onehot)`.
+/// The backward of [`CrossEntropy`]: `(logits, targets, ∂loss)` → `scale · (softmax − onehot)` with
+/// `scale = ∂loss / rows`. The loss's gradient is read where it is (on a GPU, by the kernel), so the
+/// backward pass never waits for the device.
 struct CrossEntropyGrad {
-    scale: f64,
+    /// The rows the loss averages over.
+    rows: f64,
 }
 
 fn cross_entropy_backward<T: Elem>(z: &[T], t: &[u32], classes: usize, scale: f64) -> Vec<T> {
@@ -617,7 +620,7 @@ fn cross_entropy_backward<T: Elem>(z: &[T], t: &[u32], classes: usize, scale: f6
     dz
 }
 
-impl CustomOp2 for CrossEntropyGrad {
+impl CustomOp3 for CrossEntropyGrad {
     fn name(&self) -> &'static str {
         "ergon-cross-entropy-grad"
     }
@@ -628,10 +631,21 @@ impl CustomOp2 for CrossEntropyGrad {
         l1: &Layout,
         s2: &CpuStorage,
         l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let n = self.name();
         let ((_, classes), t) = targets(l1, s2, l2, n)?;
-        let dz = unary!(n, s1, l1, |z| cross_entropy_backward(z, t, classes, self.scale));
+        let grad = match s3 {
+            CpuStorage::F32(g) => contiguous(g, l3, n)?.first().map(|g| *g as f64),
+            CpuStorage::F64(g) => contiguous(g, l3, n)?.first().copied(),
+            other => bail!("{n}: unsupported dtype {:?}", other.dtype()),
+        };
+        let Some(grad) = grad.filter(|_| l3.shape().elem_count() == 1) else {
+            bail!("{n}: the loss's gradient must be one value, got {:?}", l3.dims())
+        };
+        let scale = grad / self.rows;
+        let dz = unary!(n, s1, l1, |z| cross_entropy_backward(z, t, classes, scale));
         Ok((dz, l1.shape().clone()))
     }
 
@@ -642,12 +656,18 @@ impl CustomOp2 for CrossEntropyGrad {
         l1: &Layout,
         s2: &CudaStorage,
         l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
         let ((rows, classes), z, t) = gpu_targets(s1, l1, s2, l2, self.name())?;
+        let grad = gpu::f32s(s3, l3)?;
+        if grad.len() != 1 {
+            bail!("{}: the loss's gradient must be one value, got {:?}", self.name(), l3.dims());
+        }
         let device = &s1.device;
         let dz = gpu::alloc(device, z.len())?;
-        let (n, c, scale) = (rows as u64, classes as u32, self.scale as f32);
-        launch!(device, "ergon_cross_entropy_grad_f32", rows, &z, &t, &dz, &n, &c, &scale);
+        let (n, c, divisor) = (rows as u64, classes as u32, self.rows);
+        launch!(device, "ergon_cross_entropy_grad_f32", rows, &z, &t, &grad, &dz, &n, &c, &divisor);
         Ok((gpu::storage(dz, device.clone()), l1.shape().clone()))
     }
 }

@@ -124,9 +124,12 @@ extern "C" __global__ void ergon_mean_f32(const float *losses, float *out, u64 r
     }
 }
 
-// scale · (softmax(row) − onehot(target)), a thread per row.
+// scale · (softmax(row) − onehot(target)), a thread per row, with scale = ∂loss / divisor rounded
+// from f64 to f32 (as the CPU).
 extern "C" __global__ void ergon_cross_entropy_grad_f32(
-    const float *z, const unsigned *targets, float *dz, u64 rows, unsigned classes, float scale) {
+    const float *z, const unsigned *targets, const float *grad, float *dz, u64 rows, unsigned classes,
+    double divisor) {
+    float scale = __double2float_rn(__ddiv_rn((double)grad[0], divisor));
     ERGON_EACH(r, rows) {
         const float *row = z + r * classes;
         float *out = dz + r * classes;
@@ -175,9 +178,12 @@ extern "C" __global__ void ergon_relu_grad_f32(const float *x, const float *dy, 
 }
 
 // Causal multi-head self-attention (`transformer.rs`) from `qkv` ([B, T, 3d]: queries, keys, values,
-// each h heads of dh columns). Unlike the kernels above these do not give the CPU's bits: the CPU
-// takes its dot products from gemm, whose summation order is its own; here each is a plain loop.
-// Every value is computed by one thread in a fixed order, so the results repeat run to run.
+// each h heads of dh columns), through a [B, h, T, T] buffer of each head's weights (the lower
+// triangle; the rest is never read): its scores (a thread per weight), their softmax (a thread per
+// row), then the products with the values (a thread per output value). Unlike the kernels above
+// these do not give the CPU's bits: the CPU takes its dot products from gemm, whose summation order
+// is its own; here each is a plain loop. Every value is computed by one thread in a fixed order, so
+// the results repeat run to run.
 
 // q_i · k_j of one sample's head (raw, unscaled, as the CPU's scores).
 __device__ __forceinline__ float ergon_dot(const float *a, const float *b, unsigned n) {
@@ -186,122 +192,126 @@ __device__ __forceinline__ float ergon_dot(const float *a, const float *b, unsig
     return s;
 }
 
-// Row i's scaled maximum score and the sum of its exponentials (`attention_weights`).
-__device__ void ergon_softmax_row(
-    const float *base, unsigned i, unsigned d, unsigned head, unsigned dh, float scale, float *max_scaled,
-    float *sum) {
-    const float *q = base + (u64)i * 3 * d + head * dh;
-    float m = ergon_dot(q, base + d + head * dh, dh);
-    for (unsigned j = 1; j <= i; j++) {
-        float s = ergon_dot(q, base + (u64)j * 3 * d + d + head * dh, dh);
-        m = s > m ? s : m;
-    }
-    float ms = __fmul_rn(m, scale), total = 0.0f;
-    for (unsigned j = 0; j <= i; j++) {
-        float s = ergon_dot(q, base + (u64)j * 3 * d + d + head * dh, dh);
-        total = __fadd_rn(total, ergon_exp(__fsub_rn(__fmul_rn(s, scale), ms)));
-    }
-    *max_scaled = ms;
-    *sum = total;
+// Where weight k of the [B, h, T, T] buffer sits: its sample's qkv, head, row i and column j.
+struct ErgonWeight {
+    u64 b;
+    unsigned head, i, j;
+};
+
+__device__ __forceinline__ ErgonWeight ergon_weight_at(u64 k, unsigned t, unsigned h) {
+    ErgonWeight w;
+    w.j = k % t;
+    w.i = (k / t) % t;
+    w.head = (k / ((u64)t * t)) % h;
+    w.b = k / ((u64)t * t * h);
+    return w;
 }
 
-// p_ij from row i's statistics.
-__device__ __forceinline__ float ergon_weight(
-    const float *base, unsigned i, unsigned j, unsigned d, unsigned head, unsigned dh, float scale,
-    float max_scaled, float sum) {
-    float s = ergon_dot(base + (u64)i * 3 * d + head * dh, base + (u64)j * 3 * d + d + head * dh, dh);
-    return __fdiv_rn(ergon_exp(__fsub_rn(__fmul_rn(s, scale), max_scaled)), sum);
+// Where output value k of a [B, T, d] tensor sits: its sample, row, head and column within the head.
+struct ErgonValue {
+    u64 b;
+    unsigned i, head, c;
+};
+
+__device__ __forceinline__ ErgonValue ergon_value_at(u64 k, unsigned t, unsigned d, unsigned h) {
+    unsigned dh = d / h;
+    ErgonValue v;
+    v.c = k % dh;
+    v.head = (k / dh) % h;
+    v.i = (k / d) % t;
+    v.b = k / ((u64)d * t);
+    return v;
 }
 
-// y[b, i, head·dh + c] = Σ_{j ≤ i} p_ij · v_j[c], a thread per output value.
+// w[b, head, i, j] = q_i · k_j for j ≤ i, a thread per weight (n = B·h·T·T).
+extern "C" __global__ void ergon_attention_scores_f32(
+    const float *qkv, float *w, u64 n, unsigned t, unsigned d, unsigned h) {
+    unsigned dh = d / h;
+    ERGON_EACH(k, n) {
+        ErgonWeight at = ergon_weight_at(k, t, h);
+        if (at.j > at.i) continue;
+        const float *base = qkv + at.b * t * 3 * d + at.head * dh;
+        w[k] = ergon_dot(base + (u64)at.i * 3 * d, base + (u64)at.j * 3 * d + d, dh);
+    }
+}
+
+// A row of scores into its weights, in place: p_ij = exp(scale·s_ij − scale·max_j s_ij) / Σ_j (…)
+// (`attention_weights`), a thread per row (n = B·h·T).
+extern "C" __global__ void ergon_attention_softmax_f32(float *w, u64 n, unsigned t, float scale) {
+    ERGON_EACH(r, n) {
+        unsigned i = r % t;
+        float *row = w + r * t;
+        float m = row[0];
+        for (unsigned j = 1; j <= i; j++) m = row[j] > m ? row[j] : m;
+        float ms = __fmul_rn(m, scale), sum = 0.0f;
+        for (unsigned j = 0; j <= i; j++) {
+            row[j] = ergon_exp(__fsub_rn(__fmul_rn(row[j], scale), ms));
+            sum = __fadd_rn(sum, row[j]);
+        }
+        for (unsigned j = 0; j <= i; j++) row[j] = __fdiv_rn(row[j], sum);
+    }
+}
+
+// y[b, i, head·dh + c] = Σ_{j ≤ i} p_ij · v_j[c], a thread per output value (n = B·T·d).
 extern "C" __global__ void ergon_attention_f32(
-    const float *qkv, float *y, u64 n, unsigned t, unsigned d, unsigned h, float scale) {
+    const float *qkv, const float *p, float *y, u64 n, unsigned t, unsigned d, unsigned h) {
     unsigned dh = d / h;
     ERGON_EACH(k, n) {
-        unsigned c = k % dh, i = (k / dh) % t, head = (k / ((u64)dh * t)) % h;
-        u64 b = k / ((u64)dh * t * h);
-        const float *base = qkv + b * t * 3 * d;
-        float ms, sum, out = 0.0f;
-        ergon_softmax_row(base, i, d, head, dh, scale, &ms, &sum);
-        for (unsigned j = 0; j <= i; j++) {
-            float p = ergon_weight(base, i, j, d, head, dh, scale, ms, sum);
-            out = __fadd_rn(out, __fmul_rn(p, base[(u64)j * 3 * d + 2 * d + head * dh + c]));
-        }
-        y[(b * t + i) * d + head * dh + c] = out;
-    }
-}
-
-// ∂p_ij = ∂y_i · v_j over the head's columns.
-__device__ __forceinline__ float ergon_dweight(
-    const float *base, const float *dy_base, unsigned i, unsigned j, unsigned d, unsigned head, unsigned dh) {
-    return ergon_dot(dy_base + (u64)i * d + head * dh, base + (u64)j * 3 * d + 2 * d + head * dh, dh);
-}
-
-// Per (sample, head, row i): the scaled maximum, the sum, and Σ_j ∂p_ij·p_ij, into stats[3·row].
-extern "C" __global__ void ergon_attention_stats_f32(
-    const float *qkv, const float *dy, float *stats, u64 n, unsigned t, unsigned d, unsigned h, float scale) {
-    unsigned dh = d / h;
-    ERGON_EACH(k, n) {
-        unsigned i = k % t, head = (k / t) % h;
-        u64 b = k / ((u64)t * h);
-        const float *base = qkv + b * t * 3 * d, *dy_base = dy + b * t * d;
-        float ms, sum, dot = 0.0f;
-        ergon_softmax_row(base, i, d, head, dh, scale, &ms, &sum);
-        for (unsigned j = 0; j <= i; j++) {
-            float p = ergon_weight(base, i, j, d, head, dh, scale, ms, sum);
-            dot = __fadd_rn(dot, __fmul_rn(ergon_dweight(base, dy_base, i, j, d, head, dh), p));
-        }
-        stats[3 * k] = ms;
-        stats[3 * k + 1] = sum;
-        stats[3 * k + 2] = dot;
-    }
-}
-
-// ∂s_ij = scale·p_ij·(∂p_ij − Σ_j' ∂p_ij'·p_ij').
-__device__ __forceinline__ float ergon_dscore(
-    const float *base, const float *dy_base, const float *row_stats, unsigned i, unsigned j, unsigned d,
-    unsigned head, unsigned dh, float scale) {
-    float p = ergon_weight(base, i, j, d, head, dh, scale, row_stats[0], row_stats[1]);
-    float dp = ergon_dweight(base, dy_base, i, j, d, head, dh);
-    return __fmul_rn(__fmul_rn(scale, p), __fsub_rn(dp, row_stats[2]));
-}
-
-// ∂q_i[c] = Σ_{j ≤ i} ∂s_ij·k_j[c], a thread per value.
-extern "C" __global__ void ergon_attention_dq_f32(
-    const float *qkv, const float *dy, const float *stats, float *dqkv, u64 n, unsigned t, unsigned d,
-    unsigned h, float scale) {
-    unsigned dh = d / h;
-    ERGON_EACH(k, n) {
-        unsigned c = k % dh, i = (k / dh) % t, head = (k / ((u64)dh * t)) % h;
-        u64 b = k / ((u64)dh * t * h), row = (b * h + head) * t + i;
-        const float *base = qkv + b * t * 3 * d, *dy_base = dy + b * t * d;
+        ErgonValue at = ergon_value_at(k, t, d, h);
+        const float *row = p + ((at.b * h + at.head) * t + at.i) * t;
+        const float *v = qkv + at.b * t * 3 * d + 2 * d + at.head * dh + at.c;
         float out = 0.0f;
-        for (unsigned j = 0; j <= i; j++) {
-            float ds = ergon_dscore(base, dy_base, stats + 3 * row, i, j, d, head, dh, scale);
-            out = __fadd_rn(out, __fmul_rn(ds, base[(u64)j * 3 * d + d + head * dh + c]));
-        }
-        dqkv[(b * t + i) * 3 * d + head * dh + c] = out;
+        for (unsigned j = 0; j <= at.i; j++) out = __fadd_rn(out, __fmul_rn(row[j], v[(u64)j * 3 * d]));
+        y[k] = out;
     }
 }
 
-// ∂k_j[c] = Σ_{i ≥ j} ∂s_ij·q_i[c] and ∂v_j[c] = Σ_{i ≥ j} p_ij·∂y_i[c], a thread per value.
-extern "C" __global__ void ergon_attention_dkv_f32(
-    const float *qkv, const float *dy, const float *stats, float *dqkv, u64 n, unsigned t, unsigned d,
+// The scores' gradients from the weights p, a thread per row (n = B·h·T): ∂p_ij = ∂y_i · v_j over
+// the head's columns, then ∂s_ij = scale·p_ij·(∂p_ij − Σ_j' ∂p_ij'·p_ij') into ds.
+extern "C" __global__ void ergon_attention_dscores_f32(
+    const float *qkv, const float *dy, const float *p, float *ds, u64 n, unsigned t, unsigned d,
     unsigned h, float scale) {
     unsigned dh = d / h;
-    ERGON_EACH(k, n) {
-        unsigned c = k % dh, j = (k / dh) % t, head = (k / ((u64)dh * t)) % h;
-        u64 b = k / ((u64)dh * t * h), rows = (b * h + head) * t;
-        const float *base = qkv + b * t * 3 * d, *dy_base = dy + b * t * d;
-        float dk = 0.0f, dv = 0.0f;
-        for (unsigned i = j; i < t; i++) {
-            const float *st = stats + 3 * (rows + i);
-            float ds = ergon_dscore(base, dy_base, st, i, j, d, head, dh, scale);
-            dk = __fadd_rn(dk, __fmul_rn(ds, base[(u64)i * 3 * d + head * dh + c]));
-            float p = ergon_weight(base, i, j, d, head, dh, scale, st[0], st[1]);
-            dv = __fadd_rn(dv, __fmul_rn(p, dy_base[(u64)i * d + head * dh + c]));
+    ERGON_EACH(r, n) {
+        unsigned i = r % t, head = (r / t) % h;
+        u64 b = r / ((u64)t * h);
+        const float *prow = p + r * t, *dyi = dy + (b * t + i) * d + head * dh;
+        const float *v = qkv + b * t * 3 * d + 2 * d + head * dh;
+        float *row = ds + r * t, dot = 0.0f;
+        for (unsigned j = 0; j <= i; j++) {
+            row[j] = ergon_dot(dyi, v + (u64)j * 3 * d, dh);
+            dot = __fadd_rn(dot, __fmul_rn(row[j], prow[j]));
         }
-        dqkv[(b * t + j) * 3 * d + d + head * dh + c] = dk;
-        dqkv[(b * t + j) * 3 * d + 2 * d + head * dh + c] = dv;
+        for (unsigned j = 0; j <= i; j++) row[j] = __fmul_rn(__fmul_rn(scale, prow[j]), __fsub_rn(row[j], dot));
+    }
+}
+
+// ∂qkv, a thread per value of ∂q (k < n = B·T·d) and one per value of ∂k and ∂v together (k ≥ n):
+// ∂q_i[c] = Σ_{j ≤ i} ∂s_ij·k_j[c], ∂k_j[c] = Σ_{i ≥ j} ∂s_ij·q_i[c], ∂v_j[c] = Σ_{i ≥ j} p_ij·∂y_i[c].
+extern "C" __global__ void ergon_attention_dqkv_f32(
+    const float *qkv, const float *dy, const float *p, const float *ds, float *dqkv, u64 n, unsigned t,
+    unsigned d, unsigned h) {
+    unsigned dh = d / h;
+    ERGON_EACH(k, 2 * n) {
+        ErgonValue at = ergon_value_at(k % n, t, d, h);
+        const float *base = qkv + at.b * t * 3 * d + at.head * dh + at.c;
+        const u64 square = (at.b * h + at.head) * t * t;
+        float *out = dqkv + (at.b * t + at.i) * 3 * d + at.head * dh + at.c;
+        if (k < n) {
+            const float *row = ds + square + (u64)at.i * t;
+            float dq = 0.0f;
+            for (unsigned j = 0; j <= at.i; j++) dq = __fadd_rn(dq, __fmul_rn(row[j], base[(u64)j * 3 * d + d]));
+            out[0] = dq;
+        } else {
+            const float *dyc = dy + at.b * t * d + at.head * dh + at.c;
+            float dk = 0.0f, dv = 0.0f;
+            for (unsigned i = at.i; i < t; i++) {
+                u64 w = square + (u64)i * t + at.i;
+                dk = __fadd_rn(dk, __fmul_rn(ds[w], base[(u64)i * 3 * d]));
+                dv = __fadd_rn(dv, __fmul_rn(p[w], dyc[(u64)i * d]));
+            }
+            out[d] = dk;
+            out[2 * d] = dv;
+        }
     }
 }

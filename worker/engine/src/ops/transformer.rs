@@ -14,7 +14,13 @@ use rayon::prelude::*;
 use super::gpu::{self, launch};
 use super::{binary, contiguous, matmul, unary, Activation, Elem, Mat, Pointwise};
 #[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
+use candle_core::{
+    cuda::{
+        cudarc::driver::{CudaSlice, CudaView},
+        CudaDevice,
+    },
+    CudaStorage,
+};
 
 /// √(2/π), in the tanh approximation of GELU.
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
@@ -221,16 +227,17 @@ impl CustomOp1 for CausalAttention {
         Ok((y, Shape::from((l.dims()[0], g.t, g.d))))
     }
 
-    /// `kernels.cu`: a thread per output value (its dot products in plain loops, not gemm's order).
+    /// `kernels.cu`: the weights into a `[B, h, T, T]` buffer (a thread per score, then per row),
+    /// then a thread per output value (dot products in plain loops, not gemm's order).
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
         let g = Heads::new(l.dims(), self.heads)?;
         let qkv = gpu::f32s(s, l)?;
         let n = qkv.len() / 3;
+        let p = gpu_weights(&s.device, &qkv, g)?;
         let y = gpu::alloc(&s.device, n)?;
-        let (count, t, d, h, scale) =
-            (n as u64, g.t as u32, g.d as u32, g.h as u32, g.scale::<f32>());
-        launch!(&s.device, "ergon_attention_f32", n, &qkv, &y, &count, &t, &d, &h, &scale);
+        let (count, t, d, h) = (n as u64, g.t as u32, g.d as u32, g.h as u32);
+        launch!(&s.device, "ergon_attention_f32", n, &qkv, &p, &y, &count, &t, &d, &h);
         Ok((gpu::storage(y, s.device.clone()), Shape::from((l.dims()[0], g.t, g.d))))
     }
 
@@ -346,30 +353,32 @@ impl CustomOp2 for CausalAttentionGrad {
         }
         let (qkv, dy) = (gpu::f32s(s1, l1)?, gpu::f32s(s2, l2)?);
         let device = &s1.device;
-        // Per sample, head and row: its softmax's maximum and sum, and Σ ∂p·p.
-        let rows = qkv.len() / 3 / g.dh;
-        let stats = gpu::alloc(device, 3 * rows)?;
+        let p = gpu_weights(device, &qkv, g)?;
+        // The scores' gradients, a row of the weights' buffer per sample, head and query.
+        let ds = gpu::alloc(device, p.len())?;
         let dqkv = gpu::alloc(device, qkv.len())?;
+        let rows = p.len() / g.t;
         let (t, d, h, scale) = (g.t as u32, g.d as u32, g.h as u32, g.scale::<f32>());
         let (row_count, n) = (rows as u64, dy.len() as u64);
-        launch!(
-            device,
-            "ergon_attention_stats_f32",
-            rows,
-            &qkv,
-            &dy,
-            &stats,
-            &row_count,
-            &t,
-            &d,
-            &h,
-            &scale
-        );
-        for kernel in ["ergon_attention_dq_f32", "ergon_attention_dkv_f32"] {
-            launch!(device, kernel, dy.len(), &qkv, &dy, &stats, &dqkv, &n, &t, &d, &h, &scale);
-        }
+        let kernel = "ergon_attention_dscores_f32";
+        launch!(device, kernel, rows, &qkv, &dy, &p, &ds, &row_count, &t, &d, &h, &scale);
+        let kernel = "ergon_attention_dqkv_f32";
+        launch!(device, kernel, 2 * dy.len(), &qkv, &dy, &p, &ds, &dqkv, &n, &t, &d, &h);
         Ok((gpu::storage(dqkv, device.clone()), l1.shape().clone()))
     }
+}
+
+/// Each sample's and head's attention weights on the GPU (`[B, h, T, T]`, the lower triangles):
+/// the scores, then their softmax in place.
+#[cfg(feature = "cuda")]
+fn gpu_weights(device: &CudaDevice, qkv: &CudaView<'_, f32>, g: Heads) -> Result<CudaSlice<f32>> {
+    let rows = qkv.len() / 3 / g.d * g.h;
+    let p = gpu::alloc(device, rows * g.t)?;
+    let (t, d, h, scale) = (g.t as u32, g.d as u32, g.h as u32, g.scale::<f32>());
+    let (weights, row_count) = ((rows * g.t) as u64, rows as u64);
+    launch!(device, "ergon_attention_scores_f32", rows * g.t, qkv, &p, &weights, &t, &d, &h);
+    launch!(device, "ergon_attention_softmax_f32", rows, &p, &row_count, &t, &scale);
+    Ok(p)
 }
 
 #[cfg(test)]
