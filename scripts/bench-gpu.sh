@@ -17,8 +17,10 @@
 # Then the drilling workload: result hashes of the CPU and the GPU for three sizes, and the GPU's
 # throughput against its f32 peak (an 8192³ product through PyTorch, TF32 off, measured in the run).
 # First of all, the engine's CUDA kernels are checked against their CPU twins (its `on_a_gpu_` tests:
-# bit for bit, the attention within rounding): ENGINE_TESTS names a built test binary of ergon-engine
-# with the `cuda` feature, else cargo builds and runs them.
+# bit for bit, the attention within rounding, graph steps against eager ones): ENGINE_TESTS names a
+# built test binary of ergon-engine with the `cuda` feature, else cargo builds and runs them. Then a
+# training step of each example, eagerly against its CUDA graph (the engine's `gpu_step` bench:
+# GPU_STEP names a built one, else cargo builds and runs it).
 #
 # WORKER and WORKER_CUDA name the CPU and CUDA builds (default: this checkout's, built if missing:
 # the CUDA one through scripts/setup-cuda.sh). PyTorch is the `python3` on PATH (PYTHON to change).
@@ -55,6 +57,17 @@ if grep -q skipped "$work/kernels.txt" || ! grep -q "test result: ok. [1-9]" "$w
     echo "the GPU kernel tests did not pass on this GPU" >&2
     exit 1
 fi
+
+# A step of each example, eager against the graph, and where its time goes.
+for model in ${MODELS:-fashion-mnist-mlp fashion-mnist-cnn char-transformer}; do
+    if [ -n "${GPU_STEP:-}" ]; then
+        "$GPU_STEP" "worker/examples/$model.json" 200
+    else
+        (source "$(scripts/setup-cuda.sh)" && CARGO_TARGET_DIR="$target/cuda" cargo bench \
+            --profile release --locked -p ergon-engine --features cuda --bench gpu_step -- \
+            "worker/examples/$model.json" 200)
+    fi
+done
 segments="$(seq -s, 0 9)"
 
 # The checkpoints' digests and the losses of a bundle, hashed: equal for equal trainings.

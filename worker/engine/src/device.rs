@@ -40,7 +40,7 @@ pub const CUDA_BUILD: bool = cfg!(feature = "cuda");
 /// Whether a job of `spec` may train on a GPU: whether a CPU verifier replays an honest GPU
 /// training of it within ε. Not a convolutional model's: each step takes millions of ReLU and
 /// max-pool decisions, and the few that another summation order flips grow over a segment past ε
-/// (1.3·10⁻³ to 1.2·10⁻² GPU ↔ CPU on one H100 over three seeds, up to 7.9·10⁻³ between two CPU
+/// (1.3·10⁻³ to 2.6·10⁻² GPU ↔ CPU on one H100 over three seeds, up to 7.9·10⁻³ between two CPU
 /// kernels: docs/pot-calibration.md). The MLP's and the transformer's stayed under 1.8·10⁻⁶ and
 /// 7·10⁻⁵. Such a job trains on the CPU, and its verifiers all replay it there, whatever they
 /// compute on: their verdicts never depend on their hardware.

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use candle_core::{backprop::GradStore, Tensor};
+use candle_core::Tensor;
 use ergon_job_spec::Optimizer as OptimizerSpec;
 
 use crate::{
@@ -50,15 +50,10 @@ impl Optimizer {
         self.spec.lr().to_f64()
     }
 
-    /// One update of every parameter from `grads`. A parameter without a gradient (unused by the
-    /// loss) keeps its value but its state still decays, as in PyTorch with zero gradients.
-    pub fn step(&mut self, params: &[Param], grads: &GradStore) -> Result<()> {
-        let grads: Vec<_> = params.iter().map(|p| grads.get(p.var.as_tensor()).cloned()).collect();
-        self.step_with(params, &grads)
-    }
-
-    /// [`Optimizer::step`] with the gradients given in parameter order (`None`: unused by the loss).
-    pub fn step_with(&mut self, params: &[Param], grads: &[Option<Tensor>]) -> Result<()> {
+    /// One update of every parameter from its gradient in `grads` (in parameter order). A parameter
+    /// without a gradient (`None`: unused by the loss) keeps its value but its state still decays,
+    /// as in PyTorch with zero gradients.
+    pub fn step(&mut self, params: &[Param], grads: &[Option<Tensor>]) -> Result<()> {
         if grads.len() != params.len() {
             return Err(Error::Candle(candle_core::Error::Msg(format!(
                 "{} gradients for {} parameters",

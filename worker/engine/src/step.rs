@@ -87,7 +87,7 @@ impl Stepper {
             return Ok(loss);
         }
         let pass = forward_backward(model, x, y)?;
-        opt.step_with(&model.params, &pass.grads)?;
+        opt.step(&model.params, &pass.grads)?;
         Ok(pass.loss)
     }
 }
@@ -150,7 +150,7 @@ mod graph {
                 return Ok(None);
             }
             graph.replay(x, y)?;
-            opt.step_with(&model.params, &graph.pass.grads)?;
+            opt.step(&model.params, &graph.pass.grads)?;
             Ok(Some(graph.pass.loss.clone()))
         }
     }

@@ -288,7 +288,7 @@ pub fn build_manifest(
 /// Runs the optimizer steps `steps` (global step numbers) of `spec` on `model` and `opt`, each on the
 /// batch the seed's PRF assigns to it, and calls `after(model, opt, steps_done, loss)` after each step;
 /// `after` returning `false` stops early. Training and the verifier's replay both go through here, so
-/// they compute the same thing.
+/// they compute the same thing (on a GPU, each step through a CUDA graph: [`Stepper`]).
 #[allow(clippy::too_many_arguments)]
 pub fn run_steps(
     spec: &JobSpec,
