@@ -94,8 +94,9 @@ fn main() -> ergon_engine::Result<()> {
         let t3 = Instant::now();
         sync(dev)?;
         let t4 = Instant::now();
-        let grads: Vec<_> = model.params.iter().map(|p| grads.get(p.var.as_tensor()).cloned());
-        opt.step(&model.params, &grads.collect::<Vec<_>>())?;
+        let grads: Vec<_> =
+            model.params.iter().map(|p| grads.get(p.var.as_tensor()).cloned()).collect();
+        opt.step(&model.params, &grads)?;
         let t5 = Instant::now();
         sync(dev)?;
         let t6 = Instant::now();
