@@ -37,7 +37,7 @@ step "the worker's CUDA build (CUDA 13.0 from PyPI wheels, no GPU needed), teste
 
 step "pallets (mock runtimes)"
 cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking -p pallet-job-market \
-    -p pallet-drilling -p ergon-timeouts
+    -p pallet-drilling -p pallet-fresh-randomness -p ergon-timeouts
 # The benchmarks run once each in the mock runtime, so they keep compiling and working.
 cargo test --release --locked -p pallet-trainer-staking --features runtime-benchmarks benchmarking
 cargo test --release --locked -p pallet-job-market --features runtime-benchmarks benchmarking

@@ -11,9 +11,11 @@ use crate::error::{Error, Result};
 pub type Signer = Keypair;
 
 /// Reads a key from `path`: its first line is a secret URI (a BIP-39 phrase with optional
-/// `//hard/soft` derivations and `///password`, or a 32-byte seed as `0x` hex). The file should be
-/// readable by its owner only; the key never appears in logs or errors.
+/// `//hard/soft` derivations and `///password`, or a 32-byte seed as `0x` hex). A file that its
+/// group or others may access is refused, as ssh refuses such a private key: on a shared machine it
+/// is as good as published. The key never appears in logs or errors.
 pub fn from_file(path: &Path) -> Result<Signer> {
+    check_private(path)?;
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Key(format!("reading {}: {e}", path.display())))?;
     let line = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
@@ -24,6 +26,30 @@ pub fn from_file(path: &Path) -> Result<Signer> {
             path.display()
         ))
     })
+}
+
+/// Refuses a key file with any permission for its group or others (Unix; elsewhere the file's ACLs
+/// are the operator's business).
+fn check_private(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .map_err(|e| Error::Key(format!("reading {}: {e}", path.display())))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            return Err(Error::Key(format!(
+                "{} is accessible to its group or others (mode {:03o}): run `chmod 600 {}`",
+                path.display(),
+                mode & 0o777,
+                path.display()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// A key from a secret URI. For development only when it is a well-known one like `//Alice`.
@@ -74,6 +100,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("key");
         std::fs::write(&file, "# Bob\n//Bob\n").unwrap();
+        private(&file);
         assert_eq!(address(&from_file(&file).unwrap()), address(&dev("//Bob").unwrap()));
         std::fs::write(&file, "not a key at all").unwrap();
         let err = from_file(&file).unwrap_err().to_string();
@@ -82,6 +109,36 @@ mod tests {
             "{err}"
         );
         assert!(from_file(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn private(file: &Path) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+    }
+
+    /// A key file the group or others can read (or write: they could swap the key) is refused
+    /// before it is read, and the error says how to fix it (issue 34).
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_others_can_access_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("ergon-key-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("key");
+        std::fs::write(&file, "//Bob\n").unwrap();
+        for mode in [0o644, 0o640, 0o604, 0o620, 0o660] {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = from_file(&file).unwrap_err().to_string();
+            assert!(err.contains("chmod 600") && err.contains(&format!("{mode:03o}")), "{err}");
+        }
+        for mode in [0o600, 0o400] {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert!(from_file(&file).is_ok(), "mode {mode:o}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

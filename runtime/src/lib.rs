@@ -26,7 +26,6 @@ pub use apis::RuntimeApi;
 pub mod configs;
 pub mod genesis_config_presets;
 pub mod proof_of_hashrate;
-pub mod randomness;
 #[cfg(all(test, feature = "try-runtime"))]
 mod snapshot_tests;
 #[cfg(test)]
@@ -99,7 +98,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: Cow::Borrowed("ergon"),
     impl_name: Cow::Borrowed("ergon-node"),
     authoring_version: 1,
-    spec_version: 107,
+    spec_version: 108,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -217,6 +216,11 @@ mod runtime {
 
     #[runtime::pallet_index(3)]
     pub type Authorship = pallet_authorship;
+
+    // Before the job market and drilling: their draws at a block's start read the accumulator with
+    // the parent's VRF output already in it.
+    #[runtime::pallet_index(15)]
+    pub type FreshRandomness = pallet_fresh_randomness;
 
     #[runtime::pallet_index(4)]
     pub type Balances = pallet_balances;

@@ -357,3 +357,165 @@ fn client_metadata_is_current() {
         path.display()
     );
 }
+
+/// VRF signatures by what they sign (randomness, slot, epoch). A signature's proof is randomized
+/// while its output is not: chains that must agree block for block reuse the same signatures.
+type Signatures =
+    std::collections::BTreeMap<([u8; 32], u64, u64), sp_core::sr25519::vrf::VrfSignature>;
+
+/// Authors the next block in `slot` as `who` the way a BABE node does: a primary claim with a real
+/// VRF signature over the slot's epoch randomness. Returns the block's header.
+fn author_block(
+    who: Sr25519Keyring,
+    slot: u64,
+    parent: H256,
+    signatures: &mut Signatures,
+) -> crate::Header {
+    use sp_consensus_babe::digests::PrimaryPreDigest;
+    use sp_core::crypto::VrfSecret;
+    let number = System::block_number() + 1;
+    let authority_index = pallet_babe::Authorities::<Runtime>::get()
+        .iter()
+        .position(|(id, _)| *id == BabeId::from(who.public()))
+        .expect("the author is a BABE authority") as u32;
+    // A slot past the current epoch's end is claimed in the next epoch, with its randomness.
+    let epoch_end = u64::from(Babe::current_epoch_start()) + crate::units::EPOCH_DURATION_IN_SLOTS;
+    let (randomness, epoch) = if number > 1 && slot >= epoch_end {
+        (
+            pallet_babe::NextRandomness::<Runtime>::get(),
+            pallet_babe::EpochIndex::<Runtime>::get() + 1,
+        )
+    } else {
+        (pallet_babe::Randomness::<Runtime>::get(), pallet_babe::EpochIndex::<Runtime>::get())
+    };
+    let vrf_signature = signatures
+        .entry((randomness, slot, epoch))
+        .or_insert_with(|| {
+            who.pair().vrf_sign(&sp_consensus_babe::make_vrf_sign_data(
+                &randomness,
+                slot.into(),
+                epoch,
+            ))
+        })
+        .clone();
+    let pre_digest =
+        PreDigest::Primary(PrimaryPreDigest { authority_index, slot: slot.into(), vrf_signature });
+    let header = crate::Header::new(
+        number,
+        H256::zero(),
+        H256::zero(),
+        parent,
+        Digest { logs: vec![DigestItem::babe_pre_digest(pre_digest)] },
+    );
+    crate::Executive::initialize_block(&header);
+    pallet_timestamp::Pallet::<Runtime>::set(
+        RuntimeOrigin::none(),
+        slot * crate::units::SLOT_DURATION,
+    )
+    .expect("the timestamp inherent");
+    crate::Executive::finalize_block()
+}
+
+/// What the draw for a commitment at block [`COMMITTED_AT`] used, in a chain whose blocks after the
+/// commitment are `gap_after` slots apart.
+struct DrawRun {
+    /// The commitment block's header (its state root covers the whole state at commitment).
+    commitment: crate::Header,
+    /// Everything an attacker reads from BABE and the accumulator at the commitment.
+    public_at_commitment: Vec<[u8; 32]>,
+    /// The randomness the draw got, and the block at which it got it.
+    drawn: ([u8; 32], u32),
+    /// Epoch changes the chain went through.
+    epoch_changes: u32,
+}
+
+const COMMITTED_AT: u32 = 40;
+
+/// Authors real VRF blocks as Alice on the development chain (one epoch every 100 slots): three
+/// slots apart up to the commitment (one epoch change on the way), `gap_after` apart afterwards
+/// until the draw answers, then three apart again until two epochs have changed. At every epoch
+/// change it checks the flaw of BABE's `NextRandomness` that this chain no longer draws from: the
+/// value is `blake2(previous ‖ epoch)` with no VRF output in it, computed before the change from
+/// public state.
+fn draw_run(gap_after: u64, signatures: &mut Signatures) -> DrawRun {
+    use ergon_protocol::traits::FreshRandomness as _;
+    ext("development").execute_with(|| {
+        let mut slot = 1_000_000u64;
+        let mut parent = H256::zero();
+        let mut commitment = None;
+        let mut public_at_commitment = Vec::new();
+        let mut drawn = None;
+        let mut epoch_changes = 0;
+        while pallet_babe::EpochIndex::<Runtime>::get() < 2 || drawn.is_none() {
+            let epoch_before = pallet_babe::EpochIndex::<Runtime>::get();
+            // The attacker's prediction of the next epoch's `NextRandomness`, before the change.
+            let predicted = sp_io::hashing::blake2_256(
+                &[
+                    &pallet_babe::NextRandomness::<Runtime>::get()[..],
+                    &(epoch_before + 2).to_le_bytes(),
+                ]
+                .concat(),
+            );
+            let header = author_block(Alice, slot, parent, signatures);
+            parent = header.hash();
+            if pallet_babe::EpochIndex::<Runtime>::get() != epoch_before {
+                epoch_changes += 1;
+                assert_eq!(
+                    pallet_babe::NextRandomness::<Runtime>::get(),
+                    predicted,
+                    "BABE's next epoch randomness was not the public hash chain at block {}",
+                    header.number
+                );
+            }
+            let number = header.number;
+            if number == COMMITTED_AT {
+                public_at_commitment = vec![
+                    pallet_fresh_randomness::Accumulator::<Runtime>::get().value,
+                    pallet_babe::Randomness::<Runtime>::get(),
+                    pallet_babe::NextRandomness::<Runtime>::get(),
+                    predicted,
+                    pallet_babe::AuthorVrfRandomness::<Runtime>::get().unwrap_or_default(),
+                ];
+                commitment = Some(header);
+            }
+            if number > COMMITTED_AT && drawn.is_none() {
+                if let Some((value, since)) = crate::FreshRandomness::fresh(COMMITTED_AT) {
+                    assert_eq!(since, COMMITTED_AT + 1);
+                    drawn = Some((value, number));
+                }
+            }
+            slot += if number >= COMMITTED_AT && drawn.is_none() { gap_after } else { 3 };
+        }
+        DrawRun {
+            commitment: commitment.expect("the chain reached the commitment"),
+            public_at_commitment,
+            drawn: drawn.expect("the draw answered"),
+            epoch_changes,
+        }
+    })
+}
+
+/// The draw for a commitment uses VRF outputs of the blocks after it (issue 34: BABE's epoch
+/// randomness was a public hash chain on this chain's short epochs). Two chains agree on every
+/// block up to the commitment — so on all state an attacker can read when committing, including
+/// BABE's predictable next randomness — and differ only in the slots of the blocks after it: their
+/// draws differ, and equal none of the values public at the commitment. The draw answers 16 blocks
+/// after the commitment, inside the epoch (no wait for an epoch change).
+#[test]
+fn draw_randomness_is_made_of_vrf_outputs_after_the_commitment() {
+    use frame_support::traits::Get;
+    let mut signatures = Signatures::new();
+    let a = draw_run(1, &mut signatures);
+    let b = draw_run(2, &mut signatures);
+    assert_eq!(a.commitment, b.commitment, "the chains differ before the commitment");
+    assert_eq!(a.public_at_commitment, b.public_at_commitment);
+    assert_ne!(a.drawn.0, b.drawn.0, "the draw is a function of the state at the commitment");
+    for public in &a.public_at_commitment {
+        assert_ne!(a.drawn.0, *public);
+    }
+    let fresh_outputs: u32 = <Runtime as pallet_fresh_randomness::Config>::FreshOutputs::get();
+    assert_eq!(a.drawn.1, COMMITTED_AT + fresh_outputs + 1);
+    assert_eq!(b.drawn.1, COMMITTED_AT + fresh_outputs + 1);
+    // One epoch change before the commitment, none between it and the draw, one after.
+    assert_eq!(a.epoch_changes, 2);
+}

@@ -6,10 +6,9 @@
 //! not paid.
 //!
 //! The test plays the verifiers (what `ergon-worker verify` finds on forged bundles is the attack
-//! suite's business); the chain's part — the draws from fresh BABE randomness, the per-verifier
+//! suite's business); the chain's part — the draws from fresh randomness, the per-verifier
 //! segments, the commit–reveal, the dispute and its settlement — runs for real. Two draws each wait
-//! for randomness that began after the round opened (one to two 200 s epochs), so this test takes
-//! about ten minutes.
+//! for the VRF outputs of the 16 blocks after their round opened (about 96 s).
 
 use std::{collections::HashMap, time::Duration};
 
@@ -41,8 +40,8 @@ const VERIFIERS: [&str; 10] = [
     "//Eve//stash",
     "//Ferdie//stash",
 ];
-/// How long one draw may take: availability, then randomness from an epoch that began after the
-/// round opened (at most two 200 s epochs), with margin for slow blocks.
+/// How long one draw may take: availability, then the VRF outputs of the 16 blocks after the round
+/// opened (about 96 s), with a wide margin for slow blocks on a loaded machine.
 const DRAW: Duration = Duration::from_secs(700);
 
 fn ledger(node: &Node, who: &Signer) -> Bond {

@@ -6,7 +6,7 @@
 //! same spec cost its trainer a slash at the deadline: an owner could grief trainers for the price
 //! of a posting fee (docs/threat-model.md).
 //!
-//! The draw waits for randomness from an epoch that began after the commitment: about ten minutes.
+//! The draw waits for the VRF outputs of the 16 blocks after the commitment (about 96 s).
 
 use std::{path::Path, process::Command, time::Duration};
 

@@ -33,8 +33,8 @@ fn a_published_task_is_drilled_agreed_credited_and_its_hashrate_shown() {
     let chain = MatmulChain { seed: [0x42; 32], dim: 128, length: 4 };
     node.send(calls::publish_matmul_task(&chain, 2), &alice, timeout);
 
-    // Executors are drawn once BABE randomness that began after the publication exists (the second
-    // epoch change after it: 200–400 s): both bonded trainers.
+    // Executors are drawn once the VRF outputs of the 16 blocks after the publication are in the
+    // chain's randomness (about 96 s): both bonded trainers.
     let tasks_of = |who: &Signer| {
         node.call("ergon_drillingTasksOf", json!([who.public_key().to_account_id().to_string()]))
             .expect("ergon_drillingTasksOf")

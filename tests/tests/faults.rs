@@ -26,9 +26,8 @@
 //! pick their trainer with `accept_bid` (the market's own way of choosing a bid before the window
 //! closes), so every trainer daemon bids on every job and the scenarios still go where they should.
 //!
-//! The draws wait for randomness from an epoch that began after the commitment (200–400 s), and
-//! job B's dispute for a second one: this test takes about fifteen minutes. Its measurements print
-//! with `--nocapture`.
+//! The draws wait for the VRF outputs of the 16 blocks after the commitment (about 96 s), and job
+//! B's dispute for 16 more after it opens. Its measurements print with `--nocapture`.
 
 use std::{path::Path, time::Duration};
 

@@ -249,7 +249,8 @@ pub fn issue_due<T: Config>(now: BlockNumberFor<T>) -> Weight {
 /// the task was issued exists: uniformly (the race) among those that declared before it began,
 /// whose declared capacity covers the task, who are not busy with another drawn task and whose free
 /// bond covers the collateral, leaving out the previous attempts' revealers when enough others
-/// qualify. Too few abandons the task; so does no fresh randomness within an epoch.
+/// qualify. Too few abandons the task; so does no fresh randomness within
+/// `EpochLength` blocks.
 pub fn draw<T: Config>(
     id: TaskId,
     task: &mut TaskOf<T>,
@@ -258,7 +259,7 @@ pub fn draw<T: Config>(
 ) {
     let Some((random, since)) = T::Randomness::fresh(task.opened_at) else {
         if now <= task.opened_at.saturating_add(T::EpochLength::get()) {
-            let retry = now.saturating_add(T::Randomness::retry_in());
+            let retry = now.saturating_add(T::Randomness::retry_in(task.opened_at));
             if Pallet::<T>::schedule(id, task, retry).is_err() {
                 frame_support::defensive!("timeout queue full although MaxOpenTasks holds");
             }

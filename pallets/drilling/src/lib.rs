@@ -123,8 +123,8 @@ pub mod pallet {
         /// Effective computing power, credited with D on agreement.
         type ComputePower: ComputePowerLedger<Self::AccountId>;
 
-        /// Randomness nobody knew when a task was issued or the drillers were snapshotted (BABE's
-        /// epoch randomness from an epoch that began after it).
+        /// Randomness nobody knew when a task was issued or the drillers were snapshotted (the VRF
+        /// outputs of blocks after it, accumulated: `pallet-fresh-randomness`).
         type Randomness: ergon_protocol::traits::FreshRandomness<BlockNumberFor<Self>>;
 
         /// Wall-clock time of the block (pallet-timestamp), to time executors.

@@ -770,8 +770,8 @@ mod attacks {
     use super::*;
     use pallet_trainer_staking::Error as StakingError;
 
-    /// The attacker learns the randomness of a draw first (it authors the last blocks of the epoch
-    /// it comes from) and registers sybil drillers, or raises a sybil's capacity, to be drawn for a
+    /// The attacker learns the randomness of a draw first (it authors the last block whose VRF
+    /// output it holds) and registers sybil drillers, or raises a sybil's capacity, to be drawn for a
     /// published task it wants to answer alone. Declarations made once the randomness began are not
     /// candidates.
     #[test]

@@ -313,17 +313,20 @@ mod benchmarks {
         assert!(Jobs::<T>::get(job).is_some_and(|j| j.state.is_terminal()));
     }
 
+    /// The worst case: a full list, every kept bid compared, the one that would lose first
+    /// replaced (its deposit released).
     #[benchmark]
     fn bid() {
         let (job, _) = post::<T>();
-        bids::<T>(job, T::MaxBids::get() - 1);
-        let last = trainer::<T>(T::MaxBids::get());
-        // The lowest price allowed: the cheapest bid, which the bid list keeps in order.
+        bids::<T>(job, T::MaxBids::get());
+        let last = trainer::<T>(T::MaxBids::get() + 1);
+        // The lowest price allowed: better than every kept bid.
         let work = Jobs::<T>::get(job).map(|j| j.work_micro_ut).unwrap_or_default();
         let price = Pallet::<T>::min_price_for(work).max(1u32.into());
         #[extrinsic_call]
-        _(RawOrigin::Signed(last), job, price);
+        _(RawOrigin::Signed(last.clone()), job, price);
         assert_eq!(Bids::<T>::get(job).len() as u32, T::MaxBids::get());
+        assert!(Bids::<T>::get(job).iter().any(|b| b.trainer == last));
     }
 
     #[benchmark]

@@ -148,8 +148,8 @@ pub mod pallet {
         /// Effective computing power: breaks ties between bids; credited with T.
         type ComputePower: ComputePowerLedger<Self::AccountId>;
 
-        /// Randomness nobody knew when a bundle was committed (BABE's epoch randomness from an epoch
-        /// that began after the commitment): what draws verifiers and segments.
+        /// Randomness nobody knew when a bundle was committed (the VRF outputs of blocks after the
+        /// commitment, accumulated: `pallet-fresh-randomness`): what draws verifiers and segments.
         type Randomness: ergon_protocol::traits::FreshRandomness<BlockNumberFor<Self>>;
 
         /// Smallest budget of a job.
@@ -431,6 +431,8 @@ pub mod pallet {
         },
         /// A trainer bid (or changed its bid).
         BidPlaced { job: JobId, trainer: T::AccountId, price: BalanceOf<T> },
+        /// A full bid list gave `trainer`'s bid's place to a better one; its deposit is released.
+        BidOutbid { job: JobId, trainer: T::AccountId },
         /// A trainer was assigned; it must commit a bundle by `deadline`.
         JobAssigned {
             job: JobId,
@@ -596,7 +598,8 @@ pub mod pallet {
         ZeroPrice,
         /// The price exceeds the budget minus the verification reserve.
         PriceAboveBudget,
-        /// `MaxBids` bids were placed already.
+        /// `MaxBids` bids were placed already, all of them better than this one (a lower price, or
+        /// the same price and more ECP).
         TooManyBids,
         /// No bid from that trainer.
         BidNotFound,
@@ -829,9 +832,10 @@ pub mod pallet {
         }
 
         /// Bids `price` for an open job (replacing the caller's earlier bid). The caller must be an
-        /// eligible trainer, not the owner.
+        /// eligible trainer, not the owner. On a full list the bid takes the place of the one that
+        /// would lose first, if it beats it ([`verification::losing_bid`]).
         #[pallet::call_index(2)]
-        #[pallet::weight(T::WeightInfo::bid())]
+        #[pallet::weight(Pallet::<T>::bid_weight())]
         pub fn bid(
             origin: OriginFor<T>,
             job: JobId,
@@ -862,8 +866,20 @@ pub mod pallet {
                     Some(existing) => existing.price = price,
                     None => {
                         let deposit = T::BidDeposit::get();
-                        bids.try_push(Bid { trainer: trainer.clone(), price, deposit })
-                            .map_err(|_| Error::<T>::TooManyBids)?;
+                        let bid = Bid { trainer: trainer.clone(), price, deposit };
+                        if bids.is_full() {
+                            // The list keeps the best bids: this one (assignable, checked above)
+                            // takes the place of the bid that would lose first, if it beats it.
+                            let at = verification::losing_bid::<T>(bids)
+                                .ok_or(Error::<T>::TooManyBids)?;
+                            let beaten = !verification::assignable::<T>(&bids[at])
+                                || verification::bid_order::<T>(&bid, &bids[at]).is_lt();
+                            ensure!(beaten, Error::<T>::TooManyBids);
+                            let mut out = bids.remove(at);
+                            Self::release_deposit(&out.trainer, &mut out.deposit);
+                            Self::deposit_event(Event::BidOutbid { job, trainer: out.trainer });
+                        }
+                        bids.try_push(bid).map_err(|_| Error::<T>::TooManyBids)?;
                         T::Currency::hold(&HoldReason::BidDeposit.into(), &trainer, deposit)
                             .map_err(|_| Error::<T>::CannotPayDeposit)?;
                     }
@@ -1106,6 +1122,16 @@ pub mod pallet {
             )
             .unwrap_or(u128::MAX);
             price.saturated_into()
+        }
+
+        /// The benchmarked `bid`, plus what a full list adds: finding the bid that would lose first
+        /// reads each kept bid's trainer (ledger, obligations, credit), and its deposit is released.
+        /// An upper bound until `bid`'s weight, whose benchmark now takes that path, is re-generated.
+        pub(crate) fn bid_weight() -> Weight {
+            let kept = u64::from(T::MaxBids::get());
+            T::WeightInfo::bid()
+                .saturating_add(T::DbWeight::get().reads_writes(3 * kept + 2, 2))
+                .saturating_add(Weight::from_parts(0, 8_400 * kept + 5_300))
         }
 
         /// Releases a bid deposit held from `who` and zeroes `amount`.

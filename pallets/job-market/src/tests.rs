@@ -1532,6 +1532,49 @@ mod attacks {
         });
     }
 
+    /// Bid crowd-out (issue 34, played live): sybils fill the bid list at high prices for the
+    /// fees of four calls, the honest cheaper bid was refused (`TooManyBids`) and a sybil won at
+    /// the highest price. Now a full list gives the place of the bid that would lose first — one
+    /// that can no longer be assigned, else the dearest — to any better bid, and releases its
+    /// deposit; only a bid that beats none of the kept ones is refused.
+    #[test]
+    fn attack_sybil_bids_filling_the_list_do_not_lock_a_cheaper_bid_out() {
+        run(|| {
+            BidDeposit::set(50);
+            let deposit_of = |who: u64| {
+                Balances::balance_on_hold(
+                    &RuntimeHoldReason::JobMarket(HoldReason::BidDeposit),
+                    &who,
+                )
+            };
+            let job = post(1_000);
+            // Four sybils fill the list (`MaxBids` = 4) at the highest price the budget allows.
+            for sybil in 3..=6 {
+                assert_ok!(JobMarket::bid(origin(sybil), job, 451));
+            }
+            // A bid no better than the worst kept one is still refused.
+            assert_noop!(JobMarket::bid(origin(7), job, 451), Error::<Test>::TooManyBids);
+            // The honest bid at 300 takes the place of the dearest (the highest account on a tie).
+            assert_ok!(JobMarket::bid(origin(TRAINER), job, 300));
+            assert!(events().contains(&Event::BidOutbid { job, trainer: 6 }));
+            assert_eq!(deposit_of(6), 0, "the outbid sybil's deposit is released");
+            let kept: Vec<u64> = Bids::<Test>::get(job).iter().map(|b| b.trainer).collect();
+            assert_eq!(kept, vec![3, 4, 5, TRAINER]);
+            // A sybil that stops being assignable (it unbonds, so it would be skipped at
+            // assignment) is the first to go, whatever its price.
+            assert_ok!(JobMarket::bid(origin(5), job, 100));
+            assert_ok!(TrainerStaking::unbond(origin(5), BOND));
+            assert_ok!(JobMarket::bid(origin(8), job, 450));
+            assert!(events().contains(&Event::BidOutbid { job, trainer: 5 }));
+            assert_eq!(deposit_of(5), 0);
+            run_to_block(7);
+            assert_eq!(state(job), JobState::Assigned { trainer: TRAINER, price: 300 });
+            for loser in [3, 4, 8] {
+                assert_eq!(deposit_of(loser), 0, "the losers' deposits come back");
+            }
+        });
+    }
+
     /// A 1-planck bid won automatically and never delivered. Now the price must pay the work,
     /// and the winner's price is frozen as collateral, so the no-show costs it the price and its
     /// deposit.
@@ -1592,8 +1635,8 @@ mod attacks {
 
     /// Verifier seats bought with ECP: ECP no longer weighs the draw. Only opted-in trainers are
     /// drawn, by bond, never the owner or the trainer, and each must put up collateral.
-    /// A trainer that learns the draw's randomness (it authors the last blocks of the epoch it
-    /// comes from) floods the pool with sybil verifiers, or bonds more on the ones it has, to get
+    /// A trainer that learns the draw's randomness (it authors the last block whose VRF output it
+    /// holds) floods the pool with sybil verifiers, or bonds more on the ones it has, to get
     /// its own accounts drawn. Entries that joined (or refreshed their weight) once the randomness
     /// began are not candidates, and the weight never exceeds the bond at joining.
     #[test]

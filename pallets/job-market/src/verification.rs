@@ -19,15 +19,16 @@
 //! and whoever it proves wrong — the trainer, a fail that does not hold up, a pass on a segment
 //! that is bad — is slashed. A lone honest fail among lazy passes is upheld, not outvoted.
 //!
-//! **Draws nobody can predict or steer.** A round's draw waits for randomness that began after the
-//! round opened ([`FreshRandomness`]: BABE's VRF outputs of a whole epoch that started after the
-//! commitment), so when the trainer commits its root nobody — not even a trainer that authors
-//! blocks — knows which segments or verifiers will be drawn. Its candidates are the pool entries
-//! that joined before that randomness began, each weighted by the lower of its bond at joining and
-//! its bond now, ordered by an exponential race ([`ergon_protocol::draw::weighted_order`]) where
-//! each entry's place depends on its own key only: whoever learns the randomness first (the last
-//! authors of the epoch) can neither add a candidate nor move one by changing the list around it;
-//! all it can do is take its own entries out, which never draws more of them.
+//! **Draws nobody can predict or steer.** A round's draw waits for randomness made of VRF outputs of
+//! blocks after the round opened ([`FreshRandomness`]: the runtime's accumulator of every block's
+//! VRF output, read once enough outputs of later blocks are in it), so when the trainer commits its
+//! root nobody — not even a trainer that authors blocks — knows which segments or verifiers will be
+//! drawn. Its candidates are the pool entries that joined by the round's opening block, each
+//! weighted by the lower of its bond at joining and its bond now, ordered by an exponential race
+//! ([`ergon_protocol::draw::weighted_order`]) where each entry's place depends on its own key only:
+//! whoever learns the randomness first (the author of the last block in it) can neither add a
+//! candidate nor move one by changing the list around it; all it can do is withhold its block or
+//! take its own entries out, which never draws more of them.
 
 use alloc::vec::Vec;
 use codec::Encode;
@@ -125,24 +126,38 @@ pub fn replay_work(work_micro_ut: u128, segments: u64, count: u32) -> u128 {
     .unwrap_or(u128::MAX)
 }
 
-/// The winning bid among `bids`: eligible trainers whose free bond covers the price as collateral,
-/// lowest price, then highest ECP, then the lowest account (so every node agrees).
+/// Whether `bid` could be assigned now: its trainer is eligible and its free bond covers the price
+/// as collateral.
+pub fn assignable<T: Config>(bid: &Bid<T::AccountId, BalanceOf<T>>) -> bool {
+    T::Staking::is_eligible(&bid.trainer) && T::Staking::free_collateral(&bid.trainer) >= bid.price
+}
+
+/// The market's order of bids, the better first: lower price, then higher ECP, then the lower
+/// account (so every node agrees).
+pub fn bid_order<T: Config>(
+    a: &Bid<T::AccountId, BalanceOf<T>>,
+    b: &Bid<T::AccountId, BalanceOf<T>>,
+) -> core::cmp::Ordering {
+    a.price
+        .cmp(&b.price)
+        .then_with(|| T::ComputePower::ecp(&b.trainer).cmp(&T::ComputePower::ecp(&a.trainer)))
+        .then_with(|| a.trainer.cmp(&b.trainer))
+}
+
+/// The winning bid among `bids`: the first in [`bid_order`] among the [`assignable`] ones.
 pub fn cheapest_bid<T: Config>(
     bids: Vec<Bid<T::AccountId, BalanceOf<T>>>,
 ) -> Option<Bid<T::AccountId, BalanceOf<T>>> {
-    bids.into_iter()
-        .filter(|b| {
-            T::Staking::is_eligible(&b.trainer)
-                && T::Staking::free_collateral(&b.trainer) >= b.price
-        })
-        .min_by(|a, b| {
-            a.price
-                .cmp(&b.price)
-                .then_with(|| {
-                    T::ComputePower::ecp(&b.trainer).cmp(&T::ComputePower::ecp(&a.trainer))
-                })
-                .then_with(|| a.trainer.cmp(&b.trainer))
-        })
+    bids.into_iter().filter(assignable::<T>).min_by(bid_order::<T>)
+}
+
+/// The index of the bid that would lose first: one that cannot be assigned any more, else the last
+/// in [`bid_order`]. A full bid list gives its place to a better bid (issue 34: the first 64 bids
+/// used to hold the list, so sybil bids locked a cheaper honest one out).
+pub fn losing_bid<T: Config>(bids: &[Bid<T::AccountId, BalanceOf<T>>]) -> Option<usize> {
+    bids.iter()
+        .position(|b| !assignable::<T>(b))
+        .or_else(|| (0..bids.len()).max_by(|i, j| bid_order::<T>(&bids[*i], &bids[*j])))
 }
 
 /// A verifying job's phase timed out at `now`; returns the weight of what it did.
@@ -195,11 +210,12 @@ fn draw<T: Config>(
             ergon_protocol::hash::draw_seed(&random, &(b"ergon/job-market/draw", id, round.number)),
             since,
         ),
-        // Not yet: ask again about when the next epoch's randomness appears. The epochs never stop
-        // while blocks are made, so this ends; the bound only keeps a broken source from holding
-        // the job forever (the round then draws nobody and is settled as indecisive).
+        // Not yet: ask again about when enough later blocks have added their VRF outputs. Every
+        // block adds one, so this ends; the bound only keeps a broken source from holding the job
+        // forever (the round then draws nobody and is settled as indecisive).
         None if now <= round.opened_at.saturating_add(T::CommitWindow::get()) => {
-            Pallet::<T>::reschedule(id, job, now.saturating_add(T::Randomness::retry_in()));
+            let retry = T::Randomness::retry_in(round.opened_at);
+            Pallet::<T>::reschedule(id, job, now.saturating_add(retry));
             return false;
         }
         None => ([0; 32], now),

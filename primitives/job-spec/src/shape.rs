@@ -361,7 +361,11 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
 
     let steps_per_epoch = spec.steps_per_epoch();
     let total_steps = steps_per_epoch.checked_mul(spec.epochs as u64).ok_or(SpecError::Overflow)?;
-    let checkpoints = total_steps.div_ceil(spec.checkpoint_interval as u64) + 1;
+    // C0 plus one checkpoint per interval; checked, as every other count here (issue 34).
+    let checkpoints = total_steps
+        .div_ceil(spec.checkpoint_interval as u64)
+        .checked_add(1)
+        .ok_or(SpecError::Overflow)?;
     if checkpoints > MAX_CHECKPOINTS {
         return Err(SpecError::TooManyCheckpoints);
     }

@@ -272,6 +272,18 @@ fn huge_dimensions_never_overflow_or_panic() {
     let _ = shape::infer(&[t], Activation::Float(vec![u32::MAX, u32::MAX]));
 }
 
+/// `u64::MAX` steps with a checkpoint after each: the count of checkpoints (one more, for C0) used to
+/// wrap to zero in a release build (the runtime's) and pass the checkpoint limit (issue 34).
+#[test]
+fn a_checkpoint_count_past_u64_is_refused_not_wrapped() {
+    let mut s = mlp();
+    s.train.samples = u64::MAX;
+    s.epochs = 1;
+    s.batch_size = 1;
+    s.checkpoint_interval = 1;
+    assert_eq!(s.validate().map(|_| ()), Err(SpecError::Overflow));
+}
+
 #[test]
 fn scale_round_trip_and_oversized_input_rejected() {
     let s = char_transformer();

@@ -163,18 +163,20 @@ pub trait Obligations<AccountId> {
 
 /// Randomness that nobody knew, and no single block author could steer, when a commitment was made.
 ///
-/// The runtime implements it with BABE's epoch randomness: the VRF outputs of a whole epoch that
-/// began after the commitment, available from the next epoch on (`RandomnessFromOneEpochAgo` read
-/// only once the epoch it comes from postdates the commitment). A draw from it must also take its
-/// candidates from before `since` (the start of that epoch): a candidate list that could change
-/// after the randomness became known could be ground against it.
+/// The runtime implements it with an accumulator of every block's VRF output
+/// (`pallet-fresh-randomness`), read for a commitment only once it holds enough outputs of blocks
+/// after it. A draw from it must also take its candidates from before `since` (the block after the
+/// commitment): a candidate list that could change after the randomness became known could be
+/// ground against it. The value may change from block to block: a caller draws once, when
+/// [`Self::fresh`] first answers, and keeps what it drew.
 pub trait FreshRandomness<BlockNumber> {
-    /// Randomness whose entropy was all produced after block `committed_at`, with the block at
-    /// which its production began (`since > committed_at`); `None` while there is none yet.
+    /// Randomness whose unpredictable part was all produced after block `committed_at`, with the
+    /// block from which candidates are excluded (`since > committed_at`); `None` while there is
+    /// none yet.
     fn fresh(committed_at: BlockNumber) -> Option<([u8; 32], BlockNumber)>;
-    /// Blocks to wait before asking again when [`Self::fresh`] had nothing (at least one): about
-    /// when the next epoch's randomness appears.
-    fn retry_in() -> BlockNumber;
+    /// Blocks to wait before asking again for a commitment at `committed_at` when [`Self::fresh`]
+    /// had nothing (at least one): about when its randomness appears.
+    fn retry_in(committed_at: BlockNumber) -> BlockNumber;
     /// Benchmarks only: makes [`Self::fresh`] answer for a commitment at `committed_at` (does
     /// nothing unless the implementation needs it).
     fn benchmark_make_fresh(_committed_at: BlockNumber) {}
@@ -202,7 +204,7 @@ where
             .then(|| (crate::hash::tagged(b"ergon/test-randomness/v1", &since), since))
     }
 
-    fn retry_in() -> u64 {
+    fn retry_in(_committed_at: u64) -> u64 {
         1
     }
 }

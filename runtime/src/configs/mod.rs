@@ -4,7 +4,7 @@ use frame_support::{
     derive_impl,
     dispatch::DispatchClass,
     parameter_types,
-    traits::{ConstU128, ConstU32, ConstU64, ConstU8, VariantCountOf},
+    traits::{ConstU128, ConstU32, ConstU64, ConstU8, Get, VariantCountOf},
     weights::{
         constants::{RocksDbWeight, WEIGHT_REF_TIME_PER_SECOND},
         IdentityFee, Weight,
@@ -88,6 +88,27 @@ impl pallet_babe::Config for Runtime {
     type KeyOwnerProof = sp_session::MembershipProof;
     type EquivocationReportSystem =
         pallet_babe::EquivocationReportSystem<Self, Offences, Historical, ReportLongevity>;
+}
+
+/// The parent block's VRF output: pallet-babe writes the author's output at the end of each block
+/// (`AuthorVrfRandomness`), so at the start of the next one it is the parent's.
+pub struct BabeParentVrfOutput;
+
+impl Get<Option<[u8; 32]>> for BabeParentVrfOutput {
+    fn get() -> Option<[u8; 32]> {
+        pallet_babe::AuthorVrfRandomness::<Runtime>::get()
+    }
+}
+
+impl pallet_fresh_randomness::Config for Runtime {
+    type ParentVrfOutput = BabeParentVrfOutput;
+    // A draw for a commitment at block `c` waits for the VRF outputs of blocks `c + 1 ..= c + 16`
+    // (about 96 s). To know it when committing, an authority must author all sixteen, which BABE's
+    // lottery gives one holding a third of the weight (the authorship cap) about (1/3)^16 ≈ 2·10⁻⁸
+    // of the time; a private fork as long must outrun GRANDPA, which finalizes within a few blocks.
+    // Sixteen blocks is well inside the longest a draw may wait (the job market's commit window,
+    // 300 blocks; a drilling epoch, 600). See docs/threat-model.md.
+    type FreshOutputs = ConstU32<16>;
 }
 
 impl pallet_grandpa::Config for Runtime {
@@ -305,8 +326,8 @@ impl pallet_job_market::Config for Runtime {
     type RuntimeHoldReason = RuntimeHoldReason;
     type Staking = TrainerStaking;
     type ComputePower = ComputePower;
-    // BABE's epoch randomness from an epoch that began after the bundle commitment.
-    type Randomness = crate::randomness::EpochRandomness;
+    // The VRF outputs of blocks after the bundle commitment, accumulated.
+    type Randomness = crate::FreshRandomness;
     type MinBudget = ConstU128<ERG>;
     type MinBidWindow = ConstU32<2>;
     type MaxBidWindow = ConstU32<DAYS>;
@@ -379,8 +400,8 @@ impl pallet_drilling::Config for Runtime {
     type RuntimeHoldReason = RuntimeHoldReason;
     type Staking = TrainerStaking;
     type ComputePower = ComputePower;
-    // BABE's epoch randomness from an epoch that began after the publication (or the snapshot).
-    type Randomness = crate::randomness::EpochRandomness;
+    // The VRF outputs of blocks after the publication (or the snapshot), accumulated.
+    type Randomness = crate::FreshRandomness;
     type Time = Timestamp;
     type PublisherOrigin = frame_system::EnsureRoot<AccountId>;
     type PublisherDeposit = ConstU128<{ 100 * ERG }>;
