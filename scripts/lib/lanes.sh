@@ -1,7 +1,7 @@
 # Runs the integration test binaries in parallel lanes (sourced by scripts/test.sh).
 #
 # The integration tests spend most of their time waiting for the chain (2 s slots, 200 s epochs,
-# draws from randomness one to two epochs after a commitment), not computing, so two lanes of them
+# draws 16 blocks after a commitment, bid windows), not computing, so two lanes of them
 # share 2 cores without slowing each other much; one after another they took 65 of CI's 90 minutes.
 # Each lane runs its tests one at a time, with its own loopback port window (`ERGON_TEST_PORTS`); a
 # test's output is printed whole when it ends, then a summary of every test with its time.

@@ -413,8 +413,9 @@ fn get(
 }
 
 impl<T: Config> Pallet<T> {
-    /// Records a valid attestation and acts on a quorum: an unavailable bundle fails the job and
-    /// slashes the trainer; unavailable data ends the job without slashing it; available data
+    /// Records a valid attestation and acts on a quorum: an unavailable bundle fails the job,
+    /// slashes the trainer and gives its bid deposit to the owner; an available one gives the
+    /// deposit back; unavailable data ends the job without slashing it; available data
     /// rejects the trainer's report.
     pub(crate) fn do_attest(attestation: Attestation) -> DispatchResult {
         let attesters = Attesters::<T>::get();
@@ -449,6 +450,9 @@ impl<T: Config> Pallet<T> {
         });
         match (attestation.subject, job.state.clone()) {
             (Subject::Bundle, JobState::Verifying { trainer, .. }) if unavailable => {
+                // A junk commitment (a random root at a dead URL) costs what a missed deadline
+                // does: the collateral and the bid deposit, which goes to the owner.
+                Self::forfeit_deposit(id, &mut job, &trainer);
                 crate::verification::slash_trainer::<T>(
                     id,
                     &job,
@@ -457,6 +461,11 @@ impl<T: Config> Pallet<T> {
                 );
                 Self::unschedule(id, job.timeout);
                 Self::finish(id, &mut job, Some(trainer), crate::FailureReason::Unavailable);
+                Jobs::<T>::insert(id, job);
+            }
+            (Subject::Bundle, JobState::Verifying { trainer, .. }) if available => {
+                // Delivered: the bid deposit goes back (the collateral stays until the verdict).
+                Self::release_deposit(&trainer, &mut job.trainer_deposit);
                 Jobs::<T>::insert(id, job);
             }
             (Subject::Data, JobState::Assigned { trainer, .. }) if unavailable => {

@@ -285,6 +285,50 @@ fn two_thirds_unavailable_fails_the_job_slashes_and_refunds() {
     });
 }
 
+/// Junk bundle (issue 34, played live): the winner commits a random root at a dead URL. Its bid
+/// deposit came back with the commitment, so it lost only its price, less than a no-show (price and
+/// deposit). Now the deposit stays held until the validators attest the bundle: unavailable, it
+/// goes to the owner; available, back to the trainer.
+#[test]
+fn attack_a_junk_bundle_forfeits_the_bid_deposit_to_the_owner() {
+    let deposit_held = |who| {
+        Balances::balance_on_hold(&RuntimeHoldReason::JobMarket(HoldReason::BidDeposit), &who)
+    };
+    with_offchain(|_, _| {
+        set_attesters(3);
+        BidDeposit::set(50);
+        let job = verifying_job(BASE, root());
+        assert_eq!(deposit_held(TRAINER), 50, "the deposit is still held after the commitment");
+        let escrow =
+            Balances::balance_on_hold(&RuntimeHoldReason::JobMarket(HoldReason::Escrow), &OWNER);
+        let (owner, trainer) = (Balances::free_balance(OWNER), Balances::free_balance(TRAINER));
+        for attester in [0, 1] {
+            assert_ok!(dispatch(attestation(job, attester, false)));
+        }
+        assert!(matches!(
+            Jobs::<Test>::get(job).unwrap().state,
+            JobState::Failed { reason: FailureReason::Unavailable, .. }
+        ));
+        assert_eq!(deposit_held(TRAINER), 0);
+        assert_eq!(Balances::free_balance(OWNER), owner + escrow + 50, "refund and deposit");
+        assert_eq!(Balances::free_balance(TRAINER), trainer, "nothing back for the trainer");
+        JobMarket::do_try_state().expect("job-market invariants");
+    });
+    with_offchain(|_, _| {
+        set_attesters(3);
+        BidDeposit::set(50);
+        let job = verifying_job(BASE, root());
+        let trainer = Balances::free_balance(TRAINER);
+        for attester in [0, 1] {
+            assert_ok!(dispatch(attestation(job, attester, true)));
+        }
+        assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Verifying { .. }));
+        assert_eq!(deposit_held(TRAINER), 0);
+        assert_eq!(Balances::free_balance(TRAINER), trainer + 50, "an available bundle's deposit");
+        JobMarket::do_try_state().expect("job-market invariants");
+    });
+}
+
 #[test]
 fn forged_stale_or_unknown_attestations_are_refused() {
     with_offchain(|_, _| {

@@ -16,10 +16,11 @@
 //!    freezes the price as the trainer's obligation collateral (trainer staking's
 //!    [`ergon_protocol::traits::Obligations`]).
 //! 3. [`Pallet::submit_bundle`] by the assigned trainer before the deadline commits the bundle's Merkle
-//!    root, URI, final-model hash and claimed metrics, and gets the bid deposit back. Missing the
-//!    deadline slashes `TrainerSlash` of the collateral, forfeits the deposit to the owner and
+//!    root, URI, final-model hash and claimed metrics; the bid deposit comes back once validators
+//!    attest the bundle available. Missing the deadline, or committing a bundle they find
+//!    unavailable, slashes `TrainerSlash` of the collateral, forfeits the deposit to the owner and
 //!    refunds the owner: walking away costs more than the job paid.
-//! 4. Verification rounds ([`verification`]): randomness that began after the commitment draws
+//! 4. Verification rounds ([`verification`]): VRF outputs of blocks after the commitment draw
 //!    `Verifiers` from the trainers who opted in ([`Pallet::set_verifier`]), weighted by their bond
 //!    (stake at risk, not ECP; never the trainer or the owner), each freezing `VerifierCollateral`
 //!    and each given `SegmentsPerRound` checkpoint segments to replay, every segment shared by
@@ -193,9 +194,10 @@ pub mod pallet {
         #[pallet::constant]
         type PostingFee: Get<BalanceOf<Self>>;
 
-        /// Held from a bidder with its first bid on a job; released when the bid loses or the job
-        /// is cancelled, or when the assigned trainer commits its bundle; forfeited to the owner when
-        /// the assigned trainer misses the deadline.
+        /// Held from a bidder with its first bid on a job; released when the bid loses (or is
+        /// outbid on a full list) or the job is cancelled, or once the assigned trainer's bundle is
+        /// attested available (or the job settles); forfeited to the owner when the assigned
+        /// trainer misses the deadline or its bundle is attested unavailable.
         #[pallet::constant]
         type BidDeposit: Get<BalanceOf<Self>>;
 
@@ -956,8 +958,8 @@ pub mod pallet {
             Attestations::<T>::remove(job);
             // The draw waits for randomness that began after this block (see `verification::draw`).
             Self::schedule(job, &mut record, now.saturating_add(One::one()))?;
-            // Delivered: the bid deposit goes back (the collateral stays until the verdict).
-            Self::release_deposit(&trainer, &mut record.trainer_deposit);
+            // The bid deposit stays held until validators find the bundle available (or the job
+            // settles): a junk commitment forfeits it to the owner, as a missed deadline does.
             record.state = JobState::Verifying { trainer: trainer.clone(), price, bundle };
             Rounds::<T>::insert(job, verification::new_round::<T>(0, now, Default::default()));
             Jobs::<T>::insert(job, record);
@@ -1331,8 +1333,9 @@ pub mod pallet {
             Self::finish(id, job, Some(trainer), FailureReason::DataUnavailable);
         }
 
-        /// The assigned trainer missed the deadline: its bid deposit goes to the owner.
-        fn forfeit_deposit(id: JobId, job: &mut JobOf<T>, trainer: &T::AccountId) {
+        /// The assigned trainer missed the deadline, or committed a bundle the validators found
+        /// unavailable: its bid deposit goes to the owner.
+        pub(crate) fn forfeit_deposit(id: JobId, job: &mut JobOf<T>, trainer: &T::AccountId) {
             let amount = core::mem::take(&mut job.trainer_deposit);
             if amount.is_zero() {
                 return;

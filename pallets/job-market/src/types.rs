@@ -261,8 +261,8 @@ pub struct Job<AccountId, Balance, BlockNumber> {
     pub budget: Balance,
     /// Still held in escrow for this job.
     pub escrow: Balance,
-    /// The assigned trainer's bid deposit, held until it commits a bundle (forfeited to the owner
-    /// if it misses the deadline).
+    /// The assigned trainer's bid deposit, held until validators find its bundle available or the
+    /// job settles (forfeited to the owner if it misses the deadline or its bundle is unavailable).
     pub trainer_deposit: Balance,
     /// Last block of bidding.
     pub bid_window_end: BlockNumber,

@@ -724,6 +724,8 @@ fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
         }
         Decision::Pass => {
             T::Staking::release(&trainer, Obligation::Training(id));
+            // Still held if no quorum of validators attested the bundle either way.
+            Pallet::<T>::release_deposit(&trainer, &mut job.trainer_deposit);
             let burnt = burn::<T>(job, T::PaymentBurn::get().mul_floor(price));
             let paid = pay::<T>(job, &trainer, price.saturating_sub(burnt));
             let credited = credit_cap::<T>(job.work_micro_ut);
@@ -759,6 +761,7 @@ fn settle_divergence<T: Config>(
     let (step, steps) = (job.diverged_at().unwrap_or_default(), job.total_steps().max(1));
     let trained = Perbill::from_rational(step.min(steps), steps);
     T::Staking::release(&trainer, Obligation::Training(id));
+    Pallet::<T>::release_deposit(&trainer, &mut job.trainer_deposit);
     let earned = trained.mul_floor(price);
     let burnt = burn::<T>(job, T::PaymentBurn::get().mul_floor(earned));
     let paid = pay::<T>(job, &trainer, earned.saturating_sub(burnt));
