@@ -474,6 +474,7 @@ impl<T: Config> Pallet<T> {
             }
             (Subject::Data, JobState::Assigned { trainer, .. }) if available => {
                 DataReports::<T>::remove(id);
+                crate::RejectedDataReports::<T>::insert(id, ());
                 Attestations::<T>::remove(id);
                 Self::deposit_event(crate::Event::DataReportRejected { job: id, trainer });
             }

@@ -515,6 +515,12 @@ fn served_data_rejects_the_report_and_the_deadline_still_holds() {
         );
         assert!(DataReports::<Test>::get(job).is_none());
         assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Assigned { .. }));
+        // One report per job (issue 34: a rejected report cleared itself, and every new one made
+        // each validator download the data again).
+        assert_noop!(
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job),
+            Error::<Test>::DataAlreadyReported
+        );
         let bond = TrainerStaking::active_bond(&TRAINER);
         let deadline = Jobs::<Test>::get(job).unwrap().deadline;
         run_to_block(deadline + 1);
@@ -523,6 +529,7 @@ fn served_data_rejects_the_report_and_the_deadline_still_holds() {
             JobState::Failed { reason: FailureReason::MissedDeadline, .. }
         ));
         assert_eq!(TrainerStaking::active_bond(&TRAINER), bond - 500);
+        assert!(RejectedDataReports::<Test>::get(job).is_none(), "removed with the job");
     });
 }
 

@@ -418,6 +418,12 @@ pub mod pallet {
     pub type DataReports<T: Config> =
         StorageMap<_, Twox64Concat, JobId, BlockNumberFor<T>, OptionQuery>;
 
+    /// Jobs whose data report the attesters rejected (the data was served and matched): the
+    /// trainer cannot report that job's data again (issue 34: a rejected report used to clear
+    /// itself, and each new one made every validator download the data again).
+    #[pallet::storage]
+    pub type RejectedDataReports<T: Config> = StorageMap<_, Twox64Concat, JobId, (), OptionQuery>;
+
     #[pallet::event]
     #[pallet::generate_deposit(pub(super) fn deposit_event)]
     pub enum Event<T: Config> {
@@ -637,7 +643,7 @@ pub mod pallet {
         AlreadyAttested,
         /// The job has no open data report to attest.
         NoDataReport,
-        /// The job's data is reported already.
+        /// The job's data is reported already, or an earlier report was rejected (one per job).
         DataAlreadyReported,
         /// A data file is not served over HTTP(S), so attesters could not check a report.
         DataNotCheckable,
@@ -1022,7 +1028,10 @@ pub mod pallet {
         /// (an owner who takes its data down pays for it); two thirds "available" drop the report.
         /// The deadline does not move: report early.
         #[pallet::call_index(10)]
-        #[pallet::weight(T::WeightInfo::report_data_unavailable())]
+        // One read more than the benchmark measured (`RejectedDataReports`), until re-generated.
+        #[pallet::weight(
+            T::WeightInfo::report_data_unavailable().saturating_add(T::DbWeight::get().reads(1))
+        )]
         pub fn report_data_unavailable(origin: OriginFor<T>, job: JobId) -> DispatchResult {
             let who = ensure_signed(origin)?;
             let record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
@@ -1032,7 +1041,11 @@ pub mod pallet {
             ensure!(trainer == who, Error::<T>::NotAssignedTrainer);
             let now = frame_system::Pallet::<T>::block_number();
             ensure!(now <= record.deadline, Error::<T>::DeadlinePassed);
-            ensure!(!DataReports::<T>::contains_key(job), Error::<T>::DataAlreadyReported);
+            ensure!(
+                !DataReports::<T>::contains_key(job)
+                    && !RejectedDataReports::<T>::contains_key(job),
+                Error::<T>::DataAlreadyReported
+            );
             ensure!(availability::data_is_checkable(&record.spec), Error::<T>::DataNotCheckable);
             DataReports::<T>::insert(job, now);
             Attestations::<T>::remove(job);
@@ -1249,6 +1262,7 @@ pub mod pallet {
             PendingVotes::<T>::remove(id);
             Attestations::<T>::remove(id);
             DataReports::<T>::remove(id);
+            RejectedDataReports::<T>::remove(id);
             ActiveJobs::<T>::mutate(|n| n.saturating_dec());
             OpenJobsOf::<T>::mutate_exists(&job.owner, |n| {
                 let left = n.unwrap_or_default().saturating_sub(1);
@@ -1419,6 +1433,12 @@ pub mod pallet {
                 open == OpenJobsOf::<T>::iter().collect::<BTreeMap<_, _>>(),
                 "OpenJobsOf differs from the owners' unfinished jobs"
             );
+            for id in RejectedDataReports::<T>::iter_keys() {
+                ensure!(
+                    Jobs::<T>::get(id).is_some_and(|j| !j.state.is_terminal()),
+                    "a rejected data report outlived its job"
+                );
+            }
             for (id, _) in DataReports::<T>::iter() {
                 ensure!(
                     Jobs::<T>::get(id)
