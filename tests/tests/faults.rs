@@ -9,7 +9,8 @@
 //!   test build's `--forge`): the verifiers fail it, the dispute upholds the fail, Eve loses her
 //!   collateral, and the owner is refunded in full (Eve's collateral pays the verifier fees back).
 //! - job C, won by Ferdie, whose bundle URL nobody can reach: the validators' offchain workers
-//!   attest it unavailable, Ferdie loses his collateral, the owner gets the escrow back.
+//!   attest it unavailable, Ferdie loses his collateral and his bid deposit, the owner gets the
+//!   escrow back and the deposit.
 //! - job D, whose budget is below every trainer's asking price: nobody bids, it ends `NoBids` and
 //!   the escrow goes back.
 //! - a malformed spec sent straight to the chain (past the CLI's check): refused by the runtime,
@@ -46,6 +47,8 @@ const ERG: u128 = 1_000_000_000_000;
 const POSTING_FEE: u128 = ERG;
 /// A bound on the transaction fees an owner pays here (a few calls at ~10⁻³ ERG each).
 const TX_FEES: u128 = ERG / 10;
+/// The runtime's bid deposit: a trainer whose bundle is found unavailable forfeits it to the owner.
+const BID_DEPOSIT: u128 = 10 * ERG;
 
 fn account(who: &str) -> [u8; 32] {
     dev_pair(who).public_key().0
@@ -287,16 +290,18 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
         assert_eq!(bond.obligated, 0, "{who} holds no collateral any more");
     }
     // The owners of B, C and D lost the posting fee and transaction fees, nothing else: B's
-    // verifier fees came back out of Eve's collateral. Nothing is held for any owner.
+    // verifier fees came back out of Eve's collateral; C's owner also got Ferdie's bid deposit,
+    // which an unavailable bundle forfeits. Nothing is held for any owner.
     for (i, owner) in owners.iter().enumerate() {
         let now = node.account(&account(owner));
-        let lost = before[i] - (now.free + now.reserved);
-        eprintln!("[faults] owner of job {}: lost {lost} plancks", jobs[i]);
+        let gained = if i == 2 { BID_DEPOSIT } else { 0 };
+        let lost = (before[i] + gained) as i128 - (now.free + now.reserved) as i128;
+        eprintln!("[faults] owner of job {}: lost {lost} plancks (less {gained} gained)", jobs[i]);
         assert_eq!(now.reserved, 0, "{owner} has nothing on hold");
         if i > 0 {
             assert!(
-                (POSTING_FEE..POSTING_FEE + TX_FEES).contains(&lost),
-                "{owner} is refunded all but the posting fee: lost {lost}"
+                (POSTING_FEE as i128..(POSTING_FEE + TX_FEES) as i128).contains(&lost),
+                "{owner} is refunded all but the posting fee: lost {lost} (less {gained} gained)"
             );
         }
     }

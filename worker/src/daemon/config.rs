@@ -98,6 +98,41 @@ pub struct Config {
     pub stall_training_at: Option<u64>,
 }
 
+/// Refuses a bundle URL that only this machine can reach on a live chain (issue 34): a trainer
+/// that forgets `--public-url` would commit `http://127.0.0.1:8700/…`, which every remote validator
+/// and verifier resolves to itself, and be slashed for an unavailable bundle. Development and local
+/// chains (`system_chainType` `Development` or `Local`, whose validators run on one host) take
+/// loopback URLs.
+pub fn check_public_url(url: &str, chain_type: &serde_json::Value) -> Result<(), String> {
+    let local_chain = matches!(chain_type.as_str(), Some("Development" | "Local"));
+    if local_chain || !url_host(url).is_some_and(is_this_machine) {
+        return Ok(());
+    }
+    Err(format!(
+        "the bundle URL {url} only reaches this machine, and this is a live chain ({chain_type}): \
+         give --public-url with an address the validators and verifiers reach"
+    ))
+}
+
+/// The host of an `http(s)://` URL (without brackets for IPv6, without user or port).
+fn url_host(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map(|(host, _)| host),
+        None => authority.split(':').next(),
+    }
+}
+
+/// Whether `host` names this machine only: `localhost`, a loopback or an unspecified address.
+fn is_this_machine(host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    host.eq_ignore_ascii_case("localhost")
+        || host.to_ascii_lowercase().ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
+}
+
 /// An attack of the suite by its report name.
 #[cfg(feature = "attacks")]
 fn parse_attack(name: &str) -> Result<ergon_engine::attacks::Attack, String> {
@@ -126,6 +161,11 @@ impl Config {
     /// The URL the bundles are served at.
     pub fn public_url(&self) -> String {
         self.public_url.clone().unwrap_or_else(|| format!("http://{}", self.listen))
+    }
+
+    /// [`check_public_url`] for this daemon's bundle URL.
+    pub fn check_public_url(&self, chain_type: &serde_json::Value) -> Result<(), String> {
+        check_public_url(&self.public_url(), chain_type)
     }
 
     /// The drilling capacity to declare, in micro-ut per hour.
@@ -195,4 +235,36 @@ fn peak_micro_ut_per_hour() -> u128 {
             .unwrap_or(1e9);
         (ops * 3600.0 / ergon_job_spec::FLOPS_PER_UT as f64 * 1e6) as u128
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_loopback_bundle_url_is_refused_on_a_live_chain_only() {
+        let live = json!("Live");
+        for url in [
+            "http://127.0.0.1:8700",
+            "http://127.3.4.5:8700/jobs",
+            "http://localhost:8700",
+            "http://LOCALHOST.:80",
+            "http://node.localhost",
+            "http://[::1]:8700",
+            "http://0.0.0.0:8700",
+            "https://user@127.0.0.1/x",
+        ] {
+            let err = check_public_url(url, &live).expect_err(url);
+            assert!(err.contains("--public-url"), "{err}");
+            assert!(check_public_url(url, &json!("Development")).is_ok(), "{url}");
+            assert!(check_public_url(url, &json!("Local")).is_ok(), "{url}");
+            assert!(check_public_url(url, &json!({ "Custom": "x" })).is_err(), "{url}");
+        }
+        for url in
+            ["http://203.0.113.7:8700", "https://bundles.example.org/b", "http://[2001:db8::1]:80"]
+        {
+            assert!(check_public_url(url, &live).is_ok(), "{url}");
+        }
+    }
 }

@@ -200,6 +200,13 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
     };
 
     let chain = connect(&config.chain).await?;
+    if config.has(config::Role::Trainer) {
+        let chain_type: serde_json::Value = chain
+            .rpc("system_chainType", ergon_client::subxt::rpcs::client::RpcParams::new())
+            .await
+            .map_err(Fatal::Chain)?;
+        config.check_public_url(&chain_type).map_err(Fatal::Config)?;
+    }
     let ctx = Arc::new(Ctx {
         chain: chain.clone(),
         signer,
