@@ -841,7 +841,7 @@ pub mod pallet {
 
         /// Bids `price` for an open job (replacing the caller's earlier bid). The caller must be an
         /// eligible trainer, not the owner. On a full list the bid takes the place of the one that
-        /// would lose first, if it beats it ([`verification::losing_bid`]).
+        /// would lose first, if it beats it ([`verification::outbid`]).
         #[pallet::call_index(2)]
         #[pallet::weight(Pallet::<T>::bid_weight())]
         pub fn bid(
@@ -878,11 +878,8 @@ pub mod pallet {
                         if bids.is_full() {
                             // The list keeps the best bids: this one (assignable, checked above)
                             // takes the place of the bid that would lose first, if it beats it.
-                            let at = verification::losing_bid::<T>(bids)
+                            let at = verification::outbid::<T>(bids, &bid)
                                 .ok_or(Error::<T>::TooManyBids)?;
-                            let beaten = !verification::assignable::<T>(&bids[at])
-                                || verification::bid_order::<T>(&bid, &bids[at]).is_lt();
-                            ensure!(beaten, Error::<T>::TooManyBids);
                             let mut out = bids.remove(at);
                             Self::release_deposit(&out.trainer, &mut out.deposit);
                             Self::deposit_event(Event::BidOutbid { job, trainer: out.trainer });

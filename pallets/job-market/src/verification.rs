@@ -151,13 +151,20 @@ pub fn cheapest_bid<T: Config>(
     bids.into_iter().filter(assignable::<T>).min_by(bid_order::<T>)
 }
 
-/// The index of the bid that would lose first: one that cannot be assigned any more, else the last
-/// in [`bid_order`]. A full bid list gives its place to a better bid (issue 34: the first 64 bids
-/// used to hold the list, so sybil bids locked a cheaper honest one out).
-pub fn losing_bid<T: Config>(bids: &[Bid<T::AccountId, BalanceOf<T>>]) -> Option<usize> {
-    bids.iter()
-        .position(|b| !assignable::<T>(b))
-        .or_else(|| (0..bids.len()).max_by(|i, j| bid_order::<T>(&bids[*i], &bids[*j])))
+/// The place `bid` takes on a full list: the index of the kept bid that would lose first — one that
+/// cannot be assigned any more, else the last in [`bid_order`] if `bid` beats it; `None` if `bid`
+/// beats none (issue 34: the first 64 bids used to hold the list, so sybil bids locked a cheaper
+/// honest one out).
+pub fn outbid<T: Config>(
+    bids: &[Bid<T::AccountId, BalanceOf<T>>],
+    bid: &Bid<T::AccountId, BalanceOf<T>>,
+) -> Option<usize> {
+    if let Some(stale) = bids.iter().position(|b| !assignable::<T>(b)) {
+        return Some(stale);
+    }
+    (0..bids.len())
+        .max_by(|i, j| bid_order::<T>(&bids[*i], &bids[*j]))
+        .filter(|worst| bid_order::<T>(bid, &bids[*worst]).is_lt())
 }
 
 /// A verifying job's phase timed out at `now`; returns the weight of what it did.
