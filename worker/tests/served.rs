@@ -89,8 +89,8 @@ fn a_verifier_downloads_only_the_checkpoints_it_reads() {
     let mut opts = VerifyOptions::new(local.clone(), SEED);
     opts.segments = vec![11];
     opts.expected_root = Some(root);
-    let fetched = verify::fetch_for(&url, &opts).unwrap();
-    let manifest = bundle::inspect_selected(&out, |_| Vec::new()).unwrap().manifest;
+    let fetched = verify::fetch_for(&spec, &url, &opts).unwrap();
+    let manifest = bundle::inspect_selected(&out, |_| Vec::new(), None).unwrap().manifest;
     let selection = verify::selection(&opts, &manifest);
     assert_eq!(fetched, selection.read.len());
     assert!(fetched < total, "read {fetched} of {total}: nothing saved");

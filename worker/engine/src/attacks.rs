@@ -73,6 +73,20 @@ pub enum Attack {
     /// job's seed: the manifest names the prescribed seed and C0 is Init(seed), the rest is the
     /// other run's.
     ResubmittedSeed,
+    /// The absorbing optimizer state (AdamW jobs): honest training to checkpoint 1 or 2 (by the
+    /// variant), where the second moment is set to `f32::MAX` and the first to zero (all finite);
+    /// every later step is a forward pass for its loss and the update that state implies with no
+    /// gradient (the weights only decay), about a third of the work. The state then replays "exactly"
+    /// in every later segment as long as the moments are compared under one norm (the first hides
+    /// behind the second), and the model delivered is barely trained.
+    SaturatedOptimizerState,
+    /// Honest training whose manifest claims an eighth of the true final training loss (the
+    /// metrics users read on chain), the losses left as they are.
+    FalseTrainLoss,
+    /// Honest training with one checkpoint (by the variant) padded with a tensor the spec's model
+    /// does not have, four times the size of the model's state: a verifier that read it would hold
+    /// it in memory.
+    PaddedCheckpoint,
 }
 
 impl Attack {
@@ -95,7 +109,15 @@ impl Attack {
             Attack::LazySegments { faked: segments.div_ceil(10) },
             Attack::SteeredSegment,
             Attack::ResubmittedSeed,
+            Attack::SaturatedOptimizerState,
+            Attack::FalseTrainLoss,
+            Attack::PaddedCheckpoint,
         ]
+    }
+
+    /// Whether the attack needs an AdamW job (its forgery is of AdamW's state).
+    pub fn needs_adamw(&self) -> bool {
+        matches!(self, Attack::SaturatedOptimizerState)
     }
 
     /// A short name for reports.
@@ -114,11 +136,15 @@ pub struct Forgery {
     pub seconds: f64,
     /// Optimizer steps it actually ran (an honest run takes the spec's total).
     pub steps: u64,
+    /// Steps it ran as a forward pass only (about a third of a training step's work).
+    pub forward_only: u64,
 }
 
 thread_local! {
     /// Optimizer steps run by the forger on this thread since the last reset.
     static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Forward-only steps run by the forger on this thread since the last reset.
+    static FORWARD_ONLY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 fn other_seed(seed: &Seed, variant: u64, label: &str) -> Seed {
@@ -310,6 +336,7 @@ pub fn forge(
 ) -> Result<Forgery> {
     let started = Instant::now();
     STEPS.with(|s| s.set(0));
+    FORWARD_ONLY.with(|s| s.set(0));
     std::fs::create_dir_all(out).map_err(io("creating", out))?;
     let summary = spec.validate()?;
     let steps = schedule(spec)?;
@@ -542,6 +569,67 @@ pub fn forge(
             entries[0] = trajectory::write_checkpoint(out, 0, &model, &init_opt)?;
             relabel(spec, seed, &other, &opt, out, entries, losses)?;
         }
+        Attack::SaturatedOptimizerState => {
+            let OptimizerSpec::AdamW { .. } = spec.optimizer else {
+                return Err(Error::Bundle {
+                    path: out.into(),
+                    reason: "the saturated-state forgery needs an AdamW job".into(),
+                });
+            };
+            let k = 1 + variant as usize % 2.min(steps.len() - 1);
+            let (mut entries, mut losses, mut opt) =
+                train_chain(spec, spec, seed, &model, out, steps[k], none)?;
+            // The injection: finite values, so the state check of old passes.
+            let mut host = trajectory::host_state(steps[k], &model, &opt)?;
+            for (name, (_, values)) in host.0.iter_mut() {
+                if name.starts_with("opt.") && name.ends_with(".v") {
+                    values.fill(f32::MAX);
+                } else if name.starts_with("opt.") && name.ends_with(".m") {
+                    values.fill(0.0);
+                }
+            }
+            entries[k] = trajectory::write_host_checkpoint(out, steps[k], &host)?;
+            opt.load_state(&model.params, &host.to_tensors(&device, DType::F32)?, steps[k])?;
+            // The rest: a forward pass per step for the claimed loss, the update without gradients.
+            let train_set = data::load(&spec.train, "training data")?;
+            let mut batches = trajectory::Batches::new(spec, &summary, &train_set, seed);
+            let no_gradients = vec![None; model.params.len()];
+            for step in steps[k]..summary.total_steps {
+                let (x, y) = batches.of(step, &device)?;
+                let loss = crate::model::cross_entropy(&model.forward(&x)?, &y)?;
+                losses.push(loss.to_scalar::<f32>()?);
+                opt.step(&model.params, &no_gradients)?;
+                FORWARD_ONLY.with(|s| s.set(s.get() + 1));
+                if trajectory::is_checkpoint_step(spec, &summary, step + 1) {
+                    entries.push(trajectory::write_checkpoint(out, step + 1, &model, &opt)?);
+                }
+            }
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
+        Attack::FalseTrainLoss => {
+            let (entries, losses, opt) =
+                train_chain(spec, spec, seed, &model, out, summary.total_steps, none)?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+            let path = out.join(MANIFEST_FILE);
+            let mut manifest: crate::bundle::Manifest =
+                serde_json::from_slice(&std::fs::read(&path).map_err(io("reading", &path))?)
+                    .map_err(|e| Error::Bundle { path: path.clone(), reason: e.to_string() })?;
+            manifest.metrics.final_train_loss /= 8.0;
+            let bytes = manifest
+                .to_bytes()
+                .map_err(|e| Error::Bundle { path: path.clone(), reason: e.to_string() })?;
+            checkpoint::write_atomic(&path, &bytes)?;
+        }
+        Attack::PaddedCheckpoint => {
+            let (mut entries, losses, opt) =
+                train_chain(spec, spec, seed, &model, out, summary.total_steps, none)?;
+            let k = variant as usize % entries.len();
+            let mut host = trajectory::read_checkpoint(out, &entries[k])?;
+            let values: usize = host.0.values().map(|(_, v)| v.len()).sum();
+            host.0.insert("param.padding".into(), (vec![4 * values], vec![0.25; 4 * values]));
+            entries[k] = trajectory::write_host_checkpoint(out, entries[k].step, &host)?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
         Attack::ReplayedBundle => {
             let other_seed = other_seed(seed, variant, "other-trainer");
             let other = Model::new(spec, &other_seed, &device, DType::F32)?;
@@ -582,7 +670,11 @@ pub fn forge(
             relabel(spec, seed, &model, &opt, out, entries, losses)?;
         }
     }
-    Ok(Forgery { seconds: started.elapsed().as_secs_f64(), steps: STEPS.with(|s| s.get()) })
+    Ok(Forgery {
+        seconds: started.elapsed().as_secs_f64(),
+        steps: STEPS.with(|s| s.get()),
+        forward_only: FORWARD_ONLY.with(|s| s.get()),
+    })
 }
 
 /// A copy of `spec` whose training data has every label moved to the next class (written beside the

@@ -34,9 +34,10 @@ pub struct Delivered {
 /// checks the manifest against the committed `root` and the checkpoint against the manifest, and
 /// evaluates the model on `spec`'s validation set.
 pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> Result<Delivered> {
-    let manifest = bundle::fetch_selected(url, into, |m| {
-        m.checkpoints.len().checked_sub(1).into_iter().collect()
-    })?;
+    spec.validate()?;
+    let layout = trajectory::layout(spec)?;
+    let final_only = |m: &Manifest| m.checkpoints.len().checked_sub(1).into_iter().collect();
+    let manifest = bundle::fetch_selected(url, into, final_only, Some(&layout))?;
     let manifest_path = into.join(MANIFEST_FILE);
     let bytes = std::fs::read(&manifest_path).map_err(io("reading", &manifest_path))?;
     let found = bundle::root_of(&bytes)?;
@@ -59,6 +60,9 @@ pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> R
         path: manifest_path.clone(),
         reason: "no checkpoint".into(),
     })?;
+    if let Some(problem) = layout.entry_problem(last) {
+        return Err(Error::Bundle { path: manifest_path, reason: problem });
+    }
     // The digest check ties the weights to the manifest, and so to the root.
     let host = trajectory::read_checkpoint(into, last)?;
     let device = Device::Cpu;

@@ -84,10 +84,18 @@ struct Builder<'a> {
     device: &'a Device,
     dtype: DType,
     params: Vec<Param>,
+    /// Every parameter's name and shape, in creation order.
+    shapes: Vec<(String, Vec<usize>)>,
+    /// Record the shapes only: no tensor is allocated ([`Model::layout`]).
+    layout_only: bool,
 }
 
 impl Builder<'_> {
     fn param(&mut self, name: String, shape: &[usize], init: Init) -> Result<usize> {
+        self.shapes.push((name.clone(), shape.to_vec()));
+        if self.layout_only {
+            return Ok(self.shapes.len() - 1);
+        }
         let n: usize = shape.iter().product();
         let mut rng = Stream::new(self.seed, "init", name.as_bytes());
         let values: Vec<f32> = match init {
@@ -125,7 +133,36 @@ impl Model {
     /// Builds the model of `spec` with weights drawn from `seed` (C0 = Init(seed), bit for bit).
     /// The spec must have been validated.
     pub fn new(spec: &JobSpec, seed: &Seed, device: &Device, dtype: DType) -> Result<Model> {
-        let mut b = Builder { seed, device, dtype, params: Vec::new() };
+        let mut b = Builder {
+            seed,
+            device,
+            dtype,
+            params: Vec::new(),
+            shapes: Vec::new(),
+            layout_only: false,
+        };
+        let blocks = Self::blocks(spec, &mut b)?;
+        Ok(Model { params: b.params, blocks })
+    }
+
+    /// The name and shape of every parameter of `spec`'s model, in [`Model::params`] order,
+    /// without allocating any of them: what a checkpoint of the spec may hold, known before a
+    /// byte of a bundle is read. The spec must have been validated.
+    pub fn layout(spec: &JobSpec) -> Result<Vec<(String, Vec<usize>)>> {
+        let mut b = Builder {
+            seed: &[0; 32],
+            device: &Device::Cpu,
+            dtype: DType::F32,
+            params: Vec::new(),
+            shapes: Vec::new(),
+            layout_only: true,
+        };
+        Self::blocks(spec, &mut b)?;
+        Ok(b.shapes)
+    }
+
+    /// The blocks of `spec`'s layers, their parameters created by `b`.
+    fn blocks(spec: &JobSpec, b: &mut Builder) -> Result<Vec<Block>> {
         let mut blocks = Vec::new();
         for (i, layer) in spec.model.layers.iter().enumerate() {
             let p = format!("layers.{i}");
@@ -185,7 +222,7 @@ impl Model {
             };
             blocks.push(block);
         }
-        Ok(Model { params: b.params, blocks })
+        Ok(blocks)
     }
 
     fn p(&self, i: usize) -> &Tensor {

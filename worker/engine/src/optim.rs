@@ -12,6 +12,15 @@ use crate::{
     ops,
 };
 
+/// Names of the state slots `spec` keeps per parameter (`opt.<param>.<slot>` in checkpoints):
+/// `momentum` for SGD, the first and second moments `m`, `v` for AdamW.
+pub fn slot_names(spec: &OptimizerSpec) -> &'static [&'static str] {
+    match spec {
+        OptimizerSpec::Sgd { .. } => &["momentum"],
+        OptimizerSpec::AdamW { .. } => &["m", "v"],
+    }
+}
+
 /// An optimizer and its state.
 pub struct Optimizer {
     spec: OptimizerSpec,
@@ -39,10 +48,7 @@ impl Optimizer {
 
     /// Names of the state slots of one parameter.
     fn slot_names(&self) -> &'static [&'static str] {
-        match self.spec {
-            OptimizerSpec::Sgd { .. } => &["momentum"],
-            OptimizerSpec::AdamW { .. } => &["m", "v"],
-        }
+        slot_names(&self.spec)
     }
 
     /// The learning rate.

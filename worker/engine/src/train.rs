@@ -22,8 +22,8 @@ use crate::{
     rng::Seed,
     run::{self, Cancel, OnStep, Step, Threads},
     trajectory::{
-        build_manifest, evaluate, host_state, is_checkpoint_step, load_checkpoint, run_steps,
-        spec_hash, write_checkpoint, write_host_checkpoint,
+        build_manifest, evaluate, final_train_loss, host_state, is_checkpoint_step,
+        load_checkpoint, run_steps, spec_hash, write_checkpoint, write_host_checkpoint,
     },
 };
 
@@ -308,6 +308,8 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
         metrics,
     )?;
     manifest.diverged_at = diverged_at;
+    manifest.metrics.final_train_loss =
+        final_train_loss(&manifest.losses, summary.steps_per_epoch, diverged_at);
     let bytes = manifest
         .to_bytes()
         .map_err(|e| Error::Bundle { path: dir.clone(), reason: e.to_string() })?;

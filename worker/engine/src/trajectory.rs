@@ -61,6 +61,20 @@ fn cpu_features() -> Vec<String> {
     }
 }
 
+/// The tensors every checkpoint of `spec` holds, with their shapes: `param.<name>` for each
+/// parameter of the model and `opt.<name>.<slot>` for each of the optimizer's state slots
+/// ([`crate::optim::slot_names`]). Computed from the spec alone (nothing is allocated).
+pub fn layout(spec: &JobSpec) -> Result<bundle::Layout> {
+    let mut tensors = BTreeMap::new();
+    for (name, shape) in model::Model::layout(spec)? {
+        for slot in crate::optim::slot_names(&spec.optimizer) {
+            tensors.insert(format!("opt.{name}.{slot}"), shape.clone());
+        }
+        tensors.insert(format!("param.{name}"), shape);
+    }
+    Ok(bundle::Layout(tensors))
+}
+
 /// A batch of `indices` from `samples`: inputs `[B, …]` (f32 or u32 tokens) and targets (u32).
 pub fn batch(samples: &Samples, indices: &[u64], device: &Device) -> Result<(Tensor, Tensor)> {
     let (n, per, tps) = (indices.len(), samples.sample_len(), samples.targets_per_sample);
@@ -241,8 +255,21 @@ pub fn checkpoint_steps(spec: &JobSpec, summary: &SpecSummary) -> Vec<u64> {
     steps
 }
 
+/// The training loss a bundle claims (the manifest's `final_train_loss`, committed on chain as
+/// `train_loss_micro`): the mean loss of the last epoch's steps (of every step, for a run shorter
+/// than an epoch), in f64 then rounded to f32; zero for a run that diverged (`diverged_at`), whose
+/// metrics are all zero. A verifier recomputes it from the manifest's losses, bit for bit.
+pub fn final_train_loss(losses: &[f32], steps_per_epoch: u64, diverged_at: Option<u64>) -> f32 {
+    if diverged_at.is_some() || losses.is_empty() {
+        return 0.0;
+    }
+    let last_epoch = (losses.len() as u64 - 1) / steps_per_epoch.max(1) * steps_per_epoch.max(1);
+    let tail = &losses[last_epoch as usize..];
+    (tail.iter().map(|l| *l as f64).sum::<f64>() / tail.len() as f64) as f32
+}
+
 /// The manifest of a bundle with these checkpoints and per-step losses (the final-model hash is taken
-/// from the last checkpoint, the final training loss from the last loss).
+/// from the last checkpoint, the final training loss from the losses: [`final_train_loss`]).
 #[allow(clippy::too_many_arguments)]
 pub fn build_manifest(
     spec: &JobSpec,
@@ -276,13 +303,49 @@ pub fn build_manifest(
         learning_rates: vec![lr; summary.total_steps as usize],
         final_model_hash: hex(&checkpoint::digest(weight_hashes.iter())),
         metrics: Metrics {
-            final_train_loss: losses.last().copied().unwrap_or_default(),
+            final_train_loss: final_train_loss(&losses, summary.steps_per_epoch, None),
             ..metrics
         },
         losses,
         checkpoints,
         diverged_at: None,
     })
+}
+
+/// The batch of each optimizer step: the samples the seed's PRF orders for the step's epoch,
+/// `batch_size` of them from the step's place in it (the epoch's order is kept between steps).
+pub struct Batches<'a> {
+    spec: &'a JobSpec,
+    summary: &'a SpecSummary,
+    train_set: &'a Samples,
+    seed: &'a Seed,
+    order: Option<(u32, Vec<u64>)>,
+}
+
+impl<'a> Batches<'a> {
+    /// The batches of `spec`'s steps on `train_set` under `seed`.
+    pub fn new(
+        spec: &'a JobSpec,
+        summary: &'a SpecSummary,
+        train_set: &'a Samples,
+        seed: &'a Seed,
+    ) -> Self {
+        Batches { spec, summary, train_set, seed, order: None }
+    }
+
+    /// Inputs and targets of step `step` (a global step number, 0-based) on `device`.
+    pub fn of(&mut self, step: u64, device: &Device) -> Result<(Tensor, Tensor)> {
+        let n = self.train_set.len as u64;
+        let epoch = (step / self.summary.steps_per_epoch) as u32;
+        let in_epoch = step % self.summary.steps_per_epoch;
+        if self.order.as_ref().map(|(e, _)| *e) != Some(epoch) {
+            self.order = Some((epoch, rng::epoch_order(self.seed, epoch, n)));
+        }
+        let perm = self.order.as_ref().map(|(_, o)| o.as_slice()).unwrap_or_default();
+        let lo = (in_epoch * self.spec.batch_size as u64).min(n) as usize;
+        let hi = ((in_epoch + 1) * self.spec.batch_size as u64).min(n) as usize;
+        batch(self.train_set, &perm[lo..hi], device)
+    }
 }
 
 /// Runs the optimizer steps `steps` (global step numbers) of `spec` on `model` and `opt`, each on the
@@ -301,19 +364,10 @@ pub fn run_steps(
     device: &Device,
     mut after: impl FnMut(&Model, &Optimizer, u64, f32) -> Result<bool>,
 ) -> Result<()> {
-    let mut order: Option<(u32, Vec<u64>)> = None;
-    let n = train_set.len as u64;
+    let mut batches = Batches::new(spec, summary, train_set, seed);
     let mut stepper = Stepper::new(device);
     for step in steps {
-        let epoch = (step / summary.steps_per_epoch) as u32;
-        let in_epoch = step % summary.steps_per_epoch;
-        if order.as_ref().map(|(e, _)| *e) != Some(epoch) {
-            order = Some((epoch, rng::epoch_order(seed, epoch, n)));
-        }
-        let perm = &order.as_ref().map(|(_, o)| o.as_slice()).unwrap_or_default();
-        let lo = (in_epoch * spec.batch_size as u64).min(n) as usize;
-        let hi = ((in_epoch + 1) * spec.batch_size as u64).min(n) as usize;
-        let (x, y) = batch(train_set, &perm[lo..hi], device)?;
+        let (x, y) = batches.of(step, device)?;
 
         let layouts = crate::device::cache_layouts(device);
         let loss = stepper.step(model, opt, &x, &y)?;

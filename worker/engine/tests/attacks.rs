@@ -150,3 +150,106 @@ fn a_run_resubmitted_under_another_seed_fails_every_replay() {
     let replays = failed(&report).into_iter().filter(|f| f.starts_with("replay")).count();
     assert_eq!(replays, 8, "every segment: {:?}", failed(&report));
 }
+
+fn verify_with(
+    spec: &ergon_job_spec::JobSpec,
+    out: std::path::PathBuf,
+    segments: Vec<u32>,
+) -> Report {
+    let mut opts = VerifyOptions::new(out, SEED);
+    opts.segments = segments;
+    verify::verify(spec, &opts).expect("verification runs")
+}
+
+fn check<'a>(report: &'a Report, name: &str) -> &'a verify::Check {
+    report.checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no {name} check"))
+}
+
+/// The absorbing-state forger (AdamW): its second moment saturated at checkpoint 2, every later
+/// step a forward pass and a gradient-free update. Whichever single segment is drawn, the bundle
+/// fails: the state read at the segment's ends (and the last checkpoint, always read) moves
+/// nothing, and each later segment's replay finds the first moment wrong (compared on its own;
+/// under one norm with the second it would pass). An honest AdamW bundle passes every check.
+#[test]
+fn a_saturated_optimizer_state_fails_whichever_segment_is_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = common::text_spec(dir.path());
+    let honest = dir.path().join("honest");
+    ergon_engine::train::train(
+        &spec,
+        &ergon_engine::train::TrainOptions::new(honest.clone(), SEED),
+    )
+    .unwrap();
+    let segments = ergon_engine::bundle::inspect(&honest).unwrap().manifest.checkpoints.len() - 1;
+    let report = verify_with(&spec, honest, (0..segments as u32).collect());
+    assert!(report.passed, "honest AdamW bundle: {:?}", report.first_failure());
+
+    let out = dir.path().join("forged");
+    let cost = forge(Attack::SaturatedOptimizerState, &spec, &SEED, &out, 1).unwrap();
+    assert!(
+        cost.forward_only > 0 && cost.steps < cost.forward_only * 2,
+        "{} + {}",
+        cost.steps,
+        cost.forward_only
+    );
+    for segment in 0..segments as u32 {
+        let report = verify_with(&spec, out.clone(), vec![segment]);
+        assert!(!report.passed, "segment {segment} drawn: the forgery passed");
+        let optimizer = check(&report, "optimizer");
+        assert!(!optimizer.passed && optimizer.measured.contains("moves nothing"), "{optimizer:?}");
+        assert!(check(&report, "files").passed && check(&report, "manifest").passed);
+    }
+    // A segment after the injection: weights and v replay, m does not.
+    let late = verify_with(&spec, out, vec![segments as u32 - 1]);
+    let replay = check(&late, &format!("replay[{}]", segments - 1));
+    assert!(!replay.passed, "{replay:?}");
+    assert!(replay.measured.contains("optimizer m relative error 1.000e0"), "{replay:?}");
+}
+
+/// A claimed final training loss that is not the losses' is refused, as are metrics that differ
+/// from the ones committed on chain.
+#[test]
+fn a_false_train_loss_or_committed_metrics_fail_the_manifest_check() {
+    assert_caught_by(Attack::FalseTrainLoss, "manifest");
+    let report = verify_forgery(Attack::FalseTrainLoss);
+    assert!(check(&report, "manifest").measured.contains("final_train_loss"), "{report:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let spec = common::csv_spec(dir.path());
+    let out = dir.path().join("honest");
+    let trained = ergon_engine::train::train(
+        &spec,
+        &ergon_engine::train::TrainOptions::new(out.clone(), SEED),
+    )
+    .unwrap();
+    let ergon_engine::train::Outcome::Finished(trained) = trained else { unreachable!() };
+    let committed = trained.manifest.metrics.on_chain();
+    let mut opts = VerifyOptions::new(out, SEED);
+    opts.segments = vec![0];
+    opts.expected_metrics = Some(committed);
+    assert!(verify::verify(&spec, &opts).unwrap().passed);
+    opts.expected_metrics =
+        Some(ergon_engine::bundle::OnChainMetrics { train_loss_micro: 50_000, ..committed });
+    let report = verify::verify(&spec, &opts).unwrap();
+    assert!(!check(&report, "manifest").passed, "{report:?}");
+}
+
+/// A checkpoint padded with a tensor the spec does not have fails the files check from the
+/// manifest alone, with its reason, whether or not the draw reads that checkpoint: its file is
+/// never read.
+#[test]
+fn a_padded_checkpoint_fails_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = common::csv_spec(dir.path());
+    let out = dir.path().join("padded");
+    // Variant 3: checkpoint 3 padded; only segment 7 (checkpoints 7 and 8, and the rules' sample)
+    // is read.
+    forge(Attack::PaddedCheckpoint, &spec, &SEED, &out, 3).unwrap();
+    let report = verify_with(&spec, out, vec![7]);
+    let files = check(&report, "files");
+    assert!(!files.passed, "{files:?}");
+    assert!(
+        files.measured.contains("tensors not in the spec's model and optimizer: param.padding"),
+        "{files:?}"
+    );
+}

@@ -87,8 +87,8 @@ pub fn run(args: Args) -> Outcome {
     eprintln!("device {}", device.description);
     opts.device = device.device;
     let verdict = if served {
-        let verdict =
-            verify::fetch_for(&args.bundle, &opts).and_then(|_| verify::verify(&spec, &opts));
+        let verdict = verify::fetch_for(&spec, &args.bundle, &opts)
+            .and_then(|_| verify::verify(&spec, &opts));
         let _ = std::fs::remove_dir_all(&local);
         verdict?
     } else {

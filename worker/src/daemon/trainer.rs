@@ -298,15 +298,11 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
     };
     match outcome {
         Ok(report) => {
-            let m = &report.manifest.metrics;
-            let micro = |x: f32| (x as f64 * 1e6).round().clamp(0.0, u64::MAX as f64) as u64;
+            let m = report.manifest.metrics.on_chain();
             record.root = Some(hex(&report.root));
             record.final_model_hash = Some(report.manifest.final_model_hash.clone());
-            record.metrics = Some((
-                micro(m.final_train_loss),
-                micro(m.validation_loss),
-                (m.validation_accuracy as f64 * 1e6).round().clamp(0.0, 1e6) as u32,
-            ));
+            record.metrics =
+                Some((m.train_loss_micro, m.validation_loss_micro, m.validation_accuracy_ppm));
             record.diverged_at = report.manifest.diverged_at;
             match record.diverged_at {
                 Some(step) => warn!(

@@ -162,6 +162,10 @@ struct Target {
     trainer: [u8; 32],
     /// The divergence the commitment claims, if any.
     diverged_at: Option<u64>,
+    /// The committed final-model hash.
+    final_model: [u8; 32],
+    /// The committed metrics (losses in millionths, accuracy in parts per million).
+    metrics: ergon_engine::bundle::OnChainMetrics,
     /// The kernels revision the job pins.
     kernels: u32,
 }
@@ -176,6 +180,12 @@ impl Target {
             root: bundle.root.0,
             trainer: trainer.0,
             diverged_at: bundle.metrics.diverged_at,
+            final_model: bundle.final_model_hash.0,
+            metrics: ergon_engine::bundle::OnChainMetrics {
+                train_loss_micro: bundle.metrics.train_loss_micro,
+                validation_loss_micro: bundle.metrics.validation_loss_micro,
+                validation_accuracy_ppm: bundle.metrics.validation_accuracy_ppm,
+            },
             kernels: job.kernels,
         })
     }
@@ -282,12 +292,14 @@ fn replay(
     opts.segments = segments;
     opts.expected_root = Some(target.root);
     opts.expected_divergence = Some(target.diverged_at);
+    opts.expected_final_model = Some(target.final_model);
+    opts.expected_metrics = Some(target.metrics);
     opts.kernels = target.kernels;
     opts.datasets = Some(datasets);
     opts.threads = Some(compute.threads());
     opts.device = compute.device();
     opts.cancel = Some(compute.shutdown_token());
-    let fetched = verify::fetch_for(&target.uri, &opts)?;
+    let fetched = verify::fetch_for(&target.spec, &target.uri, &opts)?;
     info!(job, checkpoints = fetched, "downloaded the checkpoints the verification reads");
     verify::verify(&target.spec, &opts)
 }

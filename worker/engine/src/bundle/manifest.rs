@@ -52,8 +52,35 @@ pub struct Metrics {
     pub validation_loss: f32,
     /// Share of validation targets predicted right (argmax).
     pub validation_accuracy: f32,
-    /// Loss of the last training step.
+    /// Mean training loss of the last epoch's steps (zero when the training diverged):
+    /// [`crate::trajectory::final_train_loss`] of the manifest's losses.
     pub final_train_loss: f32,
+}
+
+/// Metrics as a bundle commitment states them on chain (`ClaimedMetrics`): losses in millionths,
+/// accuracy in parts per million. The one conversion the trainer commits with and a verifier
+/// compares with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OnChainMetrics {
+    /// `final_train_loss` in millionths.
+    pub train_loss_micro: u64,
+    /// `validation_loss` in millionths.
+    pub validation_loss_micro: u64,
+    /// `validation_accuracy` in parts per million.
+    pub validation_accuracy_ppm: u32,
+}
+
+impl Metrics {
+    /// These metrics as the chain records them.
+    pub fn on_chain(&self) -> OnChainMetrics {
+        let micro = |x: f32| (x as f64 * 1e6).round().clamp(0.0, u64::MAX as f64) as u64;
+        OnChainMetrics {
+            train_loss_micro: micro(self.final_train_loss),
+            validation_loss_micro: micro(self.validation_loss),
+            validation_accuracy_ppm: (self.validation_accuracy as f64 * 1e6).round().clamp(0.0, 1e6)
+                as u32,
+        }
+    }
 }
 
 /// The manifest of a bundle (`manifest.json`).

@@ -5,6 +5,7 @@
 //! committed chunk by chunk (`ergon-bundle`), which is what the chain's availability checks sample.
 
 pub mod checkpoint;
+pub mod layout;
 pub mod manifest;
 pub mod merkle;
 
@@ -14,7 +15,8 @@ use std::{
 };
 
 pub use checkpoint::HostTensors;
-pub use manifest::{CheckpointEntry, Environment, Manifest, Metrics};
+pub use layout::Layout;
+pub use manifest::{CheckpointEntry, Environment, Manifest, Metrics, OnChainMetrics};
 
 use crate::{
     data::hex,
@@ -44,15 +46,19 @@ pub use ergon_bundle::parse_hash;
 /// into the directory `into`. Names that would escape the directory are refused; what the files
 /// contain is for [`inspect`] and the verifier to judge.
 pub fn fetch(url: &str, into: &Path) -> Result<Manifest> {
-    fetch_selected(url, into, |m| (0..m.checkpoints.len()).collect())
+    fetch_selected(url, into, |m| (0..m.checkpoints.len()).collect(), None)
 }
 
 /// Like [`fetch`], but downloads only the checkpoints `select` picks from the manifest (by index;
-/// the manifest always): a model's user needs the last one only.
+/// the manifest always): a model's user needs the last one only. With the spec's `layout`, a
+/// checkpoint the manifest lists with other tensors or more bytes than the spec's state takes is
+/// not downloaded (left for [`inspect_selected`] to report), and no file is read past the size
+/// the manifest gives it.
 pub fn fetch_selected(
     url: &str,
     into: &Path,
     select: impl FnOnce(&Manifest) -> Vec<usize>,
+    layout: Option<&Layout>,
 ) -> Result<Manifest> {
     let base = url.trim_end_matches('/');
     std::fs::create_dir_all(into).map_err(io("creating", into))?;
@@ -68,11 +74,24 @@ pub fn fetch_selected(
                 reason: format!("checkpoint name {:?} escapes the bundle", entry.file),
             });
         }
-        let bytes = crate::data::fetch(&format!("{base}/{}", entry.file))?;
+        let uri = format!("{base}/{}", entry.file);
+        let bytes = match layout {
+            Some(layout) if layout.entry_problem(entry).is_some() => continue,
+            Some(_) => crate::data::fetch_at_most(&uri, entry.file_bytes)?,
+            None => crate::data::fetch(&uri)?,
+        };
         let path = into.join(&entry.file);
         std::fs::write(&path, bytes).map_err(io("writing", &path))?;
     }
     Ok(manifest)
+}
+
+/// The bytes of the file at `path`, stopping one byte past `max`.
+fn read_at_most(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    std::fs::File::open(path)?.take(max.saturating_add(1)).read_to_end(&mut data)?;
+    Ok(data)
 }
 
 /// What `inspect` found in a bundle directory.
@@ -93,14 +112,18 @@ pub const MAX_CACHED_BYTES: usize = 1 << 30;
 
 /// Reads `dir`'s manifest, re-hashes every checkpoint tensor and file, and recomputes the root.
 pub fn inspect(dir: &Path) -> Result<Inspection> {
-    inspect_selected(dir, |m| (0..m.checkpoints.len()).collect())
+    inspect_selected(dir, |m| (0..m.checkpoints.len()).collect(), None)
 }
 
 /// Like [`inspect`], but re-hashes only the checkpoints `select` picks from the manifest (by index):
-/// the root still commits to all of them through the manifest's digests.
+/// the root still commits to all of them through the manifest's digests. With the spec's
+/// `layout`, every checkpoint the manifest lists is first checked against it (names and file
+/// size, [`Layout::entry_problem`]) and one that does not fit is reported and never read; the
+/// tensors read must have the layout's shapes.
 pub fn inspect_selected(
     dir: &Path,
     select: impl FnOnce(&Manifest) -> Vec<usize>,
+    layout: Option<&Layout>,
 ) -> Result<Inspection> {
     let manifest_path = dir.join(MANIFEST_FILE);
     let bytes = std::fs::read(&manifest_path).map_err(io("reading", &manifest_path))?;
@@ -109,6 +132,15 @@ pub fn inspect_selected(
         reason: format!("manifest: {e}"),
     })?;
     let mut problems = Vec::new();
+    let misfits: Vec<(u64, String)> = match layout {
+        Some(layout) => manifest
+            .checkpoints
+            .iter()
+            .filter_map(|e| layout.entry_problem(e).map(|p| (e.step, p)))
+            .collect(),
+        None => Vec::new(),
+    };
+    problems.extend(misfits.iter().map(|(_, p)| p.clone()));
     let (mut checkpoints, mut cached_bytes) = (BTreeMap::new(), 0usize);
     let selected = select(&manifest);
     for entry in selected.iter().filter_map(|i| manifest.checkpoints.get(*i)) {
@@ -117,7 +149,11 @@ pub fn inspect_selected(
             problems.push(format!("{}: file name escapes the bundle", entry.file));
             continue;
         }
-        let data = match std::fs::read(&path) {
+        if misfits.iter().any(|(step, _)| *step == entry.step) {
+            continue;
+        }
+        // Never more than the manifest says the file holds (plus one byte to see it is longer).
+        let data = match read_at_most(&path, entry.file_bytes) {
             Ok(d) => d,
             Err(e) => {
                 problems.push(format!("{}: {e}", entry.file));
@@ -134,6 +170,9 @@ pub fn inspect_selected(
         }
         match HostTensors::parse(&path, &data) {
             Ok(t) => {
+                if let Some(problem) = layout.and_then(|l| l.tensors_problem(&entry.file, &t)) {
+                    problems.push(problem);
+                }
                 let hashes = t.hashes();
                 let listed: Vec<&String> = entry.tensors.keys().collect();
                 let found: Vec<&String> = hashes.keys().collect();

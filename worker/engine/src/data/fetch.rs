@@ -11,21 +11,25 @@ pub const MAX_FILE_BYTES: u64 = ergon_job_spec::MAX_DATA_FILE_BYTES;
 
 /// The bytes of the file at `uri`.
 pub fn fetch(uri: &str) -> Result<Vec<u8>> {
+    fetch_at_most(uri, MAX_FILE_BYTES)
+}
+
+/// The bytes of the file at `uri`, refused (an error, and never more than `max + 1` bytes in
+/// memory) when it holds more than `max` bytes.
+pub fn fetch_at_most(uri: &str, max: u64) -> Result<Vec<u8>> {
+    let max = max.min(MAX_FILE_BYTES);
     if uri.starts_with("http://") || uri.starts_with("https://") {
-        return download(uri);
+        return download(uri, max);
     }
     let path = uri.strip_prefix("file://").unwrap_or(uri);
     let meta = std::fs::metadata(path).map_err(io("reading", path))?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(Error::Data {
-            file: uri.into(),
-            reason: format!("larger than {MAX_FILE_BYTES} bytes"),
-        });
+    if meta.len() > max {
+        return Err(Error::Data { file: uri.into(), reason: format!("larger than {max} bytes") });
     }
     std::fs::read(path).map_err(io("reading", path))
 }
 
-fn download(url: &str) -> Result<Vec<u8>> {
+fn download(url: &str, max: u64) -> Result<Vec<u8>> {
     let fail = |reason: String| Error::Download { url: url.to_string(), reason };
     let agent = ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(10)))
@@ -37,11 +41,11 @@ fn download(url: &str) -> Result<Vec<u8>> {
     response
         .into_body()
         .into_reader()
-        .take(MAX_FILE_BYTES + 1)
+        .take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| fail(e.to_string()))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(fail(format!("larger than {MAX_FILE_BYTES} bytes")));
+    if bytes.len() as u64 > max {
+        return Err(fail(format!("larger than {max} bytes")));
     }
     Ok(bytes)
 }

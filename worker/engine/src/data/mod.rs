@@ -4,7 +4,7 @@
 mod fetch;
 mod formats;
 
-pub use fetch::{content_root, fetch, MAX_FILE_BYTES};
+pub use fetch::{content_root, fetch, fetch_at_most, MAX_FILE_BYTES};
 
 use std::{
     collections::BTreeMap,

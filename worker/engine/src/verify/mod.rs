@@ -8,14 +8,22 @@
 //!    schedule), the prescribed seed (mandatory: from the job id and the trainer's account bytes),
 //!    f32 and the kernels revision the job pins (a worker of another revision gives no verdict:
 //!    [`crate::Error::OtherKernels`]);
+//! 1. **files** also holds every checkpoint to the spec's layout before reading it: only the
+//!    spec's model and optimizer tensors, with their shapes, in a file no larger than they take
+//!    ([`crate::bundle::Layout`]), so a padded bundle never raises the verifier's memory;
+//! 2. **manifest** also recomputes the claimed `final_train_loss` from the manifest's losses and,
+//!    given the chain's commitment, compares the committed metrics with the manifest's;
 //! 3. **states**: every checkpoint read holds only finite values and is not degenerate (not every
-//!    weight zero);
+//!    weight zero); **optimizer**: every state read is one an honest run reaches (AdamW's moments
+//!    bounded by each other, a state that moves the weights, a second moment that decays no faster
+//!    than β₂ between reads, a momentum not reset: `optimizer.rs`);
 //! 4. **init**: C0 is Init(seed) bit for bit, weights and optimizer state;
 //! 5. **replay**: for each challenged segment `Cᵢ → Cᵢ₊₁`, the verifier loads `Cᵢ` (weights and
 //!    optimizer state), runs the same steps on the same batches (the seed's PRF), and compares
 //!    everything the replay produces with what `Cᵢ₊₁` and the manifest claim: the weight update
 //!    (relative error ‖ΔW_claim − ΔW_replay‖ / ‖ΔW_replay‖ ≤ ε and cosine ≥ τ), the optimizer state
-//!    (the same bounds on the state vectors) and every per-step loss (within [`LOSS_TOLERANCE`]);
+//!    (the same bounds on each slot on its own: SGD's momentum, AdamW's `m` and `v`) and every
+//!    per-step loss (within [`LOSS_TOLERANCE`]);
 //!    on the way it sketches the weights at the segment's probe step, which the bundle does not
 //!    hold: the replay evidence a pass carries on chain ([`ergon_protocol::evidence`]);
 //! 6. **device**: a convolutional model was trained on the CPU, where every verifier replays it
@@ -29,20 +37,23 @@
 //!    where the manifest says; only the two rules about C0 apply.
 //!
 //! The files: `select.rs` (what is read and replayed), `replay.rs` (a segment's replay and its
-//! sketch), `rules.rs` (the full-pass rules and state sanity), `tail.rs` (a diverged bundle's
-//! tail), `report.rs` (checks, report, verdict); this module runs them in order.
+//! sketch), `rules.rs` (the full-pass rules and state sanity), `optimizer.rs` (the reachability of
+//! the optimizer state), `tail.rs` (a diverged bundle's tail), `report.rs` (checks, report,
+//! verdict); this module runs them in order.
 //!
 //! Whatever a bundle holds (missing, truncated, altered, malformed or non-finite files) yields a
 //! failing check with its reason, never an error: errors are for what is not the trainer's fault
 //! (the spec or the data cannot be read). An error on chain would make the job inconclusive and
 //! spare a forger its slash.
 
+mod optimizer;
 mod replay;
 mod report;
 mod rules;
 mod select;
 mod tail;
 
+pub use optimizer::{adam_step_ratio, MIN_ADAM_STEP_RATIO};
 pub use replay::{checkpoint_evidence_weights, compare_updates, sketch};
 pub use report::{Check, Report, SegmentSketch};
 pub use rules::{state_defects, RULE_RANDOM_INITS};
@@ -57,7 +68,7 @@ use candle_core::{DType, Device};
 use ergon_job_spec::JobSpec;
 
 use crate::{
-    bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest},
+    bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest, OnChainMetrics},
     data::{self, hex},
     error::Result,
     model::Model,
@@ -104,6 +115,9 @@ pub struct VerifyOptions {
     pub expected_seed: Seed,
     /// The committed final-model hash, if known.
     pub expected_final_model: Option<[u8; 32]>,
+    /// The metrics the bundle commitment states on chain, if known: the manifest's must convert to
+    /// them ([`crate::bundle::Metrics::on_chain`]).
+    pub expected_metrics: Option<OnChainMetrics>,
     /// The divergence committed on chain (`Some(None)`: none; `Some(Some(s))`: diverged at step
     /// `s`), if known: the manifest must say the same.
     pub expected_divergence: Option<Option<u64>>,
@@ -140,6 +154,7 @@ impl VerifyOptions {
             expected_root: None,
             expected_seed,
             expected_final_model: None,
+            expected_metrics: None,
             expected_divergence: None,
             kernels: crate::KERNELS_REVISION,
             device: Device::Cpu,
@@ -206,6 +221,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         replay_seconds: 0.0,
     };
     let dir = &opts.bundle;
+    let layout = trajectory::layout(spec)?;
 
     // 1. Files against the manifest, and the root. Only the checkpoints the checks below read are
     // re-hashed (the rules' sample, the replayed segments' ends, C0 and the last); the Merkle root
@@ -215,7 +231,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         chosen = selection(opts, m);
         chosen.read.clone()
     };
-    let inspection = match bundle::inspect_selected(dir, select) {
+    let inspection = match bundle::inspect_selected(dir, select, Some(&layout)) {
         Ok(i) => i,
         Err(e) => {
             report.push("files", false, e.to_string(), "a readable manifest");
@@ -295,6 +311,21 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     if m.environment.precision != "f32" {
         mismatches.push(format!("precision {:?} (jobs train in f32)", m.environment.precision));
     }
+    // The claimed training loss is a function of the claimed losses (which the replays check).
+    let train_loss =
+        trajectory::final_train_loss(&m.losses, summary.steps_per_epoch, m.diverged_at);
+    if m.metrics.final_train_loss.to_bits() != train_loss.to_bits() {
+        mismatches.push(format!(
+            "final_train_loss {} where the losses give {train_loss}",
+            m.metrics.final_train_loss
+        ));
+    }
+    if let Some(committed) = opts.expected_metrics {
+        let claimed = m.metrics.on_chain();
+        if claimed != committed {
+            mismatches.push(format!("metrics {claimed:?} where the commitment says {committed:?}"));
+        }
+    }
     match seed {
         None => mismatches.push("seed is not 32 bytes of hex".into()),
         Some(s) if s != opts.expected_seed => {
@@ -307,7 +338,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         mismatches.is_empty(),
         if mismatches.is_empty() { "matches".into() } else { mismatches.join("; ") },
         "spec hash, batch size, step and checkpoint schedule, seed as prescribed, f32, the \
-         job's kernels revision",
+         job's kernels revision, final_train_loss of the losses, the committed metrics",
     );
     let (Some(seed), true) = (seed, report.passed) else {
         // Nothing below is meaningful on a bundle that is not what it claims to be.
@@ -337,6 +368,38 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     if !report.passed {
         return Ok(report);
     }
+    // Every optimizer state read is one an honest run reaches (on its own and from the one read
+    // before it), wherever the segments were drawn.
+    let mut unreachable = Vec::new();
+    let mut previous: Option<(u64, std::borrow::Cow<HostTensors>)> = None;
+    for &i in &chosen.read {
+        let entry = &m.checkpoints[i];
+        let host = match checkpoints.tensors(entry) {
+            Ok(host) => host,
+            Err(e) => {
+                unreachable.push(format!("step {}: {e}", entry.step));
+                continue;
+            }
+        };
+        unreachable.extend(optimizer::state_defects(&spec.optimizer, entry.step, &host));
+        if let Some((step, earlier)) = &previous {
+            let (earlier, later) = ((*step, earlier.as_ref()), (entry.step, host.as_ref()));
+            unreachable.extend(optimizer::decay_defects(&spec.optimizer, earlier, later));
+        }
+        previous = Some((entry.step, host));
+    }
+    drop(previous);
+    report.push(
+        "optimizer",
+        unreachable.is_empty(),
+        if unreachable.is_empty() {
+            format!("{} optimizer states reachable", chosen.read.len())
+        } else {
+            unreachable.join("; ")
+        },
+        "each state one an honest run reaches: AdamW's m² within the bound v sets, an update \
+         direction of root mean square ≥ 1e-5, v decaying no faster than β₂; SGD's momentum not reset",
+    );
 
     // 4. C0 == Init(seed).
     let cpu = Device::Cpu;
@@ -436,8 +499,8 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
             continue;
         }
         let threshold = format!(
-            "weights and optimizer state: relative error ≤ {:e} and cosine ≥ {}; every step's loss \
-             within {LOSS_TOLERANCE:e} (trained on {}, replayed on {})",
+            "weights and each optimizer state slot: relative error ≤ {:e} and cosine ≥ {}; every \
+             step's loss within {LOSS_TOLERANCE:e} (trained on {}, replayed on {})",
             opts.epsilon, opts.tau, m.environment.device, replayed_on
         );
         let segment = Segment {
@@ -456,16 +519,26 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
                     deviation: r.sketch.deviation,
                     scale: r.sketch.scale,
                 });
-                let passed = r.weights.0 <= opts.epsilon
-                    && r.weights.1 >= opts.tau
-                    && r.state.0 <= opts.epsilon
-                    && r.state.1 >= opts.tau
+                let within = |(rel, cos): (f64, f64)| rel <= opts.epsilon && cos >= opts.tau;
+                let passed = within(r.weights)
+                    && r.state.iter().all(|(_, s)| within(*s))
                     && r.loss_gap <= LOSS_TOLERANCE
                     && r.missing.is_empty();
+                let state: Vec<String> = r
+                    .state
+                    .iter()
+                    .map(|(slot, (rel, cos))| {
+                        format!("optimizer {slot} relative error {rel:.3e}, cosine {cos:.6}")
+                    })
+                    .collect();
                 let mut measured = format!(
-                    "steps {}..{}: relative error {:.3e}, cosine {:.6}; optimizer state relative \
-                     error {:.3e}, cosine {:.6}; max loss gap {:.2e}",
-                    from.step, to.step, r.weights.0, r.weights.1, r.state.0, r.state.1, r.loss_gap
+                    "steps {}..{}: relative error {:.3e}, cosine {:.6}; {}; max loss gap {:.2e}",
+                    from.step,
+                    to.step,
+                    r.weights.0,
+                    r.weights.1,
+                    state.join("; "),
+                    r.loss_gap
                 );
                 if !r.missing.is_empty() {
                     measured.push_str(&format!(

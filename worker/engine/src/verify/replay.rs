@@ -89,8 +89,10 @@ pub(super) struct Segment<'a> {
 pub(super) struct ReplayOutcome {
     /// Relative error and cosine of the weight update.
     pub(super) weights: (f64, f64),
-    /// Relative error and cosine of the optimizer state after the segment.
-    pub(super) state: (f64, f64),
+    /// Relative error and cosine of each optimizer state slot after the segment (`momentum`; `m`
+    /// and `v`), compared on its own: one norm over both of AdamW's moments would let a garbage
+    /// first moment hide behind a large second one.
+    pub(super) state: Vec<(&'static str, (f64, f64))>,
     /// Largest gap between a replayed step's loss and the claimed one, relative to max(1, |loss|).
     pub(super) loss_gap: f64,
     /// Tensors the replay produces that the end checkpoint lacks.
@@ -184,13 +186,18 @@ pub(super) fn replay_segment(
         at_probe.as_deref(),
         &checkpoint_evidence_weights(segment.target),
     );
-    // Optimizer state: what the next segment would start from.
-    let (mut state_claimed, mut state_replayed) = (Vec::new(), Vec::new());
-    for (name, tensor) in opt.named_state(&model.params) {
-        state_replayed.extend(tensor.flatten_all()?.to_vec1::<f32>()?);
-        claimed_of(name, &mut state_claimed);
+    // Optimizer state: what the next segment would start from, each slot on its own.
+    let mut state = Vec::new();
+    for slot in crate::optim::slot_names(&spec.optimizer) {
+        let (mut claimed, mut replayed) = (Vec::new(), Vec::new());
+        for (name, tensor) in opt.named_state(&model.params) {
+            if name.rsplit('.').next() == Some(*slot) {
+                replayed.extend(tensor.flatten_all()?.to_vec1::<f32>()?);
+                claimed_of(name, &mut claimed);
+            }
+        }
+        state.push((*slot, compare_updates(&claimed, &replayed)));
     }
-    let state = compare_updates(&state_claimed, &state_replayed);
     // Per-step losses.
     let claimed_losses =
         segment.claimed_losses.get(from.step as usize..to.step as usize).unwrap_or_default();

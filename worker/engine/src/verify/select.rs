@@ -97,13 +97,17 @@ pub fn drawable_segments(manifest: &Manifest) -> u64 {
 }
 
 /// Downloads from `url` into `opts.bundle` the manifest and exactly the checkpoints that
-/// [`verify`] with `opts` reads ([`selection`]); returns how many checkpoints it downloaded.
-pub fn fetch_for(url: &str, opts: &VerifyOptions) -> Result<usize> {
+/// [`verify`] of `spec` with `opts` reads ([`selection`]), none larger than the spec's state
+/// takes ([`crate::trajectory::layout`]); returns how many checkpoints it downloaded.
+pub fn fetch_for(spec: &JobSpec, url: &str, opts: &VerifyOptions) -> Result<usize> {
+    spec.validate()?;
+    let layout = crate::trajectory::layout(spec)?;
     let mut count = 0;
-    bundle::fetch_selected(url, &opts.bundle, |m| {
+    let select = |m: &Manifest| {
         let read = selection(opts, m).read;
         count = read.len();
         read
-    })?;
+    };
+    bundle::fetch_selected(url, &opts.bundle, select, Some(&layout))?;
     Ok(count)
 }
