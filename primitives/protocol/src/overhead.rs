@@ -11,6 +11,17 @@ pub const RULE_CHECKPOINTS: u32 = 16;
 /// Validation samples each checkpoint the rules read is evaluated on.
 pub const RULE_VALIDATION_SAMPLES: u32 = 256;
 
+/// Forward FLOPs every verification spends on the rules and the metrics, besides its replay: the
+/// rules' [`RULE_CHECKPOINTS`] × [`RULE_VALIDATION_SAMPLES`] samples and the whole validation set,
+/// at `forward_flops_per_sample` each (saturating). The chain counts it with the replay against
+/// the round's time limit, so a huge validation set cannot run honest verifiers out of the commit
+/// window.
+pub fn evaluation_flops(forward_flops_per_sample: u128, validation_samples: u64) -> u128 {
+    let evaluated =
+        validation_samples as u128 + RULE_CHECKPOINTS as u128 * RULE_VALIDATION_SAMPLES as u128;
+    forward_flops_per_sample.saturating_mul(evaluated)
+}
+
 /// Parts per billion of a job's training compute that one verification spends on the rules and the
 /// metrics: forward passes over `validation_samples + RULE_CHECKPOINTS × RULE_VALIDATION_SAMPLES`
 /// samples, against training's forward and backward passes (3 forward) over `train_samples` every
@@ -28,6 +39,13 @@ pub fn overhead_ppb(train_samples: u64, epochs: u32, validation_samples: u64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evaluation_counts_the_rules_samples_and_the_whole_validation_set() {
+        assert_eq!(evaluation_flops(10, 0), 10 * 16 * 256);
+        assert_eq!(evaluation_flops(10, 1_000), 10 * (1_000 + 16 * 256));
+        assert_eq!(evaluation_flops(u128::MAX, 2), u128::MAX);
+    }
 
     #[test]
     fn fashion_mnist_one_epoch_spends_eight_percent_on_rules_and_metrics() {

@@ -5,7 +5,9 @@
 //! Usage: `pot [SAMPLES] [SEGMENTS]` (defaults 20 and 4). The task is a synthetic CSV classification
 //! (4 000 samples, 20 features, 5 classes; MLP 20→64→5, batch 32, 6 epochs = 750 steps, a checkpoint
 //! every 10 steps = 75 segments), generated in a temp directory. Honest bundles are trained on pools
-//! of 1 and 2 threads alternately (the verifier runs on one thread).
+//! of 1 and 2 threads alternately (the verifier runs on one thread). The forgeries of AdamW's state
+//! run on the same task trained with AdamW ([`adamw`]), whose honest bundles are checked too (false
+//! rejections, and the smallest update-direction RMS the optimizer check saw against its floor).
 
 use std::{collections::BTreeMap, path::Path, time::Instant};
 
@@ -69,6 +71,42 @@ fn task(dir: &Path) -> JobSpec {
         batch_size: 32,
         checkpoint_interval: 10,
     }
+}
+
+/// The task trained with AdamW (lr 10⁻³, β = (0.9, 0.999), ε = 10⁻⁸, weight decay 0.01).
+fn adamw(spec: &JobSpec) -> JobSpec {
+    let mut adamw = spec.clone();
+    adamw.optimizer = Optimizer::AdamW {
+        lr: Ppb(1_000_000),
+        beta1: Ppb(900_000_000),
+        beta2: Ppb(999_000_000),
+        eps: Ppb(10),
+        weight_decay: Ppb(10_000_000),
+    };
+    adamw
+}
+
+/// The smallest root mean square of AdamW's update direction over every checkpoint after C0 of
+/// `bundle` (what the verifier's optimizer check holds against `MIN_ADAM_STEP_RATIO`).
+fn smallest_step_ratio(spec: &JobSpec, bundle: &Path) -> f64 {
+    use ergon_engine::bundle::HostTensors;
+    let Optimizer::AdamW { beta1, beta2, eps, .. } = spec.optimizer else { return f64::NAN };
+    let inspection = ergon_engine::bundle::inspect(bundle).unwrap();
+    let mut smallest = f64::INFINITY;
+    for entry in inspection.manifest.checkpoints.iter().filter(|e| e.step > 0) {
+        let host = HostTensors::read(&bundle.join(&entry.file)).unwrap();
+        let moment = |suffix: &str| -> Vec<f32> {
+            host.0
+                .iter()
+                .filter(|(n, _)| n.starts_with("opt.") && n.ends_with(suffix))
+                .flat_map(|(_, (_, v))| v.iter().copied())
+                .collect()
+        };
+        let hyper = (beta1.to_f64(), beta2.to_f64(), eps.to_f64());
+        let ratio = verify::adam_step_ratio(hyper, entry.step, &moment(".m"), &moment(".v"));
+        smallest = smallest.min(ratio);
+    }
+    smallest
 }
 
 fn seed(i: u64) -> [u8; 32] {
@@ -242,16 +280,20 @@ fn main() {
 
     println!(
         "\n{:<22} {:>9} {:>9} {:>12} {:>10}  caught by (bundles per failing check)",
-        "attack", "detected", "rate", "rules alone", "steps run"
+        "attack", "detected", "rate", "rules alone", "work done"
     );
+    let adamw_spec = adamw(&spec);
     for attack in Attack::all(summary.checkpoints as usize - 1) {
+        let spec = if attack.needs_adamw() { &adamw_spec } else { &spec };
         let (mut detected, mut by_rules, mut cost) = (0, 0, 0.0);
         let mut caught: BTreeMap<String, u32> = BTreeMap::new();
         for v in 0..samples {
             let out = dir.path().join(format!("{}-{v}", attack.name()));
             let s = seed(1_000 + v);
-            cost += forge(attack, &spec, &s, &out, v).unwrap().steps as f64;
-            let report = verify::verify(&spec, &options(&out, s, 7_000 + v, segments)).unwrap();
+            // A forward-only step is about a third of a training step's work.
+            let forgery = forge(attack, spec, &s, &out, v).unwrap();
+            cost += forgery.steps as f64 + forgery.forward_only as f64 / 3.0;
+            let report = verify::verify(spec, &options(&out, s, 7_000 + v, segments)).unwrap();
             if !report.passed {
                 detected += 1;
                 for name in
@@ -260,7 +302,7 @@ fn main() {
                     *caught.entry(name).or_default() += 1;
                 }
             }
-            if !verify::verify(&spec, &rules_only(options(&out, s, 7_000 + v, segments)))
+            if !verify::verify(spec, &rules_only(options(&out, s, 7_000 + v, segments)))
                 .unwrap()
                 .passed
             {
@@ -280,8 +322,34 @@ fn main() {
             caught.join(" ")
         );
     }
+    honest_adamw(&adamw_spec, dir.path(), samples, segments);
     lazy_trainer_table(VERIFIERS as u32, segments);
     fashion_mnist_cost(segments);
+}
+
+/// Honest AdamW bundles: false rejections (the optimizer check must not fail an honest run) and
+/// the smallest update-direction RMS seen, against the check's floor.
+fn honest_adamw(spec: &JobSpec, dir: &Path, samples: u64, segments: u32) {
+    let (mut rejected, mut smallest) = (0, f64::INFINITY);
+    for i in 0..samples {
+        let out = dir.join(format!("honest-adamw-{i}"));
+        let opts = TrainOptions::new(out.clone(), seed(50_000 + i));
+        train::train(spec, &opts).unwrap();
+        let report =
+            verify::verify(spec, &options(&out, seed(50_000 + i), 9_000 + i, segments)).unwrap();
+        if !report.passed {
+            rejected += 1;
+            println!("  honest AdamW bundle {i} rejected: {:?}", report.first_failure());
+        }
+        smallest = smallest.min(smallest_step_ratio(spec, &out));
+        std::fs::remove_dir_all(&out).ok();
+    }
+    println!(
+        "
+honest AdamW: {samples} bundles, rejected {rejected}; smallest update-direction RMS \
+         {smallest:.3e} (the optimizer check's floor: {:e})",
+        verify::MIN_ADAM_STEP_RATIO
+    );
 }
 
 /// Verification cost on the Fashion-MNIST MLP example (`worker/examples/fashion-mnist-mlp.json`,

@@ -132,6 +132,8 @@ fn attack_a_made_up_divergence_fails_the_tail_replay() {
     forged.diverged_at = Some(10);
     forged.checkpoints.truncate(spec.checkpoints_before_divergence(10) as usize);
     forged.losses.truncate(10);
+    // A diverged run claims no training loss (its metrics are zero).
+    forged.metrics.final_train_loss = 0.0;
     let last = forged.checkpoints.last().unwrap();
     let weights: Vec<[u8; 32]> = last
         .tensors

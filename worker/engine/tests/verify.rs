@@ -74,7 +74,7 @@ fn an_honest_bundle_passes_every_check() {
     let report = verify::verify(&spec, &opts).unwrap();
     assert!(report.passed, "{:#?}", report.checks);
     let names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(&names[..5], ["files", "root", "manifest", "states", "init"]);
+    assert_eq!(&names[..6], ["files", "root", "manifest", "states", "optimizer", "init"]);
     assert_eq!(names.iter().filter(|n| n.starts_with("replay")).count(), 8);
     assert_eq!(names.iter().filter(|n| n.starts_with("rule:")).count(), 6);
     // Same machine, same threads: the replay is bit-exact.

@@ -312,7 +312,7 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
                     "the spec diverged: committing the checkpoints before it (paid for the steps trained)"
                 ),
                 None => {
-                    info!(job = id, root = %hex(&report.root), accuracy = m.validation_accuracy, "trained")
+                    info!(job = id, root = %hex(&report.root), accuracy = report.manifest.metrics.validation_accuracy, "trained")
                 }
             }
         }
