@@ -562,7 +562,9 @@ pub mod pallet {
         /// The budget less the verification reserve (every possible vote's fee at that price) pays
         /// less than `MinPricePerUt` for the job's work: raise the budget.
         BudgetBelowWorkPrice,
-        /// A verifier would replay more than `MaxReplayWork` in one round: checkpoint more often.
+        /// A verifier's round (its replay and the evaluation of the rules and the validation set)
+        /// would cost more than `MaxReplayWork`: checkpoint more often, or use fewer validation
+        /// samples.
         VerificationTooLong,
         /// The owner has `MaxOpenJobsPerOwner` unfinished jobs already.
         TooManyOpenJobs,

@@ -1,6 +1,7 @@
 //! What the market accepts as a job spec: a valid spec (`ergon_job_spec`'s rules, the same code the
 //! worker trains with) that trains something, has at least `MinSegments` checkpoint segments, and
-//! whose verification round replays at most `MaxReplayWork`. `post_job` and the `check_spec` runtime
+//! whose verification round (the replay, the rules' samples and the validation set: see
+//! [`verification_work`]) costs at most `MaxReplayWork`. `post_job` and the `check_spec` runtime
 //! API (the `ergon_checkSpec` RPC) both ask here, so a client learns before signing exactly what the
 //! chain would refuse.
 
@@ -21,7 +22,8 @@ pub enum SpecRejection {
     NothingToTrain,
     /// Fewer than `MinSegments` checkpoint segments: lower the checkpoint interval.
     TooFewCheckpoints,
-    /// A verifier would replay more than `MaxReplayWork` in one round: checkpoint more often.
+    /// A verifier's round (its replay and the evaluation of the rules and the validation set) would
+    /// cost more than `MaxReplayWork`: checkpoint more often, or use fewer validation samples.
     VerificationTooLong,
 }
 
@@ -38,7 +40,8 @@ impl core::fmt::Display for SpecRejection {
             }
             SpecRejection::VerificationTooLong => write!(
                 f,
-                "a verifier would replay too much in one round: lower checkpoint_interval"
+                "a verifier would replay and evaluate too much in one round: lower \
+                 checkpoint_interval or validation.samples"
             ),
         }
     }
@@ -54,15 +57,29 @@ pub fn check<T: Config>(spec: &JobSpec) -> Result<SpecSummary, SpecRejection> {
     if segments < T::MinSegments::get() as u64 {
         return Err(SpecRejection::TooFewCheckpoints);
     }
+    if verification_work::<T>(spec, &summary) > T::MaxReplayWork::get() {
+        return Err(SpecRejection::VerificationTooLong);
+    }
+    Ok(summary)
+}
+
+/// Work (micro-ut) of one verifier's round: its share of the replay
+/// ([`verification::replay_work`]) and the forward passes every verification makes for the rules
+/// and the metrics ([`ergon_protocol::overhead::evaluation_flops`]: the validation set, whatever
+/// its size, is evaluated in full).
+pub fn verification_work<T: Config>(spec: &JobSpec, summary: &SpecSummary) -> u128 {
+    let segments = summary.checkpoints.saturating_sub(1);
     let replay = verification::replay_work(
         summary.training_micro_ut(),
         segments,
         T::SegmentsPerRound::get(),
     );
-    if replay > T::MaxReplayWork::get() {
-        return Err(SpecRejection::VerificationTooLong);
-    }
-    Ok(summary)
+    let evaluation =
+        ergon_job_spec::flops::flops_to_micro_ut(ergon_protocol::overhead::evaluation_flops(
+            summary.forward_flops_per_sample,
+            spec.validation.samples,
+        ));
+    replay.saturating_add(evaluation)
 }
 
 /// The dispatch error a refused spec gives: one a user can act on per rule.

@@ -1622,7 +1622,10 @@ mod attacks {
     #[test]
     fn attack_a_job_too_big_to_verify_in_the_window_is_refused() {
         run(|| {
-            let per_round = verification::replay_work(work(), 32, 2);
+            let spec = example_spec();
+            let summary = spec.validate().unwrap();
+            let per_round = crate::spec_check::verification_work::<Test>(&spec, &summary);
+            assert!(per_round > verification::replay_work(work(), 32, 2), "evaluation counted");
             MaxReplayWork::set(per_round - 1);
             assert_noop!(
                 JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 1_000, 5, 30),
@@ -1630,6 +1633,26 @@ mod attacks {
             );
             MaxReplayWork::set(per_round);
             post(1_000);
+        });
+    }
+
+    /// The verifier bomb: a spec whose replay is small but whose validation set is huge (every
+    /// verification evaluates it in full) would run honest verifiers out of the commit window,
+    /// and they would be slashed as silent. The evaluation counts in the round's work, so the spec
+    /// is refused.
+    #[test]
+    fn attack_a_validation_set_too_big_to_evaluate_in_the_window_is_refused() {
+        run(|| {
+            let spec = example_spec();
+            let summary = spec.validate().unwrap();
+            MaxReplayWork::set(crate::spec_check::verification_work::<Test>(&spec, &summary));
+            post(1_000);
+            let mut bomb = example_spec();
+            bomb.validation.samples *= 1_000;
+            assert_noop!(
+                JobMarket::post_job(origin(OWNER), Box::new(bomb), 1_000, 5, 30),
+                Error::<Test>::VerificationTooLong
+            );
         });
     }
 
