@@ -148,7 +148,7 @@ pub(crate) fn validate<T: Config>(
     }
     let open = Jobs::<T>::get(attestation.job)
         .is_some_and(|job| takes::<T>(attestation.job, &job, attestation.subject));
-    if !open || Attestations::<T>::get(attestation.job).iter().any(|(k, _)| *k == key) {
+    if !open || attested::<T>(attestation.job, attestation.subject, &key) {
         return InvalidTransaction::Stale.into();
     }
     ValidTransaction::with_tag_prefix("ErgonAvailability")
@@ -160,12 +160,23 @@ pub(crate) fn validate<T: Config>(
 }
 
 /// Whether job `id` takes attestations about `subject`: its bundle while under verification, its
-/// data while assigned with an open report.
+/// data while assigned or verifying with an open report ([`crate::data_check`]).
 fn takes<T: Config>(id: JobId, job: &crate::JobOf<T>, subject: Subject) -> bool {
     match (subject, &job.state) {
         (Subject::Bundle, JobState::Verifying { .. }) => true,
-        (Subject::Data, JobState::Assigned { .. }) => DataReports::<T>::contains_key(id),
+        (Subject::Data, JobState::Assigned { .. } | JobState::Verifying { .. }) => {
+            DataReports::<T>::contains_key(id)
+        }
         _ => false,
+    }
+}
+
+/// Whether `key` attested `subject` of job `id` already (bundle and data attestations are kept
+/// apart: both may be collected at once while the job is verifying).
+fn attested<T: Config>(id: JobId, subject: Subject, key: &T::AttesterId) -> bool {
+    match subject {
+        Subject::Bundle => Attestations::<T>::get(id).iter().any(|(k, _)| k == key),
+        Subject::Data => crate::DataAttestations::<T>::get(id).iter().any(|(k, _)| k == key),
     }
 }
 
@@ -192,18 +203,23 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
         if checked >= CHECKS_PER_BLOCK {
             break;
         }
-        // The bundle's base URL and root, or `None` for a data check.
-        let (subject, bundle) = match &record.state {
-            JobState::Verifying { bundle, .. } => match http_base(&bundle.uri) {
-                Some(base) => (Subject::Bundle, Some((base, bundle.root))),
-                None => continue,
-            },
-            JobState::Assigned { .. } if DataReports::<T>::contains_key(job) => {
-                (Subject::Data, None)
+        // The bundle's base URL and root, or `None` for a data check; a job under verification
+        // with an open data report takes both, the data first (it decides the job).
+        let mut subjects = alloc::vec::Vec::new();
+        if takes::<T>(job, &record, Subject::Data) {
+            subjects.push((Subject::Data, None));
+        }
+        if let JobState::Verifying { bundle, .. } = &record.state {
+            if let Some(base) = http_base(&bundle.uri) {
+                subjects.push((Subject::Bundle, Some((base, bundle.root))));
             }
-            _ => continue,
+        }
+        let Some((subject, bundle)) =
+            subjects.into_iter().find(|(subject, _)| !attested::<T>(job, *subject, key))
+        else {
+            continue;
         };
-        if Attestations::<T>::get(job).iter().any(|(k, _)| k == key) || !claim::<T>(job, now) {
+        if !claim::<T>(job, now) {
             continue;
         }
         checked += 1;
@@ -432,7 +448,7 @@ impl<T: Config> Pallet<T> {
                 Subject::Data => crate::Error::<T>::NoDataReport,
             }
         );
-        let (unavailable, available) = Attestations::<T>::try_mutate(id, |list| {
+        let record = |list: &mut BoundedVec<(T::AttesterId, bool), T::MaxAttesters>| {
             // Keys rotated out of the set count for nothing: drop them, so they never fill the list.
             list.retain(|(k, _)| attesters.contains(k));
             ensure!(!list.iter().any(|(k, _)| *k == key), crate::Error::<T>::AlreadyAttested);
@@ -442,7 +458,11 @@ impl<T: Config> Pallet<T> {
                 quorum(&attesters, list, false),
                 quorum(&attesters, list, true),
             ))
-        })?;
+        };
+        let (unavailable, available) = match attestation.subject {
+            Subject::Bundle => Attestations::<T>::try_mutate(id, record)?,
+            Subject::Data => crate::DataAttestations::<T>::try_mutate(id, record)?,
+        };
         Self::deposit_event(crate::Event::AvailabilityAttested {
             job: id,
             attester: key,
@@ -468,16 +488,17 @@ impl<T: Config> Pallet<T> {
                 Self::release_deposit(&trainer, &mut job.trainer_deposit);
                 Jobs::<T>::insert(id, job);
             }
-            (Subject::Data, JobState::Assigned { trainer, .. }) if unavailable => {
+            (
+                Subject::Data,
+                JobState::Assigned { trainer, .. } | JobState::Verifying { trainer, .. },
+            ) if unavailable => {
                 Self::end_for_unavailable_data(id, &mut job, trainer);
                 Jobs::<T>::insert(id, job);
             }
-            (Subject::Data, JobState::Assigned { trainer, .. }) if available => {
-                DataReports::<T>::remove(id);
-                crate::RejectedDataReports::<T>::insert(id, ());
-                Attestations::<T>::remove(id);
-                Self::deposit_event(crate::Event::DataReportRejected { job: id, trainer });
-            }
+            (
+                Subject::Data,
+                JobState::Assigned { trainer, .. } | JobState::Verifying { trainer, .. },
+            ) if available => crate::data_check::data_found::<T>(id, trainer),
             _ => {}
         }
         Ok(())

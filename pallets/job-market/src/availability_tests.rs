@@ -619,3 +619,206 @@ fn attestations_of_rotated_out_keys_never_fill_the_list() {
         assert!(list.iter().all(|(k, _)| k.0 > 100));
     });
 }
+
+/// A job with `spec` whose bundle is under verification by three drawn verifiers (accounts 3–9
+/// in the pool since before the commitment); returns the job and its verifiers.
+fn drawn_job(spec: ergon_job_spec::JobSpec) -> (JobId, Vec<u64>) {
+    let job = assigned_job(spec);
+    for who in 7..=9 {
+        assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 10_000));
+    }
+    for who in 3..=9 {
+        assert_ok!(JobMarket::set_verifier(RuntimeOrigin::signed(who), true));
+    }
+    assert_ok!(JobMarket::submit_bundle(
+        RuntimeOrigin::signed(TRAINER),
+        job,
+        root(),
+        BundleUri::truncate_from(BASE.as_bytes().to_vec()),
+        H256::repeat_byte(8),
+        ClaimedMetrics::default(),
+    ));
+    run_to_block(System::block_number() + 2);
+    let round = Rounds::<Test>::get(job).expect("a round");
+    assert_eq!(round.phase, Phase::Commit);
+    (job, round.votes.iter().map(|v| v.verifier).collect())
+}
+
+fn free_collateral(who: u64) -> u128 {
+    <TrainerStaking as pallet_trainer_staking::Obligations<u64>>::free_collateral(&who)
+}
+
+/// The attack (issue 34, item 3): the owner takes its data down after the bundle commitment, so
+/// that verifiers cannot replay and an honest bundle fails (the owner refunded, the served model
+/// kept). Now a verifier that cannot fetch the data abstains instead of voting, which opens the
+/// data check; the attesters find the data unavailable and the job ends with nobody slashed: the
+/// trainer is paid its price (the owner has the model), the abstainers' collateral is released.
+#[test]
+fn attack_owner_takes_the_data_down_after_the_commitment_and_the_trainer_is_paid() {
+    with_offchain(|state, pool| {
+        set_attesters(3);
+        let (job, drawn) = drawn_job(http_spec());
+        let trainer_bond = TrainerStaking::active_bond(&TRAINER);
+        let trainer_free = Balances::free_balance(TRAINER);
+        let owner_free = Balances::free_balance(OWNER);
+        let bonds: Vec<u128> = drawn.iter().map(TrainerStaking::active_bond).collect();
+
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job));
+        System::assert_has_event(
+            Event::<Test>::VerifierAbstained {
+                job,
+                round: 0,
+                verifier: drawn[0],
+                opened_data_check: true,
+            }
+            .into(),
+        );
+        assert!(DataReports::<Test>::get(job).is_some());
+        // Its collateral waits for the check.
+        assert!(free_collateral(drawn[0]) < bonds[0]);
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job));
+        assert_noop!(
+            JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job),
+            Error::<Test>::NotAVerifier
+        );
+
+        // The offchain worker checks the data first (the bundle's check may come later): the
+        // images were swapped.
+        serve_data(state, Some(0));
+        JobMarket::offchain_worker(System::block_number());
+        let txs = submitted_data(pool);
+        assert_eq!(txs.len(), 1);
+        assert_eq!(txs[0].0.subject, Subject::Data);
+        assert!(!txs[0].0.available);
+        assert_ok!(dispatch(txs[0].1.clone()));
+        assert_ok!(dispatch(attestation_of(job, Subject::Data, 1, false)));
+
+        assert!(matches!(
+            Jobs::<Test>::get(job).unwrap().state,
+            JobState::Failed { reason: FailureReason::DataUnavailable, .. }
+        ));
+        // The trainer: not slashed, collateral free, paid its price.
+        assert_eq!(TrainerStaking::active_bond(&TRAINER), trainer_bond);
+        assert_eq!(free_collateral(TRAINER), trainer_bond);
+        assert_eq!(Balances::free_balance(TRAINER), trainer_free + 500);
+        System::assert_has_event(
+            Event::<Test>::TrainerCompensated { job, trainer: TRAINER, amount: 500 }.into(),
+        );
+        // Every verifier released, none slashed; the owner refunded the rest.
+        for (v, bond) in drawn.iter().zip(&bonds) {
+            assert_eq!(TrainerStaking::active_bond(v), *bond);
+            assert_eq!(free_collateral(*v), *bond);
+        }
+        assert_eq!(Balances::free_balance(OWNER), owner_free + 1_400 - 500);
+        assert!(Abstentions::<Test>::get(job).is_empty());
+    });
+}
+
+/// The lazy or colluding verifier's way out: abstain (claim the data is missing) instead of
+/// replaying or being slashed as silent. The attesters find the data served, the report is
+/// rejected, the abstention is slashed as silence, and nobody may abstain on the job any more.
+#[test]
+fn attack_a_false_abstention_is_slashed_as_silence() {
+    with_offchain(|state, pool| {
+        set_attesters(3);
+        let (job, drawn) = drawn_job(http_spec());
+        let bond = TrainerStaking::active_bond(&drawn[0]);
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job));
+        serve_data(state, None);
+        JobMarket::offchain_worker(System::block_number());
+        let txs = submitted_data(pool);
+        assert!(txs[0].0.available);
+        assert_ok!(dispatch(txs[0].1.clone()));
+        assert_ok!(dispatch(attestation_of(job, Subject::Data, 2, true)));
+        System::assert_has_event(
+            Event::<Test>::DataReportRejected { job, trainer: TRAINER }.into(),
+        );
+        // 10 % of its 1 000 collateral, as for silence.
+        assert_eq!(TrainerStaking::active_bond(&drawn[0]), bond - 100);
+        assert_eq!(free_collateral(drawn[0]), bond - 100);
+        assert_noop!(
+            JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job),
+            Error::<Test>::DataFoundAvailable
+        );
+        assert_noop!(
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job),
+            Error::<Test>::DataAlreadyReported
+        );
+        assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Verifying { .. }));
+    });
+}
+
+/// Abstentions decide nothing: with two of three seats abstaining, the one pass left is no
+/// quorum of the drawn, so no round is decided by one seat; the round is drawn for afresh.
+/// The trainer may also report the data while its bundle is under verification.
+#[test]
+fn abstentions_count_among_the_drawn_and_the_trainer_reports_while_verifying() {
+    with_offchain(|_, _| {
+        set_attesters(3);
+        let (job, drawn) = drawn_job(http_spec());
+        assert_noop!(
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(OWNER), job),
+            Error::<Test>::NotAssignedTrainer
+        );
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        System::assert_has_event(Event::<Test>::DataReported { job, trainer: TRAINER }.into());
+        // The check is open already: the abstentions join it.
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job));
+        System::assert_has_event(
+            Event::<Test>::VerifierAbstained {
+                job,
+                round: 0,
+                verifier: drawn[0],
+                opened_data_check: false,
+            }
+            .into(),
+        );
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job));
+        // The last seat commits a pass: everyone left committed, so the reveal opens at once.
+        let last = drawn[2];
+        let segments = Rounds::<Test>::get(job).unwrap().votes[0].segments.clone();
+        let evidence: Evidence<Test> = Evidence::<Test>::truncate_from(
+            segments
+                .iter()
+                .map(|s| Sketch {
+                    exponent: -30,
+                    deviation: [(*s as i32 + 1) << 20; 8],
+                    scale: 1 << 29,
+                })
+                .collect(),
+        );
+        let salt = H256::repeat_byte(3);
+        let c = crate::verification::verdict_commitment(
+            job,
+            0,
+            &last,
+            Verdict::Pass,
+            &evidence,
+            H256::zero(),
+            salt,
+        );
+        assert_ok!(JobMarket::commit_verdict(RuntimeOrigin::signed(last), job, c));
+        assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
+        assert_ok!(JobMarket::reveal_verdict(
+            RuntimeOrigin::signed(last),
+            job,
+            Verdict::Pass,
+            evidence,
+            H256::zero(),
+            salt
+        ));
+        System::assert_has_event(
+            Event::<Test>::RoundSettled {
+                job,
+                round: 0,
+                pass: 1,
+                fail: 0,
+                silent: 0,
+                decisive: false,
+            }
+            .into(),
+        );
+        assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Verifying { .. }));
+        assert_eq!(Rounds::<Test>::get(job).unwrap().number, 1);
+    });
+}

@@ -45,6 +45,13 @@
 //!    verification over HTTP and attest ([`Pallet::attest_availability`], an unsigned transaction
 //!    signed with their `ergn` session key); two thirds of the attesters finding it unavailable fail
 //!    the job as a rejected bundle.
+//! 7. The owner's data ([`data_check`]): a trainer that cannot fetch it reports it
+//!    ([`Pallet::report_data_unavailable`], while assigned or verifying), and a drawn verifier that
+//!    cannot fetch it abstains ([`Pallet::abstain`]) instead of voting, which opens the same check:
+//!    attesters download the datasets against their content roots. Unavailable data ends the job
+//!    without slashing anyone (a delivered bundle is paid its price: the owner took its data down
+//!    after getting the model); data found served rejects the report, and every abstention on it
+//!    is slashed as silence.
 //!
 //! Every phase has a timeout in [`Timeouts`], processed in `on_initialize` within a bounded number per
 //! block; every job reaches a terminal state, its escrow is then settled to zero, and its record is
@@ -58,6 +65,7 @@ extern crate alloc;
 pub mod availability;
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmarking;
+pub mod data_check;
 pub mod fees;
 pub mod queries;
 pub mod spec_check;
@@ -424,6 +432,31 @@ pub mod pallet {
     #[pallet::storage]
     pub type RejectedDataReports<T: Config> = StorageMap<_, Twox64Concat, JobId, (), OptionQuery>;
 
+    /// Availability attestations of a job's data after a report (kept apart from the bundle's,
+    /// which are collected at the same time while the job is verifying).
+    #[pallet::storage]
+    pub type DataAttestations<T: Config> = StorageMap<
+        _,
+        Twox64Concat,
+        JobId,
+        BoundedVec<(T::AttesterId, bool), T::MaxAttesters>,
+        ValueQuery,
+    >;
+
+    /// Drawn verifiers who abstained because they could not fetch the job's data
+    /// ([`Pallet::abstain`]), with the round they were drawn for. Their collateral stays frozen
+    /// until the data check decides: released when the data is unavailable (or the job ends
+    /// otherwise), slashed `VerifierSlash` when the attesters find the data served (a false
+    /// abstention is silence).
+    #[pallet::storage]
+    pub type Abstentions<T: Config> = StorageMap<
+        _,
+        Twox64Concat,
+        JobId,
+        BoundedVec<(T::AccountId, u32), verification::MaxPastVerifiers<T>>,
+        ValueQuery,
+    >;
+
     #[pallet::event]
     #[pallet::generate_deposit(pub(super) fn deposit_event)]
     pub enum Event<T: Config> {
@@ -498,12 +531,23 @@ pub mod pallet {
         AvailabilityAttested { job: JobId, attester: T::AttesterId, available: bool },
         /// The assigned trainer reported that it cannot fetch the job's data; attesters check it.
         DataReported { job: JobId, trainer: T::AccountId },
-        /// Two thirds of the attesters fetched the data and found it matching: the report is
-        /// dropped and the trainer must still deliver by the deadline.
+        /// Two thirds of the attesters fetched the data and found it matching: the report (the
+        /// trainer's, or the one an abstention opened) is dropped; an assigned trainer must still
+        /// deliver by the deadline, and the abstentions are slashed as silence.
         DataReportRejected { job: JobId, trainer: T::AccountId },
-        /// The data was found unavailable: the trainer was paid `amount` from the escrow for its
-        /// trouble (its collateral and deposit are released; nobody is slashed).
+        /// The data was found unavailable: the trainer was paid `amount` from the escrow (an
+        /// assigned trainer the bid deposit's worth for its trouble, one whose bundle is under
+        /// verification its price); its collateral and deposit are released; nobody is slashed.
         TrainerCompensated { job: JobId, trainer: T::AccountId, amount: BalanceOf<T> },
+        /// A drawn verifier could not fetch the job's data and abstained: its seat is empty and
+        /// its collateral waits for the data check, which its abstention opened if
+        /// `opened_data_check`.
+        VerifierAbstained {
+            job: JobId,
+            round: u32,
+            verifier: T::AccountId,
+            opened_data_check: bool,
+        },
         /// The bundle's divergence was confirmed: the owner's spec diverged at optimizer `step` of
         /// `steps`. The trainer was paid `price` for the steps it trained (of which `burnt` was
         /// burnt) and credited `work_micro_ut` of T pro rata; the rest went back to the owner.
@@ -649,6 +693,9 @@ pub mod pallet {
         DataAlreadyReported,
         /// A data file is not served over HTTP(S), so attesters could not check a report.
         DataNotCheckable,
+        /// The attesters found this job's data served: a verifier that cannot fetch it must vote
+        /// (or is slashed as silent).
+        DataFoundAvailable,
         /// The bundle claims a divergence after the spec's last step.
         DivergenceOutOfRange,
     }
@@ -960,6 +1007,7 @@ pub mod pallet {
             Self::unschedule(job, record.timeout);
             // Delivered after all: a data report is moot.
             DataReports::<T>::remove(job);
+            DataAttestations::<T>::remove(job);
             Attestations::<T>::remove(job);
             // The draw waits for randomness that began after this block (see `verification::draw`).
             Self::schedule(job, &mut record, now.saturating_add(One::one()))?;
@@ -1020,12 +1068,14 @@ pub mod pallet {
             Self::do_attest(attestation)
         }
 
-        /// The assigned trainer reports that it cannot fetch the job's data (before its deadline).
-        /// Validators' offchain workers download the datasets and attest whether they match the
-        /// spec's content roots: two thirds "unavailable" end the job without slashing the trainer,
-        /// which gets its collateral and deposit back plus the bid deposit's worth from the escrow
-        /// (an owner who takes its data down pays for it); two thirds "available" drop the report.
-        /// The deadline does not move: report early.
+        /// The job's trainer reports that it cannot fetch the job's data: while assigned (before
+        /// its deadline), or while its bundle is under verification (the owner took the data down
+        /// after the commitment). Validators' offchain workers download the datasets and attest
+        /// whether they match the spec's content roots: two thirds "unavailable" end the job
+        /// without slashing the trainer, which gets its collateral and deposit back plus, from the
+        /// escrow, the bid deposit's worth (assigned) or its price (verifying: the owner has the
+        /// model); two thirds "available" drop the report. One report per job. The deadline does
+        /// not move: report early.
         #[pallet::call_index(10)]
         // One read more than the benchmark measured (`RejectedDataReports`), until re-generated.
         #[pallet::weight(
@@ -1033,23 +1083,24 @@ pub mod pallet {
         )]
         pub fn report_data_unavailable(origin: OriginFor<T>, job: JobId) -> DispatchResult {
             let who = ensure_signed(origin)?;
-            let record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
-            let JobState::Assigned { trainer, .. } = record.state else {
-                return Err(Error::<T>::NotAssignedTrainer.into());
-            };
-            ensure!(trainer == who, Error::<T>::NotAssignedTrainer);
-            let now = frame_system::Pallet::<T>::block_number();
-            ensure!(now <= record.deadline, Error::<T>::DeadlinePassed);
-            ensure!(
-                !DataReports::<T>::contains_key(job)
-                    && !RejectedDataReports::<T>::contains_key(job),
-                Error::<T>::DataAlreadyReported
-            );
-            ensure!(availability::data_is_checkable(&record.spec), Error::<T>::DataNotCheckable);
-            DataReports::<T>::insert(job, now);
-            Attestations::<T>::remove(job);
-            Self::deposit_event(Event::DataReported { job, trainer });
-            Ok(())
+            data_check::do_report::<T>(job, who)
+        }
+
+        /// A drawn verifier of the current round that cannot fetch the job's *data* (not the
+        /// bundle: a bundle it cannot fetch is a fail) abstains instead of committing a verdict.
+        /// Its seat is emptied (it still counts among the drawn, so a round of abstentions decides
+        /// nothing) and its collateral stays frozen; the first abstention opens the data check of
+        /// [`Pallet::report_data_unavailable`]. Unavailable data releases it and ends the job
+        /// without slashing the trainer; data found served slashes it as silence, and once the
+        /// data was found served nobody may abstain on the job.
+        #[pallet::call_index(11)]
+        // `commit_verdict`'s benchmark plus the data check's reads and writes, until benchmarked.
+        #[pallet::weight(
+            T::WeightInfo::commit_verdict().saturating_add(T::DbWeight::get().reads_writes(3, 3))
+        )]
+        pub fn abstain(origin: OriginFor<T>, job: JobId) -> DispatchResult {
+            let who = ensure_signed(origin)?;
+            data_check::do_abstain::<T>(job, who)
         }
 
         /// Joins (`enabled`) or leaves the verifier pool. Joining needs an eligible bond; a drawn
@@ -1260,6 +1311,7 @@ pub mod pallet {
             PastVerifiers::<T>::remove(id);
             PendingVotes::<T>::remove(id);
             Attestations::<T>::remove(id);
+            DataAttestations::<T>::remove(id);
             DataReports::<T>::remove(id);
             RejectedDataReports::<T>::remove(id);
             ActiveJobs::<T>::mutate(|n| n.saturating_dec());
@@ -1316,16 +1368,26 @@ pub mod pallet {
             weight
         }
 
-        /// Attesters found the data of assigned `job` unavailable: the trainer is released from its
-        /// collateral, paid up to `BidDeposit` from the escrow (what it would have forfeited had it
-        /// missed the deadline), and the job ends with the rest refunded.
+        /// Attesters found the data of `job` unavailable: the trainer is released from its
+        /// collateral and paid from the escrow — up to `BidDeposit` while assigned (what it would
+        /// have forfeited had it missed the deadline), its price once its bundle is under
+        /// verification (the owner has the model and took the data down) — the verifiers who
+        /// revealed are paid their fees, and the job ends with the rest refunded. Nobody is
+        /// slashed.
         pub(crate) fn end_for_unavailable_data(
             id: JobId,
             job: &mut JobOf<T>,
             trainer: T::AccountId,
         ) {
             T::Staking::release(&trainer, Obligation::Training(id));
-            let amount = T::BidDeposit::get().min(job.escrow);
+            let amount = match job.state.clone() {
+                JobState::Verifying { price, .. } => {
+                    verification::pay_revealed::<T>(id, job);
+                    price
+                }
+                _ => T::BidDeposit::get(),
+            }
+            .min(job.escrow);
             let paid = T::Currency::transfer_on_hold(
                 &HoldReason::Escrow.into(),
                 &job.owner,
@@ -1440,10 +1502,35 @@ pub mod pallet {
             }
             for (id, _) in DataReports::<T>::iter() {
                 ensure!(
-                    Jobs::<T>::get(id)
-                        .is_some_and(|j| matches!(j.state, JobState::Assigned { .. })),
-                    "a data report names a job that is not assigned"
+                    Jobs::<T>::get(id).is_some_and(|j| matches!(
+                        j.state,
+                        JobState::Assigned { .. } | JobState::Verifying { .. }
+                    )),
+                    "a data report names a job that is neither assigned nor verifying"
                 );
+            }
+            for (id, _) in DataAttestations::<T>::iter() {
+                ensure!(
+                    DataReports::<T>::contains_key(id),
+                    "data attestations outlived their report"
+                );
+            }
+            for (id, abstentions) in Abstentions::<T>::iter() {
+                ensure!(
+                    Jobs::<T>::get(id)
+                        .is_some_and(|j| matches!(j.state, JobState::Verifying { .. })),
+                    "abstentions name a job that is not verifying"
+                );
+                for (verifier, round) in abstentions.iter() {
+                    ensure!(
+                        !T::Staking::collateral(
+                            verifier,
+                            Obligation::Verification { job: id, round: *round }
+                        )
+                        .is_zero(),
+                        "an abstainer's collateral is not frozen until the data check decides"
+                    );
+                }
             }
             for (_, round) in Rounds::<T>::iter() {
                 for vote in round.votes.iter() {

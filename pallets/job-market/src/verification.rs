@@ -50,9 +50,10 @@ use sp_runtime::{
 };
 
 use crate::{
-    types::BundleCommitment, weights::WeightInfo, BalanceOf, Bid, Config, Error, Event, Evidence,
-    FailureReason, HoldReason, JobId, JobOf, JobState, Jobs, Pallet, PastVerifiers, PendingVote,
-    PendingVotes, Phase, Round, RoundOf, Rounds, Sketch, Verdict, VerifierPool, VerifierVote,
+    types::BundleCommitment, weights::WeightInfo, Abstentions, BalanceOf, Bid, Config, Error,
+    Event, Evidence, FailureReason, HoldReason, JobId, JobOf, JobState, Jobs, Pallet,
+    PastVerifiers, PendingVote, PendingVotes, Phase, Round, RoundOf, Rounds, Sketch, Verdict,
+    VerifierPool, VerifierVote,
 };
 
 /// Bound of [`crate::PastVerifiers`] and [`crate::PendingVotes`]: every verifier of every round.
@@ -420,6 +421,9 @@ pub(crate) fn release_verifiers<T: Config>(id: JobId) {
             Obligation::Verification { job: id, round: vote.round },
         );
     }
+    for (verifier, round) in Abstentions::<T>::take(id) {
+        T::Staking::release(&verifier, Obligation::Verification { job: id, round });
+    }
 }
 
 /// Pays `amount` from the job's escrow to `to`; returns what was paid (nothing if the transfer
@@ -443,6 +447,20 @@ fn pay<T: Config>(job: &mut JobOf<T>, to: &T::AccountId, amount: BalanceOf<T>) -
             paid
         }
         Err(_) => Zero::zero(),
+    }
+}
+
+/// Pays every verifier of job `id` who revealed a vote (earlier rounds' pending votes and the
+/// current round's) its fee and releases its collateral: the job ends for a reason none of them
+/// could judge (its data went missing), and each did its replay.
+pub(crate) fn pay_revealed<T: Config>(id: JobId, job: &mut JobOf<T>) {
+    for vote in PendingVotes::<T>::take(id) {
+        pay_verifier::<T>(id, job, &vote.verifier, vote.round, vote.segments.len());
+    }
+    if let Some(round) = Rounds::<T>::get(id) {
+        for vote in round.votes.iter().filter(|v| v.verdict.is_some()) {
+            pay_verifier::<T>(id, job, &vote.verifier, round.number, vote.segments.len());
+        }
     }
 }
 
@@ -601,14 +619,18 @@ fn judge_pending<T: Config>(
 /// that segment (fails first, at most `SegmentsPerRound`). A dispute decides by 2/3 of its revealed
 /// votes (from more than half of it), and a split or short one escalates to another dispute while
 /// rounds remain. Votes of a round that does not decide are kept pending for the one that does.
-fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
+pub(crate) fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>) {
     let JobState::Verifying { trainer, price, bundle } = job.state.clone() else { return };
     let revealed_votes = || round.votes.iter().filter_map(|v| v.verdict.map(|d| (v, d)));
     let pass = revealed_votes().filter(|(_, d)| d.is_pass()).count() as u32;
     let revealed = revealed_votes().count() as u32;
     let fail = revealed - pass;
-    let drawn = round.votes.len() as u32;
-    let silent = drawn - revealed;
+    let seated = round.votes.len() as u32;
+    let silent = seated - revealed;
+    // A seat emptied by an abstention still counts among the drawn: abstentions decide nothing.
+    let abstained =
+        Abstentions::<T>::get(id).iter().filter(|(_, r)| *r == round.number).count() as u32;
+    let drawn = seated + abstained;
     let quorum = revealed * 2 > drawn;
     let contested = if round.is_dispute() { Vec::new() } else { contested::<T>(&round) };
     if !contested.is_empty() {

@@ -94,6 +94,11 @@ pub enum Error {
     /// A long computation stopped because its caller asked it to ([`crate::Cancel`]).
     #[error("cancelled")]
     Cancelled,
+    /// A verification could not load the job's data (the owner's datasets: not served, not
+    /// matching their content roots, malformed). Not the trainer's fault: a verifier abstains on
+    /// chain rather than failing the bundle.
+    #[error("the job's data cannot be loaded: {0}")]
+    JobData(Box<Error>),
     /// The thread pool could not be built.
     #[error("cannot start the compute threads: {0}")]
     Threads(String),

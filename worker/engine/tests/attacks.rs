@@ -232,6 +232,18 @@ fn a_false_train_loss_or_committed_metrics_fail_the_manifest_check() {
         Some(ergon_engine::bundle::OnChainMetrics { train_loss_micro: 50_000, ..committed });
     let report = verify::verify(&spec, &opts).unwrap();
     assert!(!check(&report, "manifest").passed, "{report:?}");
+
+    // A bundle of format 3 (an older worker) claimed the last step's loss: judged by that rule.
+    opts.expected_metrics = None;
+    let path = opts.bundle.join(ergon_engine::bundle::MANIFEST_FILE);
+    let mut old = trained.manifest.clone();
+    old.format_version = 3;
+    old.metrics.final_train_loss = *old.losses.last().unwrap();
+    std::fs::write(&path, old.to_bytes().unwrap()).unwrap();
+    assert!(verify::verify(&spec, &opts).unwrap().passed, "format 3, last loss");
+    old.metrics.final_train_loss = trained.manifest.metrics.final_train_loss;
+    std::fs::write(&path, old.to_bytes().unwrap()).unwrap();
+    assert!(!verify::verify(&spec, &opts).unwrap().passed, "format 3, another value");
 }
 
 /// A checkpoint padded with a tensor the spec does not have fails the files check from the

@@ -230,12 +230,23 @@ async fn verification(
             error!(job = id, round, "{e}: not verifying");
             return;
         }
-        // The bundle could not be fetched (or read): retried while attempts remain, then a fail on
-        // the first segment (a dispute's verifiers will try to fetch it too).
+        // The bundle or the data could not be fetched (or read): retried while attempts remain.
         Ok(Err(e)) if attempt < MAX_ATTEMPTS => {
             warn!(job = id, round, attempt, error = %e, "verification failed; retrying next block");
             return;
         }
+        // The owner's data is missing: not the trainer's fault. Abstain (the chain checks the
+        // data; a false abstention is slashed as silence).
+        Ok(Err(e @ ergon_engine::Error::JobData(_))) => {
+            warn!(job = id, round, error = %e, "the job's data cannot be fetched: abstaining");
+            let call = runtime::tx().job_market().abstain(id);
+            if let Err(e) = ctx.send_duty(call, Some(id), "abstention").await {
+                error!(job = id, round, error = %e, "the abstention was not accepted");
+            }
+            return;
+        }
+        // The bundle could not be fetched: a fail on the first segment (a dispute's verifiers
+        // will try to fetch it too).
         Ok(Err(e)) => {
             warn!(job = id, round, error = %e, "the bundle cannot be verified: voting fail");
             let report = error_report_hash(&e.to_string());
@@ -299,6 +310,9 @@ fn replay(
     opts.threads = Some(compute.threads());
     opts.device = compute.device();
     opts.cancel = Some(compute.shutdown_token());
+    // The data first: data that cannot be fetched is the owner's problem (an abstention), and
+    // the verification finds it in the cache.
+    verify::load_job_data(&target.spec, opts.datasets.as_deref())?;
     let fetched = verify::fetch_for(&target.spec, &target.uri, &opts)?;
     info!(job, checkpoints = fetched, "downloaded the checkpoints the verification reads");
     verify::verify(&target.spec, &opts)

@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Manifest format version.
-pub const FORMAT_VERSION: u32 = 3;
+/// Manifest format version. 4: `final_train_loss` is the mean loss of the last epoch
+/// ([`crate::trajectory::final_train_loss`]); up to 3 it was the last step's loss.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Where and how the run was computed. Replays elsewhere must tolerate differences of these.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -202,6 +202,15 @@ fn replay_device<'a>(trained_on: &str, device: &'a Device, cpu: &'a Device) -> &
     }
 }
 
+/// The job's datasets for a verification (from `datasets` when kept there): a failure is
+/// [`crate::Error::JobData`], the owner's problem and not a defect of the bundle.
+pub fn load_job_data(
+    spec: &JobSpec,
+    datasets: Option<&data::DatasetCache>,
+) -> Result<data::JobData> {
+    data::JobData::load_with(spec, datasets).map_err(|e| crate::Error::JobData(Box::new(e)))
+}
+
 /// Verifies the bundle at `opts.bundle` against `spec`.
 pub fn verify(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     run::on(opts.threads.as_ref(), || verify_here(spec, opts))
@@ -311,9 +320,15 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     if m.environment.precision != "f32" {
         mismatches.push(format!("precision {:?} (jobs train in f32)", m.environment.precision));
     }
-    // The claimed training loss is a function of the claimed losses (which the replays check).
-    let train_loss =
-        trajectory::final_train_loss(&m.losses, summary.steps_per_epoch, m.diverged_at);
+    // The claimed training loss is a function of the claimed losses (which the replays check):
+    // since format 4 the last epoch's mean, before it the last step's loss (a bundle of an older
+    // worker, trained before the change, is judged by its own rule; either is a value, not a
+    // choice).
+    let train_loss = if m.format_version >= 4 {
+        trajectory::final_train_loss(&m.losses, summary.steps_per_epoch, m.diverged_at)
+    } else {
+        m.losses.last().copied().unwrap_or_default()
+    };
     if m.metrics.final_train_loss.to_bits() != train_loss.to_bits() {
         mismatches.push(format!(
             "final_train_loss {} where the losses give {train_loss}",
@@ -420,7 +435,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     );
 
     // The six full-pass rules: cheap screens before the replay.
-    let data = data::JobData::load_with(spec, opts.datasets.as_deref())?;
+    let data = load_job_data(spec, opts.datasets.as_deref())?;
     let (train_set, val_set) = (data.train(), data.validation());
     if opts.full_pass {
         let sample = &chosen.rules_sample;
