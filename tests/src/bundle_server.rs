@@ -13,13 +13,15 @@ use ergon_bundle::{to_hex, FileCommitment, ManifestIndex};
 /// Requests answered, as (path, range header), in order.
 pub type Requests = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
-/// A tiny HTTP server for the test bundle: GET of known paths, with single byte ranges; records the
-/// requests it answered as (path, range header).
+/// A tiny HTTP server for the test bundle (or a job's data): GET of known paths, with single byte
+/// ranges; records the requests it answered as (path, range header).
 pub struct BundleServer {
     /// Loopback port it listens on.
     pub port: u16,
     /// Every request answered.
     pub requests: Requests,
+    /// What it serves, by path.
+    files: Arc<Mutex<HashMap<String, Vec<u8>>>>,
 }
 
 impl BundleServer {
@@ -29,6 +31,8 @@ impl BundleServer {
         let port = listener.local_addr().expect("address").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let log = requests.clone();
+        let files = Arc::new(Mutex::new(files));
+        let served = files.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -48,7 +52,7 @@ impl BundleServer {
                     }
                 }
                 log.lock().unwrap().push((path.clone(), range.clone()));
-                let Some(body) = files.get(&path) else {
+                let Some(body) = served.lock().unwrap().get(&path).cloned() else {
                     let _ =
                         stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
                     continue;
@@ -69,7 +73,13 @@ impl BundleServer {
                 let _ = stream.write_all(part);
             }
         });
-        BundleServer { port, requests }
+        BundleServer { port, requests, files }
+    }
+
+    /// Stops serving every file: each request is answered 404 from now on (an owner taking its
+    /// data down).
+    pub fn take_down(&self) {
+        self.files.lock().unwrap().clear();
     }
 }
 

@@ -1094,9 +1094,12 @@ pub mod pallet {
         /// without slashing the trainer; data found served slashes it as silence, and once the
         /// data was found served nobody may abstain on the job.
         #[pallet::call_index(11)]
-        // `commit_verdict`'s benchmark plus the data check's reads and writes, until benchmarked.
+        // Not benchmarked yet: `commit_verdict`'s benchmark, or the settling reveal's when the last
+        // seat abstains (the round settles at once), plus the data check's reads and writes.
         #[pallet::weight(
-            T::WeightInfo::commit_verdict().saturating_add(T::DbWeight::get().reads_writes(3, 3))
+            T::WeightInfo::commit_verdict()
+                .max(T::WeightInfo::reveal_verdict())
+                .saturating_add(T::DbWeight::get().reads_writes(3, 3))
         )]
         pub fn abstain(origin: OriginFor<T>, job: JobId) -> DispatchResult {
             let who = ensure_signed(origin)?;
