@@ -259,8 +259,14 @@ fn last_of_quorum<T: Config>(
     Attesters::<T>::put(BoundedVec::truncate_from(keys.clone()));
     // The smallest count u with 3u ≥ 2n; all but the last are recorded already.
     let quorum = (2 * n).div_ceil(3).max(1);
-    let before = keys[..(quorum - 1) as usize].iter().map(|k| (k.clone(), false)).collect();
-    Attestations::<T>::insert(job, BoundedVec::truncate_from(before));
+    let before: BoundedVec<_, _> = BoundedVec::truncate_from(
+        keys[..(quorum - 1) as usize].iter().map(|k| (k.clone(), false)).collect(),
+    );
+    // Bundle and data attestations are kept apart.
+    match subject {
+        availability::Subject::Bundle => Attestations::<T>::insert(job, before),
+        availability::Subject::Data => crate::DataAttestations::<T>::insert(job, before),
+    }
     let attestation = availability::Attestation {
         job,
         subject,

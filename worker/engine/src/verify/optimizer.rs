@@ -226,7 +226,8 @@ mod tests {
     fn honest_moments_pass_with_noisy_steady_or_vanishing_gradients() {
         let spec = adamw();
         // Noise, a steady gradient with noise, and gradients that vanished 200 steps ago.
-        let cases: [(&str, Box<dyn Fn(u64, usize) -> f32>); 3] = [
+        type Gradient = Box<dyn Fn(u64, usize) -> f32>;
+        let cases: [(&str, Gradient); 3] = [
             ("noise", Box::new(|k, i| noise(k, i) * 1e-3)),
             ("steady", Box::new(|k, i| 2.0 + 0.1 * noise(k, i))),
             ("vanished", Box::new(|k, i| if k < 300 || i == 0 { noise(k, i) } else { 0.0 })),
@@ -246,7 +247,7 @@ mod tests {
     #[test]
     fn a_saturated_a_reset_and_an_inflated_state_fail_each_with_its_reason() {
         let spec = adamw();
-        let (m, v) = moments(100, 64, |k, i| noise(k, i));
+        let (m, v) = moments(100, 64, noise);
         // The absorbing forgery: v saturated, m whatever.
         let saturated = state_defects(&spec, 100, &state(m.clone(), vec![f32::MAX; 64]));
         assert!(saturated.iter().any(|d| d.contains("moves nothing")), "{saturated:?}");
