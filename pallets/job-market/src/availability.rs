@@ -53,8 +53,8 @@ pub mod crypto {
     app_crypto!(sr25519, super::KEY_TYPE);
 }
 
-/// Largest manifest an offchain worker downloads.
-pub const MAX_MANIFEST_BYTES: usize = 8 << 20;
+/// Largest manifest an offchain worker downloads (the bundle format's bound).
+pub const MAX_MANIFEST_BYTES: usize = ergon_bundle::MAX_MANIFEST_BYTES;
 /// Largest file fetched whole from a server that ignores range requests.
 pub const MAX_WHOLE_FILE_BYTES: usize = 16 << 20;
 /// Chunks sampled per check.

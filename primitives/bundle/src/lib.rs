@@ -27,6 +27,10 @@ pub use merkle::Hash;
 /// File name of the manifest in a bundle (directory or URL).
 pub const MANIFEST_FILE: &str = "manifest.json";
 
+/// Largest manifest anyone downloads: validators' availability checks call a larger one
+/// unavailable, and verifiers refuse it.
+pub const MAX_MANIFEST_BYTES: usize = 8 << 20;
+
 /// SHA-256 of `data`.
 pub fn sha256(data: &[u8]) -> Hash {
     use sha2::{Digest, Sha256};

@@ -52,8 +52,9 @@ pub fn fetch(url: &str, into: &Path) -> Result<Manifest> {
 /// Like [`fetch`], but downloads only the checkpoints `select` picks from the manifest (by index;
 /// the manifest always): a model's user needs the last one only. With the spec's `layout`, a
 /// checkpoint the manifest lists with other tensors or more bytes than the spec's state takes is
-/// not downloaded (left for [`inspect_selected`] to report), and no file is read past the size
-/// the manifest gives it.
+/// not downloaded (left for [`inspect_selected`] to report), no file is read past the size the
+/// manifest gives it, and a file served slower than [`crate::data::bundle_time_limit`] allows is
+/// a download error.
 pub fn fetch_selected(
     url: &str,
     into: &Path,
@@ -62,7 +63,12 @@ pub fn fetch_selected(
 ) -> Result<Manifest> {
     let base = url.trim_end_matches('/');
     std::fs::create_dir_all(into).map_err(io("creating", into))?;
-    let manifest_bytes = crate::data::fetch(&format!("{base}/{MANIFEST_FILE}"))?;
+    let max = ergon_bundle::MAX_MANIFEST_BYTES as u64;
+    let manifest_bytes = crate::data::fetch_within(
+        &format!("{base}/{MANIFEST_FILE}"),
+        max,
+        crate::data::bundle_time_limit(max),
+    )?;
     let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
         .map_err(|e| Error::Bundle { path: url.into(), reason: format!("manifest: {e}") })?;
     let path = into.join(MANIFEST_FILE);
@@ -77,7 +83,13 @@ pub fn fetch_selected(
         let uri = format!("{base}/{}", entry.file);
         let bytes = match layout {
             Some(layout) if layout.entry_problem(entry).is_some() => continue,
-            Some(_) => crate::data::fetch_at_most(&uri, entry.file_bytes)?,
+            // Served at least at the floor rate, or not at all (a verifier then fails the bundle
+            // instead of waiting out its window).
+            Some(_) => crate::data::fetch_within(
+                &uri,
+                entry.file_bytes,
+                crate::data::bundle_time_limit(entry.file_bytes),
+            )?,
             None => crate::data::fetch(&uri)?,
         };
         let path = into.join(&entry.file);

@@ -14,12 +14,37 @@ pub fn fetch(uri: &str) -> Result<Vec<u8>> {
     fetch_at_most(uri, MAX_FILE_BYTES)
 }
 
+/// Longest a download of a data file may take.
+pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The slowest a trainer may serve its bundle: 1 MiB/s per download. A bundle file served slower
+/// than [`bundle_time_limit`] allows fails to download, so a verifier ends with a verdict (a
+/// bundle it cannot fetch is a fail) instead of waiting out its commit window and being slashed
+/// as silent (issue 34: a trainer serving one checkpoint at 1 KiB/s hung every verifier).
+pub const MIN_BUNDLE_BYTES_PER_SECOND: u64 = 1 << 20;
+
+/// Time a bundle download may take on top of its bytes at the floor rate (connection, a slow
+/// start).
+pub const BUNDLE_GRACE: Duration = Duration::from_secs(30);
+
+/// How long a bundle file of `bytes` may take to download: [`BUNDLE_GRACE`] plus its bytes at
+/// [`MIN_BUNDLE_BYTES_PER_SECOND`].
+pub fn bundle_time_limit(bytes: u64) -> Duration {
+    BUNDLE_GRACE + Duration::from_secs(bytes.div_ceil(MIN_BUNDLE_BYTES_PER_SECOND))
+}
+
 /// The bytes of the file at `uri`, refused (an error, and never more than `max + 1` bytes in
 /// memory) when it holds more than `max` bytes.
 pub fn fetch_at_most(uri: &str, max: u64) -> Result<Vec<u8>> {
+    fetch_within(uri, max, DOWNLOAD_TIMEOUT)
+}
+
+/// [`fetch_at_most`], with a download that must end within `limit` (from its connection to its
+/// last byte): a server that serves too slowly gets an error, not a verifier's whole window.
+pub fn fetch_within(uri: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
     let max = max.min(MAX_FILE_BYTES);
     if uri.starts_with("http://") || uri.starts_with("https://") {
-        return download(uri, max);
+        return download(uri, max, limit);
     }
     let path = uri.strip_prefix("file://").unwrap_or(uri);
     let meta = std::fs::metadata(path).map_err(io("reading", path))?;
@@ -29,11 +54,11 @@ pub fn fetch_at_most(uri: &str, max: u64) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(io("reading", path))
 }
 
-fn download(url: &str, max: u64) -> Result<Vec<u8>> {
+fn download(url: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
     let fail = |reason: String| Error::Download { url: url.to_string(), reason };
     let agent = ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(10)))
-        .timeout_global(Some(Duration::from_secs(600)))
+        .timeout_global(Some(limit))
         .build()
         .new_agent();
     let response = agent.get(url).call().map_err(|e| fail(e.to_string()))?;
@@ -96,6 +121,36 @@ mod tests {
         let url = serve_once("404 Not Found", b"");
         let err = fetch(&format!("{url}/missing.csv")).unwrap_err();
         assert!(matches!(err, Error::Download { .. }) && err.to_string().contains("404"), "{err}");
+    }
+
+    /// A server that trickles its body (the slow-serving trainer): the download ends with an
+    /// error at its time limit instead of waiting for every byte.
+    #[test]
+    fn a_server_slower_than_the_limit_fails_the_download_in_time() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/ckpt", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0u8; 1024];
+            let _ = std::io::Read::read(&mut stream, &mut request);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n");
+            // 1 KiB/s: 100 s for the whole body.
+            for _ in 0..100 {
+                if stream.write_all(&[7u8; 1024]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        let started = std::time::Instant::now();
+        let err = fetch_within(&url, 100_000, Duration::from_secs(2)).unwrap_err();
+        assert!(matches!(err, Error::Download { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        // The bundle's limit: 30 s plus a second per MiB.
+        assert_eq!(bundle_time_limit(0), BUNDLE_GRACE);
+        assert_eq!(bundle_time_limit(3 << 20), BUNDLE_GRACE + Duration::from_secs(3));
+        assert_eq!(bundle_time_limit((3 << 20) + 1), BUNDLE_GRACE + Duration::from_secs(4));
     }
 
     #[test]

@@ -4,7 +4,10 @@
 mod fetch;
 mod formats;
 
-pub use fetch::{content_root, fetch, fetch_at_most, MAX_FILE_BYTES};
+pub use fetch::{
+    bundle_time_limit, content_root, fetch, fetch_at_most, fetch_within, MAX_FILE_BYTES,
+    MIN_BUNDLE_BYTES_PER_SECOND,
+};
 
 use std::{
     collections::BTreeMap,
