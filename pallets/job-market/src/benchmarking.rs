@@ -372,6 +372,18 @@ mod benchmarks {
         assert_eq!(Rounds::<T>::get(job).map(|r| r.phase), Some(Phase::Reveal));
     }
 
+    /// The worst abstention: the round's only seat abstains, which opens the data check and
+    /// settles the round at once (it decides nothing: a new round opens).
+    #[benchmark]
+    fn abstain() {
+        let (job, ..) = submitted::<T>(1);
+        let verifiers = drawn::<T>(job);
+        #[extrinsic_call]
+        _(RawOrigin::Signed(verifiers[0].clone()), job);
+        assert!(DataReports::<T>::contains_key(job));
+        assert_eq!(Rounds::<T>::get(job).map(|r| r.number), Some(1));
+    }
+
     /// The last reveal: the round settles, every verifier and the trainer are paid.
     #[benchmark]
     fn reveal_verdict() {

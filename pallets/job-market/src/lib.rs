@@ -1094,13 +1094,7 @@ pub mod pallet {
         /// without slashing the trainer; data found served slashes it as silence, and once the
         /// data was found served nobody may abstain on the job.
         #[pallet::call_index(11)]
-        // Not benchmarked yet: `commit_verdict`'s benchmark, or the settling reveal's when the last
-        // seat abstains (the round settles at once), plus the data check's reads and writes.
-        #[pallet::weight(
-            T::WeightInfo::commit_verdict()
-                .max(T::WeightInfo::reveal_verdict())
-                .saturating_add(T::DbWeight::get().reads_writes(3, 3))
-        )]
+        #[pallet::weight(T::WeightInfo::abstain())]
         pub fn abstain(origin: OriginFor<T>, job: JobId) -> DispatchResult {
             let who = ensure_signed(origin)?;
             data_check::do_abstain::<T>(job, who)
