@@ -90,21 +90,13 @@ fn adamw(spec: &JobSpec) -> JobSpec {
 /// `bundle` (what the verifier's optimizer check holds against `MIN_ADAM_STEP_RATIO`).
 fn smallest_step_ratio(spec: &JobSpec, bundle: &Path) -> f64 {
     use ergon_engine::bundle::HostTensors;
-    let Optimizer::AdamW { beta1, beta2, eps, .. } = spec.optimizer else { return f64::NAN };
     let inspection = ergon_engine::bundle::inspect(bundle).unwrap();
     let mut smallest = f64::INFINITY;
     for entry in inspection.manifest.checkpoints.iter().filter(|e| e.step > 0) {
         let host = HostTensors::read(&bundle.join(&entry.file)).unwrap();
-        let moment = |suffix: &str| -> Vec<f32> {
-            host.0
-                .iter()
-                .filter(|(n, _)| n.starts_with("opt.") && n.ends_with(suffix))
-                .flat_map(|(_, (_, v))| v.iter().copied())
-                .collect()
-        };
-        let hyper = (beta1.to_f64(), beta2.to_f64(), eps.to_f64());
-        let ratio = verify::adam_step_ratio(hyper, entry.step, &moment(".m"), &moment(".v"));
-        smallest = smallest.min(ratio);
+        if let Some(ratio) = verify::checkpoint_step_ratio(&spec.optimizer, entry.step, &host) {
+            smallest = smallest.min(ratio);
+        }
     }
     smallest
 }

@@ -53,7 +53,7 @@ mod rules;
 mod select;
 mod tail;
 
-pub use optimizer::{adam_step_ratio, MIN_ADAM_STEP_RATIO};
+pub use optimizer::{adam_step_ratio, checkpoint_step_ratio, MIN_ADAM_STEP_RATIO};
 pub use replay::{checkpoint_evidence_weights, compare_updates, sketch};
 pub use report::{Check, Report, SegmentSketch};
 pub use rules::{state_defects, RULE_RANDOM_INITS};
@@ -362,14 +362,29 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let checkpoints = Checkpoints { dir, cached: &inspection.checkpoints };
 
     // 3. Every checkpoint read holds a sane state.
-    let mut bad = Vec::new();
+    // Each checkpoint read once for both checks: its sanity, and whether its optimizer state is
+    // one an honest run reaches (on its own and from the one read before it), wherever the
+    // segments were drawn.
+    let (mut bad, mut unreachable) = (Vec::new(), Vec::new());
+    let mut previous: Option<(u64, std::borrow::Cow<HostTensors>)> = None;
     for &i in &chosen.read {
         let entry = &m.checkpoints[i];
-        match checkpoints.tensors(entry) {
-            Ok(host) => bad.extend(state_defects(entry.step, &host)),
-            Err(e) => bad.push(format!("step {}: {e}", entry.step)),
+        let host = match checkpoints.tensors(entry) {
+            Ok(host) => host,
+            Err(e) => {
+                bad.push(format!("step {}: {e}", entry.step));
+                continue;
+            }
+        };
+        bad.extend(state_defects(entry.step, &host));
+        unreachable.extend(optimizer::state_defects(&spec.optimizer, entry.step, &host));
+        if let Some((step, earlier)) = &previous {
+            let (earlier, later) = ((*step, earlier.as_ref()), (entry.step, host.as_ref()));
+            unreachable.extend(optimizer::decay_defects(&spec.optimizer, earlier, later));
         }
+        previous = Some((entry.step, host));
     }
+    drop(previous);
     report.push(
         "states",
         bad.is_empty(),
@@ -383,27 +398,6 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     if !report.passed {
         return Ok(report);
     }
-    // Every optimizer state read is one an honest run reaches (on its own and from the one read
-    // before it), wherever the segments were drawn.
-    let mut unreachable = Vec::new();
-    let mut previous: Option<(u64, std::borrow::Cow<HostTensors>)> = None;
-    for &i in &chosen.read {
-        let entry = &m.checkpoints[i];
-        let host = match checkpoints.tensors(entry) {
-            Ok(host) => host,
-            Err(e) => {
-                unreachable.push(format!("step {}: {e}", entry.step));
-                continue;
-            }
-        };
-        unreachable.extend(optimizer::state_defects(&spec.optimizer, entry.step, &host));
-        if let Some((step, earlier)) = &previous {
-            let (earlier, later) = ((*step, earlier.as_ref()), (entry.step, host.as_ref()));
-            unreachable.extend(optimizer::decay_defects(&spec.optimizer, earlier, later));
-        }
-        previous = Some((entry.step, host));
-    }
-    drop(previous);
     report.push(
         "optimizer",
         unreachable.is_empty(),

@@ -117,6 +117,14 @@ pub fn state_defects(spec: &OptimizerSpec, step: u64, host: &HostTensors) -> Vec
     defects
 }
 
+/// The root mean square of AdamW's update direction in the checkpoint `host` after `step` steps
+/// (what the `optimizer` check holds against [`MIN_ADAM_STEP_RATIO`]); `None` for SGD.
+pub fn checkpoint_step_ratio(spec: &OptimizerSpec, step: u64, host: &HostTensors) -> Option<f64> {
+    let OptimizerSpec::AdamW { beta1, beta2, eps, .. } = *spec else { return None };
+    let (m, v) = adam_moments(host);
+    Some(adam_step_ratio((beta1.to_f64(), beta2.to_f64(), eps.to_f64()), step, &m, &v))
+}
+
 /// The root mean square of AdamW's update direction `m̂ / (√v̂ + ε)` over every coordinate.
 pub fn adam_step_ratio(
     (beta1, beta2, eps): (f64, f64, f64),
