@@ -449,6 +449,19 @@ fn serve_data(offchain: &TestOffchainExt, tamper: Option<usize>) {
     }
 }
 
+/// This node's offchain worker checks `job`'s data ([`DATA`], the file at `tamper` changed) and
+/// attests it; a second attester agrees: the quorum of 3 decides.
+fn data_quorum(state: &TestOffchainExt, pool: &Pool, job: JobId, tamper: Option<usize>) {
+    serve_data(state, tamper);
+    JobMarket::offchain_worker(System::block_number());
+    let txs = submitted_data(pool);
+    assert_eq!(txs.len(), 1);
+    assert_eq!(txs[0].0.subject, Subject::Data);
+    assert_eq!(txs[0].0.available, tamper.is_none());
+    assert_ok!(dispatch(txs[0].1.clone()));
+    assert_ok!(dispatch(attestation_of(job, Subject::Data, 2, tamper.is_none())));
+}
+
 /// The attack: the owner takes its data down (or swaps it) after assignment, so that the trainer
 /// misses its deadline and is slashed its price while the owner collects the trainer's deposit.
 /// Before, nothing could save the trainer. Now it reports, the validators' offchain workers find
@@ -504,12 +517,7 @@ fn served_data_rejects_the_report_and_the_deadline_still_holds() {
         set_attesters(3);
         let job = assigned_job(http_spec());
         assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
-        serve_data(state, None);
-        JobMarket::offchain_worker(System::block_number());
-        let txs = submitted_data(pool);
-        assert!(txs[0].0.available);
-        assert_ok!(dispatch(txs[0].1.clone()));
-        assert_ok!(dispatch(attestation_of(job, Subject::Data, 2, true)));
+        data_quorum(state, pool, job, None);
         System::assert_has_event(
             Event::<Test>::DataReportRejected { job, trainer: TRAINER }.into(),
         );
@@ -684,14 +692,7 @@ fn attack_owner_takes_the_data_down_after_the_commitment_and_the_trainer_is_paid
 
         // The offchain worker checks the data first (the bundle's check may come later): the
         // images were swapped.
-        serve_data(state, Some(0));
-        JobMarket::offchain_worker(System::block_number());
-        let txs = submitted_data(pool);
-        assert_eq!(txs.len(), 1);
-        assert_eq!(txs[0].0.subject, Subject::Data);
-        assert!(!txs[0].0.available);
-        assert_ok!(dispatch(txs[0].1.clone()));
-        assert_ok!(dispatch(attestation_of(job, Subject::Data, 1, false)));
+        data_quorum(state, pool, job, Some(0));
 
         assert!(matches!(
             Jobs::<Test>::get(job).unwrap().state,
@@ -724,12 +725,7 @@ fn attack_a_false_abstention_is_slashed_as_silence() {
         let (job, drawn) = drawn_job(http_spec());
         let bond = TrainerStaking::active_bond(&drawn[0]);
         assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job));
-        serve_data(state, None);
-        JobMarket::offchain_worker(System::block_number());
-        let txs = submitted_data(pool);
-        assert!(txs[0].0.available);
-        assert_ok!(dispatch(txs[0].1.clone()));
-        assert_ok!(dispatch(attestation_of(job, Subject::Data, 2, true)));
+        data_quorum(state, pool, job, None);
         System::assert_has_event(
             Event::<Test>::DataReportRejected { job, trainer: TRAINER }.into(),
         );
