@@ -91,7 +91,7 @@ fn load_owners() -> Vec<String> {
 }
 
 /// Posts the burst: every load owner runs the user CLI at once, each sending its jobs with
-/// consecutive nonces (`post-job --count`), budgets of 3 ERG (below every trainer's asking price).
+/// consecutive nonces (`post-job --count`), budgets of 5 ERG (below every trainer's asking price).
 /// Returns the job ids.
 fn burst(node: &Node, spec_path: &Path) -> Vec<u64> {
     let funder = dev_pair("//Ferdie//stash");
@@ -110,7 +110,7 @@ fn burst(node: &Node, spec_path: &Path) -> Vec<u64> {
                 let count = PER_OWNER.min(BURST - i as u32 * PER_OWNER).to_string();
                 let spec = spec.clone();
                 scope.spawn(move || {
-                    let args = ["post-job", &spec, "--key", &owner, "--budget", "3"];
+                    let args = ["post-job", &spec, "--key", &owner, "--budget", "5"];
                     let more = ["--bid-window", "20", "--deadline", "400", "--count", &count];
                     user_cli(rpc, &[&args[..], &more[..]].concat())
                 })
@@ -188,7 +188,7 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     // Four owners post the example job; D's budget is below every trainer's asking price.
     let owners = ["//Alice//stash", "//Bob//stash", "//Charlie//stash", "//Dave//stash"];
     let before: Vec<u128> = owners.iter().map(|o| total(node, o)).collect();
-    let budgets = [100, 100, 100, 3];
+    let budgets = [100, 100, 100, 5];
     let jobs: Vec<u64> = owners
         .iter()
         .zip(budgets)

@@ -7,6 +7,14 @@
 //! `price × (r / N + o) × (1 + VerifierFeeMarkup)`. The price is what the market agreed one run of
 //! the whole training is worth, so a fee exceeds the compute it pays for by the markup, which pays
 //! for the download and the collateral the verifier freezes (measured: `docs/pot-calibration.md`).
+//!
+//! **A floor whatever the bid** (issue 34, item 2): the price a fee is a share of is at least
+//! `ReplayPricePerUt` for the job's work ([`fee_basis`]). Fees used to follow the bid alone, so a
+//! trainer bidding the market's floor (`MinPricePerUt`) paid its verifiers less than their replay
+//! costs (measured uncached: 44.5 % of the training's time for a fee of 24.4 % of the price,
+//! `docs/pot-calibration.md`), and the seats it drew were better off not replaying. A forger, who
+//! does not train, bids the floor without loss; the replay that catches it is still paid.
+//!
 //! The owner's budget must cover the price and every vote that could ever happen (`Verifiers` in
 //! the first round, `DisputeVerifiers` in each later one), so a verifier is never asked to work for
 //! an escrow that ran dry; what is not spent is refunded.
@@ -50,15 +58,31 @@ fn share(segments: u64, replayed: u128, overhead_ppb: u64) -> (u128, u128) {
     (numerator, segments.saturating_mul(BILLION))
 }
 
-/// The fee of a vote that replayed `replayed` of a job's `segments` segments, on a job whose rules and
-/// metrics cost `overhead_ppb` of its training, at `price`, rounded up.
+/// `ReplayPricePerUt` for `work_micro_ut` of work, rounded up: the least a fee is a share of.
+fn floor_basis<T: Config>(work_micro_ut: u128) -> u128 {
+    let per_ut: u128 = T::ReplayPricePerUt::get().saturated_into();
+    multiply_by_rational_with_rounding(work_micro_ut, per_ut, 1_000_000, Rounding::Up)
+        .unwrap_or(u128::MAX)
+}
+
+/// What a vote's fee is a share of: the trainer's `price`, or `ReplayPricePerUt` for the job's
+/// `work_micro_ut` when that is more.
+pub fn fee_basis<T: Config>(price: BalanceOf<T>, work_micro_ut: u128) -> u128 {
+    let price: u128 = price.saturated_into();
+    price.max(floor_basis::<T>(work_micro_ut))
+}
+
+/// The fee of a vote that replayed `replayed` of a job's `segments` segments, on a job of
+/// `work_micro_ut` whose rules and metrics cost `overhead_ppb` of its training, at `price` (or the
+/// floor, [`fee_basis`]), rounded up.
 pub fn vote_fee<T: Config>(
     price: BalanceOf<T>,
+    work_micro_ut: u128,
     segments: u64,
     replayed: u32,
     overhead_ppb: u64,
 ) -> BalanceOf<T> {
-    let price: u128 = price.saturated_into();
+    let price = fee_basis::<T>(price, work_micro_ut);
     let (numerator, denominator) = share(segments, replayed as u128, overhead_ppb);
     let fee = multiply_by_rational_with_rounding(
         price,
@@ -70,18 +94,20 @@ pub fn vote_fee<T: Config>(
     fee.saturated_into()
 }
 
-/// The highest price a job with `budget`, `segments` segments and an overhead of `overhead_ppb`
-/// can pay, so that the price plus the fees of every possible vote (each at most [`vote_fee`] of
-/// `SegmentsPerRound` segments) fit in the budget: `budget / (1 + (r / N + o) × (1 + markup) ×
-/// votes)`, rounded down.
+/// The highest price a job with `budget`, `work_micro_ut` of work, `segments` segments and an
+/// overhead of `overhead_ppb` can pay, so that the price plus the fees of every possible vote (each
+/// at most [`vote_fee`] of `SegmentsPerRound` segments) fit in the budget. With `a = (r / N + o) ×
+/// (1 + markup) × votes` and `F` the floor basis: `budget / (1 + a)` when that is at least `F`,
+/// else `budget − a × F` (the fees are then the floor's, whatever the price); rounded down.
 pub fn max_price<T: Config>(
     budget: BalanceOf<T>,
+    work_micro_ut: u128,
     segments: u64,
     overhead_ppb: u64,
 ) -> BalanceOf<T> {
     let budget: u128 = budget.saturated_into();
     let (numerator, denominator) = share(segments, replayed_at_most::<T>(segments), overhead_ppb);
-    // Everything in units of 10⁻¹⁸ of the price: the price itself, plus the reserve.
+    // Everything in units of 10⁻¹⁸ of the fee basis: the price itself, plus the reserve.
     let whole = denominator.saturating_mul(BILLION);
     let reserve =
         numerator.saturating_mul(with_markup::<T>()).saturating_mul(votes_possible::<T>());
@@ -92,13 +118,26 @@ pub fn max_price<T: Config>(
         Rounding::Down,
     )
     .unwrap_or(0);
+    let floor = floor_basis::<T>(work_micro_ut);
+    let price = if price >= floor {
+        price
+    } else {
+        let floor_fees = multiply_by_rational_with_rounding(floor, reserve, whole, Rounding::Up)
+            .unwrap_or(u128::MAX);
+        budget.saturating_sub(floor_fees).min(floor)
+    };
     // The fees are rounded up one planck each: keep room for that.
     price.saturating_sub(votes_possible::<T>()).saturated_into()
 }
 
 /// What the owner has reserved for verification at `price`: every possible vote's fee.
-pub fn reserve<T: Config>(price: BalanceOf<T>, segments: u64, overhead_ppb: u64) -> BalanceOf<T> {
-    let per_vote =
-        vote_fee::<T>(price, segments, replayed_at_most::<T>(segments) as u32, overhead_ppb);
+pub fn reserve<T: Config>(
+    price: BalanceOf<T>,
+    work_micro_ut: u128,
+    segments: u64,
+    overhead_ppb: u64,
+) -> BalanceOf<T> {
+    let replayed = replayed_at_most::<T>(segments) as u32;
+    let per_vote = vote_fee::<T>(price, work_micro_ut, segments, replayed, overhead_ppb);
     per_vote.saturating_mul(votes_possible::<T>().saturated_into())
 }

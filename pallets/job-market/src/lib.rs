@@ -287,6 +287,12 @@ pub mod pallet {
         #[pallet::constant]
         type Retention: Get<BlockNumberFor<Self>>;
 
+        /// The least price per ut of work a verifier's fee is a share of, whatever the trainer
+        /// bid ([`fees::fee_basis`]): what a replay is measured to cost, so that a floor bid still
+        /// pays its verifiers to replay.
+        #[pallet::constant]
+        type ReplayPricePerUt: Get<BalanceOf<Self>>;
+
         /// What a verifier earns above the share of the price its work is ([`fees::vote_fee`]: its
         /// replay, the rules and the metrics): the download and the collateral it freezes.
         #[pallet::constant]
@@ -490,6 +496,10 @@ pub mod pallet {
             round: u32,
             assignments: alloc::vec::Vec<(T::AccountId, alloc::vec::Vec<u32>)>,
         },
+        /// A round's draw could seat only `seated` verifiers, fewer than the two every round needs:
+        /// the seats were given back and the draw is tried again from later randomness (or, once
+        /// the commit window since the round opened is over, the round is settled unstaffed).
+        DrawPostponed { job: JobId, round: u32, seated: u32 },
         /// A verifier committed to a verdict.
         VerdictCommitted { job: JobId, round: u32, verifier: T::AccountId },
         /// A verifier revealed its verdict.
@@ -759,7 +769,12 @@ pub mod pallet {
         }
 
         fn integrity_test() {
-            assert!(T::Verifiers::get() > 0 && T::SegmentsPerRound::get() > 0);
+            assert!(T::SegmentsPerRound::get() > 0);
+            // Every segment is replayed by two seats, and no round is decided by one: a round
+            // needs two seats, and with an odd number of segments each the ring leaves some
+            // segment with one replay (`ergon_protocol::segments::assign`).
+            assert!(T::Verifiers::get() as usize >= verification::MIN_SEATS);
+            assert!(T::SegmentsPerRound::get() % 2 == 0, "SegmentsPerRound must be even");
             // A fail must be able to open its dispute, and a dispute decides who is slashed.
             assert!(T::MaxRounds::get() >= 2, "MaxRounds leaves no round for a dispute");
             assert!(T::DisputeVerifiers::get() >= T::Verifiers::get());
@@ -798,7 +813,8 @@ pub mod pallet {
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
             let min_price = Self::min_price_for(work_micro_ut);
             ensure!(
-                fees::max_price::<T>(budget, segments, spec_overhead_ppb(&spec)) >= min_price,
+                fees::max_price::<T>(budget, work_micro_ut, segments, spec_overhead_ppb(&spec))
+                    >= min_price,
                 Error::<T>::BudgetBelowWorkPrice
             );
             ensure!(
@@ -1169,7 +1185,7 @@ pub mod pallet {
         /// Highest price a bid may ask: what leaves the fees of every possible vote in the budget
         /// ([`fees::max_price`]).
         pub fn max_price(job: &JobOf<T>) -> BalanceOf<T> {
-            fees::max_price::<T>(job.budget, job.segments(), job.overhead_ppb())
+            fees::max_price::<T>(job.budget, job.work_micro_ut, job.segments(), job.overhead_ppb())
         }
 
         /// Least price of `work_micro_ut` of training: `MinPricePerUt` per ut, rounded up.

@@ -114,6 +114,7 @@ parameter_types! {
     pub static BidDeposit: u128 = 0;
     /// Least price per ut of work (0 unless a test sets it).
     pub static MinPricePerUt: u128 = 0;
+    pub static ReplayPricePerUt: u128 = 0;
     /// Share of the trainer's pay burnt (0 unless a test sets it).
     pub static PaymentBurn: Permill = Permill::zero();
     /// Least per-job credit cap, micro-ut (the example job's work fits unless a test lowers it).
@@ -144,6 +145,7 @@ impl pallet_job_market::Config for Test {
     type PostingFee = PostingFee;
     type BidDeposit = BidDeposit;
     type MinPricePerUt = MinPricePerUt;
+    type ReplayPricePerUt = ReplayPricePerUt;
     type PaymentBurn = PaymentBurn;
     type MaxCreditShare = MaxCreditShare;
     type MinCreditCap = MinCreditCap;
@@ -216,6 +218,7 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
         PostingFee::set(0);
         BidDeposit::set(0);
         MinPricePerUt::set(0);
+        ReplayPricePerUt::set(0);
         PaymentBurn::set(Permill::zero());
         MinCreditCap::set(u128::MAX);
         MaxReplayWork::set(u128::MAX);

@@ -692,13 +692,66 @@ fn the_budget_reserves_every_possible_fee() {
             Error::<Test>::PriceAboveBudget
         );
         assert_ok!(JobMarket::bid(origin(TRAINER), job, max));
-        let reserve = fees::reserve::<Test>(max, 32, OVERHEAD_PPB as u64);
+        let work_micro_ut = record.work_micro_ut;
+        let reserve = fees::reserve::<Test>(max, work_micro_ut, 32, OVERHEAD_PPB as u64);
         assert!(max + reserve <= 1_000, "{max} + {reserve}");
         assert_eq!(record.overhead_ppb() as u128, OVERHEAD_PPB);
         // A vote's fee exceeds the share of the price its work is (what the work costs at the
         // trainer's own rate): 600 × (2/32 + 0.0783) = 84.5.
         let work = 600.0 * (2.0 / 32.0 + OVERHEAD_PPB as f64 / 1e9);
-        assert!(fees::vote_fee::<Test>(600, 32, 2, OVERHEAD_PPB as u64) as f64 > work * 1.19);
+        assert!(
+            fees::vote_fee::<Test>(600, work_micro_ut, 32, 2, OVERHEAD_PPB as u64) as f64
+                > work * 1.19
+        );
+    });
+}
+
+#[test]
+fn attack_a_floor_bid_still_pays_its_verifiers_the_replay() {
+    // Issue 34, item 2: fees were a share of the bid, so a forger bidding the market's floor
+    // (it does not train, a floor price costs it nothing) made replaying its bundle a loss for the
+    // seats it drew. The fee's basis is at least `ReplayPricePerUt` for the work.
+    run(|| {
+        MinPricePerUt::set(1_000);
+        ReplayPricePerUt::set(4_000);
+        let job = post(700);
+        let record = Jobs::<Test>::get(job).unwrap();
+        let work = record.work_micro_ut;
+        let (floor_price, replay_basis) =
+            ((work * 1_000).div_ceil(1_000_000), (work * 4_000).div_ceil(1_000_000));
+        assert_eq!(JobMarket::min_price_for(work), floor_price);
+        let fee_at = |price: u128| fees::vote_fee::<Test>(price, work, 32, 2, OVERHEAD_PPB as u64);
+        // At the floor bid, and at any bid below the replay price, a vote earns the replay price's
+        // fee; above it, its share of the bid.
+        assert_eq!(fee_at(floor_price), fee_at(replay_basis));
+        assert_eq!(fees::fee_basis::<Test>(floor_price, work), replay_basis);
+        assert!(fee_at(replay_basis * 2) > fee_at(replay_basis));
+        // The reserve holds the floor's fees: the most a budget allows still pays every vote.
+        let max = JobMarket::max_price(&record);
+        assert!(max >= floor_price && max < replay_basis, "{max}");
+        let reserve = fees::reserve::<Test>(max, work, 32, OVERHEAD_PPB as u64);
+        assert!(max + reserve <= 700, "{max} + {reserve}");
+        // A budget that cannot pay the floor bid and the replay fees of every vote is refused.
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 450, 5, 30),
+            Error::<Test>::BudgetBelowWorkPrice
+        );
+        // The floor bid wins, and its verifiers are paid the replay price's fee.
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, floor_price));
+        assert_ok!(JobMarket::accept_bid(origin(OWNER), job, TRAINER));
+        submit(job);
+        run_to_block(3);
+        let voters = verifiers(job);
+        assert_eq!(voters.len(), 3);
+        vote(job, &voters, &[Verdict::Pass, Verdict::Pass, Verdict::Pass]);
+        for v in &voters {
+            let paid = events().iter().find_map(|e| match e {
+                Event::VerifierPaid { verifier, amount, .. } if verifier == v => Some(*amount),
+                _ => None,
+            });
+            assert_eq!(paid, Some(fee_at(floor_price)), "verifier {v}");
+        }
+        assert!(matches!(state(job), JobState::Completed { .. }));
     });
 }
 
@@ -1072,9 +1125,11 @@ fn without_any_possible_verifier_the_job_ends_inconclusive() {
         bond(TRAINER);
         let job = assigned(1_400, 600);
         submit(job);
-        run_to_block(3);
-        // Round 0 drew nobody and settled at 3; round 1 draws nobody at block 5.
-        run_to_block(5);
+        // Round 0 (opened at 1) draws nobody and tries again until its commit window is over
+        // (block 6), then settles; round 1 (opened at 7) does the same until 12.
+        run_to_block(11);
+        assert!(matches!(state(job), JobState::Verifying { .. }));
+        run_to_block(13);
         assert_eq!(
             state(job),
             JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
@@ -1760,4 +1815,40 @@ mod attacks {
             assert!(!VerifierPool::<Test>::contains_key(3));
         });
     }
+}
+
+#[test]
+fn attack_a_pool_of_one_never_decides_a_round_alone() {
+    // Issue 34, item 2: with one drawn seat, one pass decided the round and nobody compared its
+    // sketches. The owner's (or the trainer's) only verifier in the pool would pass anything.
+    new_test_ext().execute_with(|| {
+        bond(TRAINER);
+        bond(3);
+        assert_ok!(JobMarket::set_verifier(origin(3), true));
+        let job = assigned(1_400, 600);
+        submit(job);
+        run_to_block(4);
+        // The draw seated one and gave the seat back: no round runs on it.
+        assert!(events()
+            .iter()
+            .any(|e| matches!(e, Event::DrawPostponed { round: 0, seated: 1, .. })));
+        let round = Rounds::<Test>::get(job).unwrap();
+        assert_eq!((round.phase, round.votes.len()), (Phase::Drawing, 0));
+        assert_eq!(bond_held(3), BOND, "its collateral is not frozen while it waits");
+        assert_noop!(
+            JobMarket::commit_verdict(origin(3), job, H256::repeat_byte(1)),
+            Error::<Test>::NotInCommitPhase
+        );
+        // A second verifier joins. Round 0 cannot use it (it joined after the round opened): the
+        // round ends unstaffed when its window is over, and round 1 seats both.
+        bond(4);
+        assert_ok!(JobMarket::set_verifier(origin(4), true));
+        run_to_block(9);
+        let round = Rounds::<Test>::get(job).unwrap();
+        assert_eq!((round.number, round.phase), (1, Phase::Commit));
+        let mut seated = verifiers(job);
+        seated.sort();
+        assert_eq!(seated, vec![3, 4]);
+        JobMarket::do_try_state().unwrap();
+    });
 }

@@ -107,6 +107,10 @@ pub fn new_round<T: Config>(
     Round { number, phase: Phase::Drawing, opened_at, votes: Default::default(), disputed }
 }
 
+/// Fewest verifiers a round is drawn with: one seat would decide it alone, and every segment must
+/// be replayed by two (issue 34, item 2). A draw that cannot seat them waits for later randomness.
+pub const MIN_SEATS: usize = 2;
+
 /// `who`'s draw weight from its active bond: planck, saturated to `u64`.
 pub fn stake_weight<T: Config>(who: &T::AccountId) -> u64 {
     let stake: u128 = T::Staking::active_bond(who).saturated_into();
@@ -268,6 +272,27 @@ fn draw<T: Config>(
         })
         .take(wanted as usize)
         .collect();
+    if fresh.is_some() && verifiers.len() < MIN_SEATS {
+        // One seat would decide the round alone (issue 34, item 2): nobody checks its sketches.
+        // Give the seats back and draw again from later randomness while the window lasts (other
+        // duties' collateral comes free); after it, the round is as unstaffed as one nobody could
+        // take.
+        for v in &verifiers {
+            T::Staking::release(v, Obligation::Verification { job: id, round: round.number });
+        }
+        Pallet::<T>::deposit_event(Event::DrawPostponed {
+            job: id,
+            round: round.number,
+            seated: verifiers.len() as u32,
+        });
+        if now <= round.opened_at.saturating_add(T::CommitWindow::get()) {
+            let retry = T::Randomness::retry_in(now).max(One::one());
+            Pallet::<T>::reschedule(id, job, now.saturating_add(retry));
+            return false;
+        }
+        settle::<T>(id, job, round.clone());
+        return true;
+    }
     // A dispute's verifiers all replay the disputed segments; a regular round's each get their own.
     let segments: Vec<Vec<u32>> = if round.is_dispute() {
         verifiers.iter().map(|_| round.disputed.to_vec()).collect()
@@ -476,7 +501,13 @@ fn pay_verifier<T: Config>(
     T::Staking::release(verifier, Obligation::Verification { job: id, round });
     let JobState::Verifying { price, .. } = &job.state else { return };
     let replayed = replayed.min(u32::MAX as usize) as u32;
-    let fee = crate::fees::vote_fee::<T>(*price, job.segments(), replayed, job.overhead_ppb());
+    let fee = crate::fees::vote_fee::<T>(
+        *price,
+        job.work_micro_ut,
+        job.segments(),
+        replayed,
+        job.overhead_ppb(),
+    );
     let paid = pay::<T>(job, verifier, fee);
     if !paid.is_zero() {
         Pallet::<T>::deposit_event(Event::VerifierPaid {

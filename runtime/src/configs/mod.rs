@@ -346,6 +346,9 @@ impl pallet_job_market::Config for Runtime {
     // 10 ERG per ut of training work (432·10⁹ FLOPs): the Fashion-MNIST MLP (0.08 ut) costs 0.8 ERG
     // at least.
     type MinPricePerUt = ConstU128<{ 10 * ERG }>;
+    // Twice the floor: at a floor bid a vote's fee (24.4 % of the price on the example) then pays
+    // the measured uncached verification (44.5 % of the training's time, docs/pot-calibration.md).
+    type ReplayPricePerUt = ConstU128<{ 20 * ERG }>;
     type PaymentBurn = PaymentBurn;
     type MaxCreditShare = MaxCreditShare;
     // ...or 100 ut, so that a young network can grow.
