@@ -203,7 +203,7 @@ fn weights_fit_in_a_block() {
     // `ergon_job_spec::MAX_LAYERS`.
     let max_layers = 64;
     let bonders = 1_000;
-    let calls: [(&str, Weight); 23] = [
+    let calls: [(&str, Weight); 24] = [
         ("job_market::post_job (64 layers)", Market::post_job(max_layers)),
         ("job_market::cancel_job", Market::cancel_job()),
         ("job_market::bid", Market::bid()),
@@ -215,6 +215,7 @@ fn weights_fit_in_a_block() {
         ("job_market::attest_data (ends the job)", Market::attest_data()),
         ("job_market::report_data_unavailable", Market::report_data_unavailable()),
         ("job_market::abstain (settles)", Market::abstain()),
+        ("job_market::submit_trainer_evidence (settles)", Market::submit_trainer_evidence(12)),
         ("job_market timeout: assign", Market::timeout_assign()),
         ("job_market timeout: missed deadline", Market::timeout_missed_deadline()),
         ("job_market timeout: draw (1000 bonders)", Market::timeout_draw(bonders)),

@@ -795,6 +795,12 @@ fn abstentions_count_among_the_drawn_and_the_trainer_reports_while_verifying() {
         );
         assert_ok!(JobMarket::commit_verdict(RuntimeOrigin::signed(last), job, c));
         assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
+        // The trainer waives its evidence: the round settles on the last reveal.
+        assert_ok!(JobMarket::submit_trainer_evidence(
+            RuntimeOrigin::signed(TRAINER),
+            job,
+            Default::default()
+        ));
         assert_ok!(JobMarket::reveal_verdict(
             RuntimeOrigin::signed(last),
             job,

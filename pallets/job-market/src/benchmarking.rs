@@ -14,7 +14,7 @@ use ergon_job_spec::{
     Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
     MAX_LAYERS, MAX_URI_LEN,
 };
-use ergon_protocol::traits::BenchmarkTrainers;
+use ergon_protocol::traits::{BenchmarkTrainers, Obligation, Obligations};
 use frame_benchmarking::v2::*;
 use frame_support::traits::{fungible::Mutate, Get, Hooks};
 use frame_support::BoundedVec;
@@ -209,6 +209,15 @@ fn evidence<T: Config>(job: JobId, who: &T::AccountId) -> Evidence<T> {
     BoundedVec::truncate_from(vote.segments.iter().map(sketch).collect::<Vec<_>>())
 }
 
+/// The trainer's sketches of at most `n` of the current round's segments, each the one
+/// [`evidence`] gives every verifier of it.
+fn trainer_sketches<T: Config>(job: JobId, n: u32) -> TrainerSketches<T> {
+    let round = Rounds::<T>::get(job).expect("round");
+    let sketch = |s: u32| Sketch { exponent: -30, deviation: [s as i32; 8], scale: 1 << 29 };
+    let all = round.segments().into_iter().take(n as usize).map(|s| (s, sketch(s)));
+    BoundedVec::truncate_from(all.collect::<Vec<_>>())
+}
+
 /// `who`'s commitment to a pass with honest evidence.
 fn pass_commitment<T: Config>(job: JobId, who: &T::AccountId, i: usize) -> H256 {
     let round = Rounds::<T>::get(job).expect("round").number;
@@ -376,8 +385,19 @@ mod benchmarks {
     /// settles the round at once (it decides nothing: a new round opens).
     #[benchmark]
     fn abstain() {
-        let (job, ..) = submitted::<T>(1);
+        // A round is drawn with two seats at least: keep one (the other's seat given back).
+        let (job, ..) = submitted::<T>(verification::MIN_SEATS as u32);
         let verifiers = drawn::<T>(job);
+        Rounds::<T>::mutate(job, |r| {
+            if let Some(r) = r {
+                let round = r.number;
+                for gone in r.votes.iter().skip(1) {
+                    let duty = Obligation::Verification { job, round };
+                    T::Staking::release(&gone.verifier, duty);
+                }
+                r.votes.truncate(1);
+            }
+        });
         #[extrinsic_call]
         _(RawOrigin::Signed(verifiers[0].clone()), job);
         assert!(DataReports::<T>::contains_key(job));
@@ -387,8 +407,13 @@ mod benchmarks {
     /// The last reveal: the round settles, every verifier and the trainer are paid.
     #[benchmark]
     fn reveal_verdict() {
-        let (job, ..) = submitted::<T>(T::Verifiers::get());
+        let (job, _, trainer) = submitted::<T>(T::Verifiers::get());
         let verifiers = all_committed::<T>(job);
+        // The trainer's evidence of every segment is in (agreeing with every pass): the last
+        // reveal compares each pass with it.
+        let sketches = trainer_sketches::<T>(job, u32::MAX);
+        Pallet::<T>::submit_trainer_evidence(RawOrigin::Signed(trainer).into(), job, sketches)
+            .expect("the trainer submits its evidence");
         for (i, v) in verifiers.iter().enumerate().take(verifiers.len() - 1) {
             Pallet::<T>::reveal_verdict(
                 RawOrigin::Signed(v.clone()).into(),
@@ -411,6 +436,29 @@ mod benchmarks {
             H256::zero(),
             salt(last),
         );
+        assert!(matches!(Jobs::<T>::get(job).map(|j| j.state), Some(JobState::Completed { .. })));
+    }
+
+    /// The trainer's evidence of `n` segments completes a round whose verifiers all revealed a
+    /// pass: the round settles, every verifier and the trainer are paid.
+    #[benchmark]
+    fn submit_trainer_evidence(n: Linear<0, 12>) {
+        let (job, _, trainer) = submitted::<T>(T::Verifiers::get());
+        let verifiers = all_committed::<T>(job);
+        for (i, v) in verifiers.iter().enumerate() {
+            Pallet::<T>::reveal_verdict(
+                RawOrigin::Signed(v.clone()).into(),
+                job,
+                Verdict::Pass,
+                evidence::<T>(job, v),
+                H256::zero(),
+                salt(i),
+            )
+            .expect("a committed verifier reveals");
+        }
+        let sketches = trainer_sketches::<T>(job, n);
+        #[extrinsic_call]
+        _(RawOrigin::Signed(trainer), job, sketches);
         assert!(matches!(Jobs::<T>::get(job).map(|j| j.state), Some(JobState::Completed { .. })));
     }
 

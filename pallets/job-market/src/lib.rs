@@ -449,6 +449,13 @@ pub mod pallet {
         ValueQuery,
     >;
 
+    /// The trainer's own sketches of its bundle's drawn segments, by segment, kept until the job
+    /// ends ([`Pallet::submit_trainer_evidence`]). A segment's sketch is given once: the probe and
+    /// projections are the same in every round, so a later round cannot change the story.
+    #[pallet::storage]
+    pub type TrainerEvidence<T: Config> =
+        StorageMap<_, Twox64Concat, JobId, TrainerSketches<T>, ValueQuery>;
+
     /// Drawn verifiers who abstained because they could not fetch the job's data
     /// ([`Pallet::abstain`]), with the round they were drawn for. Their collateral stays frozen
     /// until the data check decides: released when the data is unavailable (or the job ends
@@ -500,6 +507,9 @@ pub mod pallet {
         /// the seats were given back and the draw is tried again from later randomness (or, once
         /// the commit window since the round opened is over, the round is settled unstaffed).
         DrawPostponed { job: JobId, round: u32, seated: u32 },
+        /// The trainer submitted its own sketches of `segments` of the round: a pass whose sketch
+        /// of one of them disagrees with the trainer's is disputed.
+        TrainerEvidenceSubmitted { job: JobId, round: u32, segments: alloc::vec::Vec<u32> },
         /// A verifier committed to a verdict.
         VerdictCommitted { job: JobId, round: u32, verifier: T::AccountId },
         /// A verifier revealed its verdict.
@@ -1116,6 +1126,26 @@ pub mod pallet {
             data_check::do_abstain::<T>(job, who)
         }
 
+        /// The trainer of a job under verification gives its own sketches of segments of the
+        /// current round (each `(segment, sketch)`, a segment some verifier of the round replays),
+        /// once per round, while the round's verifiers reveal: after they are bound by their
+        /// commitments, so nobody copies it. The trainer holds the true trajectory: a pass whose
+        /// sketch disagrees with the trainer's is disputed, so two lazy verifiers agreeing on a
+        /// guess lose their collateral (to those proven right, the trainer included). A sketch
+        /// the dispute refutes costs the trainer `VerifierSlash` of its collateral. Empty
+        /// evidence is allowed: a round whose verifiers have all revealed settles once the
+        /// trainer has submitted, or at the end of the reveal window.
+        #[pallet::call_index(12)]
+        #[pallet::weight(T::WeightInfo::submit_trainer_evidence(evidence.len() as u32))]
+        pub fn submit_trainer_evidence(
+            origin: OriginFor<T>,
+            job: JobId,
+            evidence: TrainerSketches<T>,
+        ) -> DispatchResult {
+            let who = ensure_signed(origin)?;
+            Self::do_trainer_evidence(job, who, evidence)
+        }
+
         /// Joins (`enabled`) or leaves the verifier pool. Joining needs an eligible bond; a drawn
         /// verifier must commit and reveal in time or lose part of its collateral. Rounds already
         /// drawn must still be answered after leaving. Joining again refreshes the draw weight to
@@ -1322,6 +1352,7 @@ pub mod pallet {
             verification::release_verifiers::<T>(id);
             Rounds::<T>::remove(id);
             PastVerifiers::<T>::remove(id);
+            TrainerEvidence::<T>::remove(id);
             PendingVotes::<T>::remove(id);
             Attestations::<T>::remove(id);
             DataAttestations::<T>::remove(id);

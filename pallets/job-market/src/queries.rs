@@ -32,6 +32,7 @@ impl<T: Config> Pallet<T> {
                 })
                 .collect(),
             disputed: round.disputed.into_inner(),
+            trainer_evidence: round.trainer_evidence,
         })
     }
 

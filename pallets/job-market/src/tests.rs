@@ -116,7 +116,9 @@ fn commit_with(job: JobId, who: u64, verdict: Verdict, evidence: &Evidence<Test>
     assert_ok!(JobMarket::commit_verdict(origin(who), job, c));
 }
 
+/// `who` reveals; the (honest) trainer's evidence goes in first, if the round has none yet.
 fn reveal_with(job: JobId, who: u64, verdict: Verdict, evidence: Evidence<Test>) {
+    trainer_evidence(job);
     assert_ok!(JobMarket::reveal_verdict(
         origin(who),
         job,
@@ -142,6 +144,24 @@ fn passes_with_one_blind(job: JobId, voters: &[u64], blind_voter: u64) {
     }
     for v in voters {
         reveal_with(job, *v, Verdict::Pass, sketches(*v));
+    }
+}
+
+/// The trainer (honest: its sketches are the replay's) gives its evidence of every segment of the
+/// round, once the round reveals.
+fn trainer_evidence(job: JobId) {
+    trainer_evidence_with(job, honest)
+}
+
+fn trainer_evidence_with(job: JobId, sketch: impl Fn(u32) -> Sketch) {
+    let round = Rounds::<Test>::get(job).expect("round");
+    if round.phase == Phase::Reveal && !round.trainer_evidence {
+        let all = round.segments().into_iter().map(|s| (s, sketch(s))).collect();
+        assert_ok!(JobMarket::submit_trainer_evidence(
+            origin(TRAINER),
+            job,
+            TrainerSketches::<Test>::truncate_from(all)
+        ));
     }
 }
 
@@ -1851,4 +1871,179 @@ fn attack_a_pool_of_one_never_decides_a_round_alone() {
         assert_eq!(seated, vec![3, 4]);
         JobMarket::do_try_state().unwrap();
     });
+}
+
+/// The trainer's own evidence (issue 34, item 2): the trainer holds the true trajectory, so lazy
+/// verifiers agreeing on a guess are disputed, and a trainer lying about it pays.
+mod trainer_evidence {
+    use super::*;
+
+    /// Every drawn verifier commits and reveals a pass whose sketches are all the straight-line
+    /// guess: they agree with each other on every segment.
+    fn all_blind(job: JobId, voters: &[u64]) {
+        for v in voters {
+            commit_with(job, *v, Verdict::Pass, &evidence_with(job, *v, |_| blind()));
+        }
+    }
+
+    fn reveal_blind(job: JobId, voters: &[u64]) {
+        for v in voters {
+            assert_ok!(JobMarket::reveal_verdict(
+                origin(*v),
+                job,
+                Verdict::Pass,
+                evidence_with(job, *v, |_| blind()),
+                H256::zero(),
+                salt(*v)
+            ));
+        }
+    }
+
+    #[test]
+    fn attack_lazy_verifiers_agreeing_on_the_chord_are_disputed_by_the_trainer_and_slashed() {
+        // Red team: the straight chord between two public checkpoints is a deterministic guess, so
+        // two lazy verifiers agree on it without colluding and were paid for a replay they never
+        // ran; a blind dispute could even confirm it.
+        run(|| {
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(3);
+            let lazy = verifiers(job);
+            all_blind(job, &lazy);
+            assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
+            // The honest trainer's sketches of every segment of the round.
+            trainer_evidence(job);
+            let segments = Rounds::<Test>::get(job).unwrap().segments();
+            let trainer_before = Balances::balance(&TRAINER);
+            reveal_blind(job, &lazy);
+            // The passes agree with each other, not with the trainer: every segment is contested,
+            // the first `SegmentsPerRound` of them disputed.
+            assert!(events().contains(&Event::EvidenceContested {
+                job,
+                round: 0,
+                segments: segments.clone()
+            }));
+            run_to_block(5);
+            let dispute = verifiers(job);
+            assert_eq!(segments_of(job, dispute[0]), segments[..2].to_vec());
+            vote(job, &dispute, &[Verdict::Pass; 4]);
+            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            // Each blind verifier had a disputed segment: every one is slashed 100, unpaid.
+            for v in &lazy {
+                assert_eq!(bond_held(*v), BOND - 100, "verifier {v}");
+            }
+            // The trainer is paid its price and shares the slashes with the dispute: 300 over 5.
+            let burnt = PaymentBurn::get().mul_floor(600u128);
+            assert_eq!(Balances::balance(&TRAINER), trainer_before + 600 - burnt + 3 * 20);
+            assert_eq!(bond_held(TRAINER), BOND);
+        });
+    }
+
+    #[test]
+    fn attack_false_trainer_evidence_is_refuted_and_costs_the_trainer() {
+        // A trainer that contests honest verifiers with made-up sketches forces a dispute the
+        // owner pays for: the dispute confirms the verifiers, and the trainer loses
+        // `VerifierSlash` of its collateral to those it accused.
+        run(|| {
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(3);
+            let first = verifiers(job);
+            for v in &first {
+                commit(job, *v, Verdict::Pass);
+            }
+            trainer_evidence_with(job, |_| blind());
+            for v in &first {
+                reveal(job, *v, Verdict::Pass);
+            }
+            assert!(matches!(state(job), JobState::Verifying { .. }));
+            run_to_block(5);
+            let dispute = verifiers(job);
+            vote(job, &dispute, &[Verdict::Pass; 4]);
+            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            // 10 % of the 600 collateral, shared by the three regular verifiers and the four of
+            // the dispute; nobody else is slashed.
+            assert_eq!(bond_held(TRAINER), BOND - 60);
+            for v in first.iter().chain(&dispute) {
+                assert_eq!(bond_held(*v), BOND, "verifier {v}");
+            }
+        });
+    }
+
+    #[test]
+    fn a_round_waits_for_the_trainer_until_its_reveal_window_ends() {
+        run(|| {
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(3);
+            let first = verifiers(job);
+            for v in &first {
+                commit(job, *v, Verdict::Pass);
+            }
+            for v in &first {
+                assert_ok!(JobMarket::reveal_verdict(
+                    origin(*v),
+                    job,
+                    Verdict::Pass,
+                    evidence(job, *v, Verdict::Pass),
+                    H256::zero(),
+                    salt(*v)
+                ));
+            }
+            // Every verifier revealed, but the trainer has not given its evidence: not settled.
+            assert!(matches!(state(job), JobState::Verifying { .. }));
+            // A trainer that never does waits out the reveal window (block 3 + 5).
+            run_to_block(7);
+            assert!(matches!(state(job), JobState::Verifying { .. }));
+            run_to_block(8);
+            assert!(matches!(state(job), JobState::Completed { .. }));
+        });
+    }
+
+    #[test]
+    fn trainer_evidence_refusals() {
+        run(|| {
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(3);
+            let first = verifiers(job);
+            let segments = Rounds::<Test>::get(job).unwrap().segments();
+            let some = |list: &[u32]| {
+                TrainerSketches::<Test>::truncate_from(
+                    list.iter().map(|s| (*s, honest(*s))).collect(),
+                )
+            };
+            // Before every verifier is bound by its commitment, nobody may see it.
+            assert_noop!(
+                JobMarket::submit_trainer_evidence(origin(TRAINER), job, some(&segments)),
+                Error::<Test>::NotInRevealPhase
+            );
+            for v in &first {
+                commit(job, *v, Verdict::Pass);
+            }
+            assert_noop!(
+                JobMarket::submit_trainer_evidence(origin(first[0]), job, some(&segments)),
+                Error::<Test>::NotAssignedTrainer
+            );
+            let outside = (0..32).find(|s| !segments.contains(s)).unwrap();
+            assert_noop!(
+                JobMarket::submit_trainer_evidence(origin(TRAINER), job, some(&[outside])),
+                Error::<Test>::NotYourSegment
+            );
+            assert_noop!(
+                JobMarket::submit_trainer_evidence(
+                    origin(TRAINER),
+                    job,
+                    some(&[segments[0], segments[0]])
+                ),
+                Error::<Test>::NotYourSegment
+            );
+            assert_ok!(JobMarket::submit_trainer_evidence(origin(TRAINER), job, some(&segments)));
+            assert_noop!(
+                JobMarket::submit_trainer_evidence(origin(TRAINER), job, some(&segments)),
+                Error::<Test>::AlreadyRevealed
+            );
+            assert_eq!(crate::TrainerEvidence::<Test>::get(job).len(), segments.len());
+        });
+    }
 }

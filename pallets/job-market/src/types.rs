@@ -78,6 +78,11 @@ pub use ergon_protocol::{Sketch, Verdict};
 /// A vote's replay evidence: one [`Sketch`] per segment of the vote, in the vote's order.
 pub type Evidence<T> = BoundedVec<Sketch, <T as crate::Config>::SegmentsPerRound>;
 
+/// The trainer's own sketches of its bundle's drawn segments (issue 34, item 2), by segment: the
+/// trainer holds the true trajectory, so two lazy passes agreeing on a guess disagree with it and
+/// the segment is disputed.
+pub type TrainerSketches<T> = BoundedVec<(u32, Sketch), crate::verification::MaxTrainerSketches<T>>;
+
 /// A trainer in the verifier pool.
 #[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
 pub struct VerifierEntry<BlockNumber> {
@@ -159,9 +164,22 @@ pub struct Round<T: crate::Config> {
     /// (a round opened by a fail), the segments the fails named: every verifier of the round
     /// replays all of them.
     pub disputed: BoundedVec<u32, T::SegmentsPerRound>,
+    /// Whether the trainer has submitted its own sketches of this round's segments
+    /// ([`crate::Pallet::submit_trainer_evidence`]): a round whose verifiers have all revealed
+    /// settles early only then.
+    pub trainer_evidence: bool,
 }
 
 impl<T: crate::Config> Round<T> {
+    /// Every segment a vote of this round replays, sorted, each once.
+    pub fn segments(&self) -> alloc::vec::Vec<u32> {
+        let mut all: alloc::vec::Vec<u32> =
+            self.votes.iter().flat_map(|v| v.segments.iter().copied()).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
     /// Whether this round re-checks the segments of an earlier round's fails.
     pub fn is_dispute(&self) -> bool {
         !self.disputed.is_empty()
@@ -353,4 +371,6 @@ pub struct RoundInfo<AccountId> {
     pub votes: alloc::vec::Vec<VoteInfo<AccountId>>,
     /// The disputed segments (empty in a regular round).
     pub disputed: alloc::vec::Vec<u32>,
+    /// Whether the trainer has given its own evidence of the round's segments.
+    pub trainer_evidence: bool,
 }

@@ -74,6 +74,17 @@ impl<T: Config> Get<u32> for MaxVerifiersPerRound<T> {
     }
 }
 
+/// Bound of [`crate::TrainerEvidence`]: every segment of every round of a job.
+pub struct MaxTrainerSketches<T>(PhantomData<T>);
+
+impl<T: Config> Get<u32> for MaxTrainerSketches<T> {
+    fn get() -> u32 {
+        MaxVerifiersPerRound::<T>::get()
+            .saturating_mul(T::SegmentsPerRound::get())
+            .saturating_mul(T::MaxRounds::get())
+    }
+}
+
 /// A bundle URI must be non-empty `http://` or `https://`: the validators' availability check and
 /// every verifier must be able to fetch it (a `file://` path exists on one machine only).
 pub fn is_valid_uri(uri: &[u8]) -> bool {
@@ -104,7 +115,14 @@ pub fn new_round<T: Config>(
     opened_at: BlockNumberFor<T>,
     disputed: BoundedVec<u32, T::SegmentsPerRound>,
 ) -> RoundOf<T> {
-    Round { number, phase: Phase::Drawing, opened_at, votes: Default::default(), disputed }
+    Round {
+        number,
+        phase: Phase::Drawing,
+        opened_at,
+        votes: Default::default(),
+        disputed,
+        trainer_evidence: false,
+    }
 }
 
 /// Fewest verifiers a round is drawn with: one seat would decide it alone, and every segment must
@@ -395,9 +413,61 @@ impl<T: Config> Pallet<T> {
             verdict,
             evidence: report,
         });
-        let committed_all_revealed =
-            round.votes.iter().all(|v| v.commitment.is_none() || v.verdict.is_some());
-        if committed_all_revealed {
+        if Self::all_in(&round) {
+            Self::unschedule(job, record.timeout);
+            settle::<T>(job, &mut record, round);
+            Jobs::<T>::insert(job, record);
+        } else {
+            Rounds::<T>::insert(job, round);
+        }
+        Ok(())
+    }
+}
+
+impl<T: Config> Pallet<T> {
+    /// Whether a round in its reveal phase has everything it waits for: every committed verifier
+    /// revealed, and the trainer's evidence is in.
+    fn all_in(round: &RoundOf<T>) -> bool {
+        round.trainer_evidence
+            && round.votes.iter().all(|v| v.commitment.is_none() || v.verdict.is_some())
+    }
+
+    pub(crate) fn do_trainer_evidence(
+        job: JobId,
+        who: T::AccountId,
+        evidence: crate::TrainerSketches<T>,
+    ) -> DispatchResult {
+        let mut record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
+        let JobState::Verifying { trainer, .. } = &record.state else {
+            return Err(Error::<T>::NotAssignedTrainer.into());
+        };
+        ensure!(*trainer == who, Error::<T>::NotAssignedTrainer);
+        let mut round = Rounds::<T>::get(job).ok_or(Error::<T>::NotInRevealPhase)?;
+        ensure!(round.phase == Phase::Reveal, Error::<T>::NotInRevealPhase);
+        ensure!(!round.trainer_evidence, Error::<T>::AlreadyRevealed);
+        let segments = round.segments();
+        let mut given: Vec<u32> = evidence.iter().map(|(s, _)| *s).collect();
+        ensure!(given.iter().all(|s| segments.contains(s)), Error::<T>::NotYourSegment);
+        given.sort_unstable();
+        given.dedup();
+        ensure!(given.len() == evidence.len(), Error::<T>::NotYourSegment);
+        // A segment's sketch is given once: later rounds keep the first.
+        crate::TrainerEvidence::<T>::try_mutate(job, |kept| -> DispatchResult {
+            for (segment, sketch) in evidence.iter() {
+                if !kept.iter().any(|(s, _)| s == segment) {
+                    kept.try_push((*segment, *sketch)).map_err(|_| Error::<T>::MissingEvidence)?;
+                }
+            }
+            Ok(())
+        })?;
+        round.trainer_evidence = true;
+        let number = round.number;
+        Self::deposit_event(Event::TrainerEvidenceSubmitted {
+            job,
+            round: number,
+            segments: given,
+        });
+        if Self::all_in(&round) {
             Self::unschedule(job, record.timeout);
             settle::<T>(job, &mut record, round);
             Jobs::<T>::insert(job, record);
@@ -559,6 +629,18 @@ impl Finding<'_> {
         }
     }
 
+    /// The trainer's own sketches against the confirmed ones: (some agree, some disagree).
+    fn judge_trainer(&self, sketches: &[(u32, Sketch)]) -> (bool, bool) {
+        let mut verdicts = self.confirmed.iter().filter_map(|(segment, truth)| {
+            sketches
+                .iter()
+                .find(|(s, _)| s == segment)
+                .map(|(_, sketch)| ergon_protocol::evidence::agree(sketch, truth))
+        });
+        let verdicts: Vec<bool> = verdicts.by_ref().collect();
+        (verdicts.iter().any(|a| *a), verdicts.iter().any(|a| !*a))
+    }
+
     /// Whether a vote the finding does not refute touched a disputed segment: it is proven right.
     fn touches(&self, segments: &[u32]) -> bool {
         segments.iter().any(|s| self.disputed.contains(s))
@@ -588,12 +670,23 @@ fn confirmed_sketches<'a>(
         .collect()
 }
 
-/// The segments of a regular round whose two passes' sketches disagree: one of them did not replay
-/// (or replayed wrongly), so the segment is disputed like a fail.
-fn contested<T: Config>(round: &RoundOf<T>) -> Vec<u32> {
+/// The segments of a regular round whose two passes' sketches disagree, or where a pass's sketch
+/// disagrees with the trainer's own (`trainer`): one of them did not replay (or replayed wrongly),
+/// so the segment is disputed like a fail.
+fn contested<T: Config>(round: &RoundOf<T>, trainer: &[(u32, Sketch)]) -> Vec<u32> {
     let passes: Vec<&VerifierVote<T>> =
         round.votes.iter().filter(|v| v.verdict.is_some_and(|d| d.is_pass())).collect();
     let mut out = Vec::new();
+    for pass in &passes {
+        for (segment, sketch) in pass.segments.iter().zip(pass.evidence.iter()) {
+            let refuted = trainer
+                .iter()
+                .any(|(s, truth)| s == segment && !ergon_protocol::evidence::agree(sketch, truth));
+            if refuted && !out.contains(segment) {
+                out.push(*segment);
+            }
+        }
+    }
     for (i, a) in passes.iter().enumerate() {
         for b in &passes[i + 1..] {
             for (sa, ea) in a.segments.iter().zip(a.evidence.iter()) {
@@ -663,7 +756,9 @@ pub(crate) fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>
         Abstentions::<T>::get(id).iter().filter(|(_, r)| *r == round.number).count() as u32;
     let drawn = seated + abstained;
     let quorum = revealed * 2 > drawn;
-    let contested = if round.is_dispute() { Vec::new() } else { contested::<T>(&round) };
+    let trainer_sketches = crate::TrainerEvidence::<T>::get(id);
+    let contested =
+        if round.is_dispute() { Vec::new() } else { contested::<T>(&round, &trainer_sketches) };
     if !contested.is_empty() {
         Pallet::<T>::deposit_event(Event::EvidenceContested {
             job: id,
@@ -768,9 +863,26 @@ pub(crate) fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>
     let upheld = |vote: &VerifierVote<T>, verdict: &Verdict| {
         decision.agrees(verdict) && !finding.refutes(verdict, &vote.segments, &vote.evidence)
     };
-    let majority: Vec<T::AccountId> =
+    let mut majority: Vec<T::AccountId> =
         revealed_votes().filter(|(v, d)| upheld(v, d)).map(|(v, _)| v.verifier.clone()).collect();
-    judge_pending::<T>(id, job, &finding, majority);
+    // The trainer's own sketches are judged like a pass's: backed by the dispute, it shares the
+    // slashes of those it proved wrong; refuted (on a bundle that holds up), it pays for the
+    // dispute it forced.
+    let (trainer_backed, trainer_refuted) = finding.judge_trainer(&trainer_sketches);
+    if trainer_backed && !trainer_refuted {
+        majority.push(trainer.clone());
+    }
+    judge_pending::<T>(id, job, &finding, majority.clone());
+    if trainer_refuted && decision == Decision::Pass {
+        let right: Vec<T::AccountId> = majority.into_iter().filter(|a| *a != trainer).collect();
+        T::Staking::slash_obligation_to(
+            &trainer,
+            Obligation::Training(id),
+            T::VerifierSlash::get(),
+            SlashReason::LostVerificationVote,
+            &right,
+        );
+    }
     for (vote, verdict) in revealed_votes() {
         if upheld(vote, &verdict) {
             pay_verifier::<T>(id, job, &vote.verifier, round.number, vote.segments.len());
