@@ -291,6 +291,18 @@ pub mod calls {
         )
     }
 
+    /// `JobMarket::submit_trainer_evidence(job, evidence)`: the trainer's own `(segment, sketch)`
+    /// of segments of the current round (empty: none).
+    pub fn submit_trainer_evidence(
+        job: u64,
+        evidence: &[(u32, ergon_protocol::Sketch)],
+    ) -> impl Payload {
+        runtime::tx().job_market().submit_trainer_evidence(
+            job,
+            BoundedVec(evidence.iter().map(|(s, k)| (*s, Static(*k))).collect()),
+        )
+    }
+
     /// `Balances::transfer_keep_alive(dest, value)`.
     pub fn transfer_keep_alive(dest: &[u8; 32], value: u128) -> impl Payload {
         runtime::tx().balances().transfer_keep_alive(AccountId32(*dest).into(), value)

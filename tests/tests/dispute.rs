@@ -94,8 +94,16 @@ fn sketch(segment: u32) -> Sketch {
 }
 
 /// Every drawn verifier commits to its verdict, then reveals it (a pass with a sketch of each of
-/// its segments; report: a hash standing for its report; salt: fresh per vote).
-fn vote(node: &Node, job: u64, round: u32, votes: &[(&Signer, Vec<u32>, Verdict)]) {
+/// its segments; report: a hash standing for its report; salt: fresh per vote). In between, the
+/// trainer gives its own evidence: none (a forger has no trajectory to show), so the round
+/// settles on its last reveal.
+fn vote(
+    node: &Node,
+    job: u64,
+    round: u32,
+    trainer: &Signer,
+    votes: &[(&Signer, Vec<u32>, Verdict)],
+) {
     let salt = |i: usize| [round as u8 * 16 + i as u8 + 1; 32];
     let report = [0xee; 32];
     let sketches = |segments: &[u32], verdict: &Verdict| -> Vec<Sketch> {
@@ -122,6 +130,7 @@ fn vote(node: &Node, job: u64, round: u32, votes: &[(&Signer, Vec<u32>, Verdict)
         })
         .collect();
     node.send_all(&commits, Duration::from_secs(120));
+    node.send(calls::submit_trainer_evidence(job, &[]), trainer, Duration::from_secs(120));
     let reveals: Vec<_> = votes
         .iter()
         .enumerate()
@@ -207,7 +216,7 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
             (*who, own.clone(), verdict)
         })
         .collect();
-    vote(&node, job, 0, &verdicts);
+    vote(&node, job, 0, &bob, &verdicts);
 
     // A lone fail without a two-thirds majority is not outvoted: it opens a dispute on its segment.
     let view = node.call("ergon_job", json!([job])).expect("ergon_job");
@@ -236,7 +245,7 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
             (*who, own.clone(), verdict)
         })
         .collect();
-    vote(&node, job, 1, &verdicts);
+    vote(&node, job, 1, &bob, &verdicts);
 
     let view = wait_for("the job to fail", Duration::from_secs(120), || {
         let view = node.call("ergon_job", json!([job])).ok()?;

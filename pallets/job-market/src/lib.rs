@@ -25,17 +25,23 @@
 //!    (stake at risk, not ECP; never the trainer or the owner), each freezing `VerifierCollateral`
 //!    and each given `SegmentsPerRound` checkpoint segments to replay, every segment shared by
 //!    exactly two verifiers (a ring: no replay is shared by the round, every pass is cross-checked).
+//!    A round needs two seats at least: a draw that seats fewer waits for later randomness.
 //!    Verifiers [`Pallet::commit_verdict`] then [`Pallet::reveal_verdict`]; a fail names the segment
 //!    it found wrong, a pass carries a sketch of the weights inside each of its segments that only a
-//!    replay produces ([`ergon_protocol::evidence`]).
+//!    replay produces ([`ergon_protocol::evidence`]). Once they are bound by their commitments the
+//!    trainer gives its own sketches ([`Pallet::submit_trainer_evidence`]): it holds the true
+//!    trajectory, so passes agreeing on a guess disagree with it.
 //! 5. Settlement is by disputes, not majorities: a regular round whose revealed votes all pass, from
 //!    more than half of the drawn verifiers, passes the bundle. Any fail — even a lone one — opens a
 //!    dispute: a fresh draw of `DisputeVerifiers` (none of the earlier verifiers) replays the segments
 //!    the fails named, and 2/3 of its revealed votes (from more than half of it) decide. Two passes
-//!    whose sketches of a segment disagree dispute it the same way. Whoever the dispute proves wrong
+//!    whose sketches of a segment disagree, or a pass and the trainer's sketch, dispute it the same
+//!    way; the trainer's sketches are judged like a pass's (a refuted one costs it `VerifierSlash`
+//!    of its collateral). Whoever the dispute proves wrong
 //!    is slashed `VerifierSlash` of its collateral, paid to those proven right: a fail that does not
 //!    hold up, a pass on a disputed segment that does, or a pass whose sketch the dispute refutes. Everyone else who revealed
-//!    is paid its fee ([`fees`]: its replay at the trainer's rate, plus `VerifierFeeMarkup`); silent
+//!    is paid its fee ([`fees`]: its replay at the trainer's rate, at least `ReplayPricePerUt`,
+//!    plus `VerifierFeeMarkup`); silent
 //!    verifiers are slashed at once. A dispute that splits escalates to another while rounds remain.
 //!    Pass pays the trainer its price less `PaymentBurn` (burnt) and credits T, at most
 //!    `MaxCreditShare` of the network's ECP (or `MinCreditCap`); an upheld fail slashes `TrainerSlash`

@@ -17,6 +17,7 @@
 pub mod compute;
 pub mod config;
 pub mod driller;
+pub mod evidence;
 pub mod metrics;
 pub mod policy;
 pub mod status;
@@ -233,6 +234,7 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
 
     let mut trainer = trainer::Trainer::new(ctx.clone());
     let mut verifier = verifier::Verifier::new(ctx.clone());
+    let mut evidence = evidence::Evidence::new(ctx.clone());
     let mut driller = driller::Driller::new(ctx.clone());
     let mut follower = ergon_client::follow::Follower::new(chain);
     let mut terminate =
@@ -274,6 +276,7 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         let results = [
             trainer.on_block(now, &mine).await,
             verifier.on_block(&mine).await,
+            evidence.on_block(&mine).await,
             driller.on_block().await,
         ];
         for result in results {
