@@ -274,18 +274,20 @@ pub mod calls {
     }
 
     /// `JobMarket::reveal_verdict(job, verdict, sketches, report, salt)`: a pass's replay evidence
-    /// is one sketch per segment, in order.
+    /// is, per segment in order, a sketch per probe step.
     pub fn reveal_verdict(
         job: u64,
         verdict: ergon_protocol::commitments::Verdict,
-        sketches: &[ergon_protocol::Sketch],
+        sketches: &[Vec<ergon_protocol::Sketch>],
         report: [u8; 32],
         salt: [u8; 32],
     ) -> impl Payload {
+        let segment =
+            |s: &Vec<ergon_protocol::Sketch>| BoundedVec(s.iter().copied().map(Static).collect());
         runtime::tx().job_market().reveal_verdict(
             job,
             Static(verdict),
-            BoundedVec(sketches.iter().copied().map(Static).collect()),
+            BoundedVec(sketches.iter().map(segment).collect()),
             H256(report),
             H256(salt),
         )
@@ -295,11 +297,13 @@ pub mod calls {
     /// of segments of the current round (empty: none).
     pub fn submit_trainer_evidence(
         job: u64,
-        evidence: &[(u32, ergon_protocol::Sketch)],
+        evidence: &[(u32, Vec<ergon_protocol::Sketch>)],
     ) -> impl Payload {
+        let segment =
+            |s: &Vec<ergon_protocol::Sketch>| BoundedVec(s.iter().copied().map(Static).collect());
         runtime::tx().job_market().submit_trainer_evidence(
             job,
-            BoundedVec(evidence.iter().map(|(s, k)| (*s, Static(*k))).collect()),
+            BoundedVec(evidence.iter().map(|(s, k)| (*s, segment(k))).collect()),
         )
     }
 

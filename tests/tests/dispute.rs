@@ -88,9 +88,10 @@ fn assignments<'a>(round: &Value, pairs: &'a [Signer]) -> Vec<(&'a Signer, Vec<u
         .collect()
 }
 
-/// The sketch every verifier of `segment` reveals here (the test plays the verifiers: they agree).
-fn sketch(segment: u32) -> Sketch {
-    Sketch { exponent: -30, deviation: [(segment as i32 + 1) << 20; 8], scale: 1 << 29 }
+/// The sketches every verifier of `segment` reveals here (the test plays the verifiers: they
+/// agree; the chain compares them probe by probe).
+fn sketch(segment: u32) -> Vec<Sketch> {
+    vec![Sketch { exponent: -30, deviation: [(segment as i32 + 1) << 20; 8], scale: 1 << 29 }; 2]
 }
 
 /// Every drawn verifier commits to its verdict, then reveals it (a pass with a sketch of each of
@@ -106,7 +107,7 @@ fn vote(
 ) {
     let salt = |i: usize| [round as u8 * 16 + i as u8 + 1; 32];
     let report = [0xee; 32];
-    let sketches = |segments: &[u32], verdict: &Verdict| -> Vec<Sketch> {
+    let sketches = |segments: &[u32], verdict: &Verdict| -> Vec<Vec<Sketch>> {
         if verdict.is_pass() {
             segments.iter().map(|s| sketch(*s)).collect()
         } else {

@@ -776,10 +776,12 @@ fn abstentions_count_among_the_drawn_and_the_trainer_reports_while_verifying() {
         let evidence: Evidence<Test> = Evidence::<Test>::truncate_from(
             segments
                 .iter()
-                .map(|s| Sketch {
-                    exponent: -30,
-                    deviation: [(*s as i32 + 1) << 20; 8],
-                    scale: 1 << 29,
+                .map(|s| {
+                    SegmentSketches::truncate_from(vec![Sketch {
+                        exponent: -30,
+                        deviation: [(*s as i32 + 1) << 20; 8],
+                        scale: 1 << 29,
+                    }])
                 })
                 .collect(),
         );

@@ -205,16 +205,24 @@ fn salt(i: usize) -> H256 {
 fn evidence<T: Config>(job: JobId, who: &T::AccountId) -> Evidence<T> {
     let round = Rounds::<T>::get(job).expect("round");
     let vote = round.votes.iter().find(|v| v.verifier == *who).expect("drawn");
-    let sketch = |s: &u32| Sketch { exponent: -30, deviation: [*s as i32; 8], scale: 1 << 29 };
-    BoundedVec::truncate_from(vote.segments.iter().map(sketch).collect::<Vec<_>>())
+    BoundedVec::truncate_from(vote.segments.iter().map(|s| probes(*s)).collect::<Vec<_>>())
+}
+
+/// The honest sketches of segment `s` at the most probe steps a segment has (the worst case).
+fn probes(s: u32) -> SegmentSketches {
+    let sketch = |p: usize| Sketch {
+        exponent: -30,
+        deviation: [(s as i32) << 8 | p as i32; 8],
+        scale: 1 << 29,
+    };
+    BoundedVec::truncate_from((0..ergon_protocol::evidence::MAX_PROBES).map(sketch).collect())
 }
 
 /// The trainer's sketches of at most `n` of the current round's segments, each the one
 /// [`evidence`] gives every verifier of it.
 fn trainer_sketches<T: Config>(job: JobId, n: u32) -> TrainerSketches<T> {
     let round = Rounds::<T>::get(job).expect("round");
-    let sketch = |s: u32| Sketch { exponent: -30, deviation: [s as i32; 8], scale: 1 << 29 };
-    let all = round.segments().into_iter().take(n as usize).map(|s| (s, sketch(s)));
+    let all = round.segments().into_iter().take(n as usize).map(|s| (s, probes(s)));
     BoundedVec::truncate_from(all.collect::<Vec<_>>())
 }
 

@@ -28,7 +28,7 @@ impl<T: Config> Pallet<T> {
                     segments: v.segments.into_inner(),
                     commitment: v.commitment,
                     verdict: v.verdict,
-                    evidence: v.evidence.into_inner(),
+                    evidence: v.evidence.into_iter().map(|s| s.into_inner()).collect(),
                 })
                 .collect(),
             disputed: round.disputed.into_inner(),

@@ -86,18 +86,27 @@ fn salt(who: u64) -> H256 {
     H256::repeat_byte(who as u8)
 }
 
-/// The sketch an honest replay of `segment` produces (every honest replay the same one).
-fn honest(segment: u32) -> Sketch {
-    Sketch { exponent: -30, deviation: [(segment as i32 + 1) << 20; 8], scale: 1 << 29 }
+/// The sketches an honest replay of `segment` produces at its three probe steps (every honest
+/// replay the same ones).
+fn honest(segment: u32) -> SegmentSketches {
+    let at = |p: i32| Sketch {
+        exponent: -30,
+        deviation: [(segment as i32 + 1) << 20 | p << 8; 8],
+        scale: 1 << 29,
+    };
+    SegmentSketches::truncate_from(vec![at(0), at(1), at(2)])
 }
 
-/// What a verifier that did not replay guesses: a straight trajectory, no deviation.
-fn blind() -> Sketch {
-    Sketch { exponent: -30, deviation: [0; 8], scale: 1 << 29 }
+/// What a verifier that did not replay guesses: a straight trajectory, no deviation at any probe.
+fn blind() -> SegmentSketches {
+    SegmentSketches::truncate_from(vec![
+        Sketch { exponent: -30, deviation: [0; 8], scale: 1 << 29 };
+        3
+    ])
 }
 
 /// Evidence of `who`'s segments in the current round, each sketched by `sketch`.
-fn evidence_with(job: JobId, who: u64, sketch: impl Fn(u32) -> Sketch) -> Evidence<Test> {
+fn evidence_with(job: JobId, who: u64, sketch: impl Fn(u32) -> SegmentSketches) -> Evidence<Test> {
     Evidence::<Test>::truncate_from(segments_of(job, who).into_iter().map(sketch).collect())
 }
 
@@ -153,7 +162,7 @@ fn trainer_evidence(job: JobId) {
     trainer_evidence_with(job, honest)
 }
 
-fn trainer_evidence_with(job: JobId, sketch: impl Fn(u32) -> Sketch) {
+fn trainer_evidence_with(job: JobId, sketch: impl Fn(u32) -> SegmentSketches) {
     let round = Rounds::<Test>::get(job).expect("round");
     if round.phase == Phase::Reveal && !round.trainer_evidence {
         let all = round.segments().into_iter().map(|s| (s, sketch(s))).collect();
@@ -1936,6 +1945,51 @@ mod trainer_evidence {
             let burnt = PaymentBurn::get().mul_floor(600u128);
             assert_eq!(Balances::balance(&TRAINER), trainer_before + 600 - burnt + 3 * 20);
             assert_eq!(bond_held(TRAINER), BOND);
+        });
+    }
+
+    #[test]
+    fn attack_a_pass_that_stops_before_the_last_probe_is_disputed_and_slashed() {
+        // Issue 34, item 2: with one public probe step, replaying only up to it gave the right
+        // sketch and saved a quarter of the replay. Every probe is compared now: one that skips
+        // the end of its segments must guess the last probe, and the guess disagrees.
+        let partial = |segment: u32| {
+            let mut sketches = honest(segment);
+            if let Some(last) = sketches.last_mut() {
+                *last = blind()[0];
+            }
+            sketches
+        };
+        run(|| {
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(3);
+            let first = verifiers(job);
+            let lazy = first[0];
+            let sketches = |v: u64| {
+                if v == lazy {
+                    evidence_with(job, v, partial)
+                } else {
+                    evidence(job, v, Verdict::Pass)
+                }
+            };
+            for v in &first {
+                commit_with(job, *v, Verdict::Pass, &sketches(*v));
+            }
+            let lazy_segments = segments_of(job, lazy);
+            for v in &first {
+                reveal_with(job, *v, Verdict::Pass, sketches(*v));
+            }
+            assert!(events().contains(&Event::EvidenceContested {
+                job,
+                round: 0,
+                segments: lazy_segments.clone()
+            }));
+            run_to_block(5);
+            let dispute = verifiers(job);
+            vote(job, &dispute, &[Verdict::Pass; 4]);
+            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            assert_eq!(bond_held(lazy), BOND - 100);
         });
     }
 

@@ -75,13 +75,22 @@ pub struct BundleCommitment<BlockNumber> {
 
 pub use ergon_protocol::{Sketch, Verdict};
 
-/// A vote's replay evidence: one [`Sketch`] per segment of the vote, in the vote's order.
-pub type Evidence<T> = BoundedVec<Sketch, <T as crate::Config>::SegmentsPerRound>;
+/// Bound of a segment's sketches: [`ergon_protocol::evidence::MAX_PROBES`].
+pub type MaxProbes =
+    frame_support::traits::ConstU32<{ ergon_protocol::evidence::MAX_PROBES as u32 }>;
+
+/// A segment's replay evidence: the [`Sketch`] of each of its probe steps, in order
+/// ([`ergon_protocol::evidence::probe_steps`]).
+pub type SegmentSketches = BoundedVec<Sketch, MaxProbes>;
+
+/// A vote's replay evidence: one [`SegmentSketches`] per segment of the vote, in the vote's order.
+pub type Evidence<T> = BoundedVec<SegmentSketches, <T as crate::Config>::SegmentsPerRound>;
 
 /// The trainer's own sketches of its bundle's drawn segments (issue 34, item 2), by segment: the
 /// trainer holds the true trajectory, so two lazy passes agreeing on a guess disagree with it and
 /// the segment is disputed.
-pub type TrainerSketches<T> = BoundedVec<(u32, Sketch), crate::verification::MaxTrainerSketches<T>>;
+pub type TrainerSketches<T> =
+    BoundedVec<(u32, SegmentSketches), crate::verification::MaxTrainerSketches<T>>;
 
 /// A trainer in the verifier pool.
 #[derive(Clone, PartialEq, Eq, Encode, Decode, Debug, TypeInfo, MaxEncodedLen)]
@@ -356,8 +365,8 @@ pub struct VoteInfo<AccountId> {
     pub commitment: Option<H256>,
     /// Its verdict, once revealed.
     pub verdict: Option<Verdict>,
-    /// Its replay evidence, once revealed: a sketch per segment.
-    pub evidence: alloc::vec::Vec<Sketch>,
+    /// Its replay evidence, once revealed: per segment, a sketch per probe step.
+    pub evidence: alloc::vec::Vec<alloc::vec::Vec<Sketch>>,
 }
 
 /// A verification round as clients read it (runtime API).

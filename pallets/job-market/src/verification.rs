@@ -52,8 +52,8 @@ use sp_runtime::{
 use crate::{
     types::BundleCommitment, weights::WeightInfo, Abstentions, BalanceOf, Bid, Config, Error,
     Event, Evidence, FailureReason, HoldReason, JobId, JobOf, JobState, Jobs, Pallet,
-    PastVerifiers, PendingVote, PendingVotes, Phase, Round, RoundOf, Rounds, Sketch, Verdict,
-    VerifierPool, VerifierVote,
+    PastVerifiers, PendingVote, PendingVotes, Phase, Round, RoundOf, Rounds, SegmentSketches,
+    Verdict, VerifierPool, VerifierVote,
 };
 
 /// Bound of [`crate::PastVerifiers`] and [`crate::PendingVotes`]: every verifier of every round.
@@ -99,7 +99,7 @@ pub fn verdict_commitment<AccountId: Encode>(
     round: u32,
     verifier: &AccountId,
     verdict: Verdict,
-    sketches: &[Sketch],
+    sketches: &[SegmentSketches],
     report: H256,
     salt: H256,
 ) -> H256 {
@@ -455,7 +455,8 @@ impl<T: Config> Pallet<T> {
         crate::TrainerEvidence::<T>::try_mutate(job, |kept| -> DispatchResult {
             for (segment, sketch) in evidence.iter() {
                 if !kept.iter().any(|(s, _)| s == segment) {
-                    kept.try_push((*segment, *sketch)).map_err(|_| Error::<T>::MissingEvidence)?;
+                    kept.try_push((*segment, sketch.clone()))
+                        .map_err(|_| Error::<T>::MissingEvidence)?;
                 }
             }
             Ok(())
@@ -608,7 +609,7 @@ impl Decision {
 struct Finding<'a> {
     decision: Decision,
     disputed: &'a [u32],
-    confirmed: Vec<(u32, Sketch)>,
+    confirmed: Vec<(u32, SegmentSketches)>,
 }
 
 impl Finding<'_> {
@@ -616,13 +617,13 @@ impl Finding<'_> {
     /// disputed segment when the fail is upheld, a fail on a disputed segment when it is not, or a
     /// pass whose sketch of a disputed segment the confirmed sketch refutes. A vote on other
     /// segments is not refuted by a dispute about these.
-    fn refutes(&self, verdict: &Verdict, segments: &[u32], evidence: &[Sketch]) -> bool {
+    fn refutes(&self, verdict: &Verdict, segments: &[u32], evidence: &[SegmentSketches]) -> bool {
         match (verdict, self.decision) {
             (Verdict::Pass, Decision::Fail) => segments.iter().any(|s| self.disputed.contains(s)),
             (Verdict::Fail { segment }, Decision::Pass) => self.disputed.contains(segment),
             (Verdict::Pass, Decision::Pass) => self.confirmed.iter().any(|(segment, truth)| {
                 segments.iter().zip(evidence).any(|(s, sketch)| {
-                    s == segment && !ergon_protocol::evidence::agree(sketch, truth)
+                    s == segment && !ergon_protocol::evidence::agree_all(sketch, truth)
                 })
             }),
             (Verdict::Fail { .. }, Decision::Fail) => false,
@@ -630,12 +631,12 @@ impl Finding<'_> {
     }
 
     /// The trainer's own sketches against the confirmed ones: (some agree, some disagree).
-    fn judge_trainer(&self, sketches: &[(u32, Sketch)]) -> (bool, bool) {
+    fn judge_trainer(&self, sketches: &[(u32, SegmentSketches)]) -> (bool, bool) {
         let mut verdicts = self.confirmed.iter().filter_map(|(segment, truth)| {
             sketches
                 .iter()
                 .find(|(s, _)| s == segment)
-                .map(|(_, sketch)| ergon_protocol::evidence::agree(sketch, truth))
+                .map(|(_, sketch)| ergon_protocol::evidence::agree_all(sketch, truth))
         });
         let verdicts: Vec<bool> = verdicts.by_ref().collect();
         (verdicts.iter().any(|a| *a), verdicts.iter().any(|a| !*a))
@@ -648,23 +649,25 @@ impl Finding<'_> {
 }
 
 /// For each of a dispute's `disputed` segments, a sketch that agrees with 2/3 of the `revealed`
-/// votes' sketches of it (a dispute's votes each carry one sketch per disputed segment, in order).
+/// votes' sketches of it (a dispute's votes each carry the sketches of every disputed segment, in
+/// order).
 fn confirmed_sketches<'a>(
     disputed: &[u32],
-    votes: impl Iterator<Item = &'a [Sketch]> + Clone,
+    votes: impl Iterator<Item = &'a [SegmentSketches]> + Clone,
     revealed: u32,
-) -> Vec<(u32, Sketch)> {
+) -> Vec<(u32, SegmentSketches)> {
     disputed
         .iter()
         .enumerate()
         .filter_map(|(i, segment)| {
-            let sketches = votes.clone().filter_map(|e| e.get(i).copied());
+            let sketches = votes.clone().filter_map(|e| e.get(i));
             sketches.clone().find_map(|candidate| {
                 let agreeing = sketches
                     .clone()
-                    .filter(|s| ergon_protocol::evidence::agree(&candidate, s))
+                    .filter(|s| ergon_protocol::evidence::agree_all(candidate, s))
                     .count() as u32;
-                (agreeing * 3 >= revealed * 2 && agreeing > 0).then_some((*segment, candidate))
+                (agreeing * 3 >= revealed * 2 && agreeing > 0)
+                    .then(|| (*segment, candidate.clone()))
             })
         })
         .collect()
@@ -673,15 +676,15 @@ fn confirmed_sketches<'a>(
 /// The segments of a regular round whose two passes' sketches disagree, or where a pass's sketch
 /// disagrees with the trainer's own (`trainer`): one of them did not replay (or replayed wrongly),
 /// so the segment is disputed like a fail.
-fn contested<T: Config>(round: &RoundOf<T>, trainer: &[(u32, Sketch)]) -> Vec<u32> {
+fn contested<T: Config>(round: &RoundOf<T>, trainer: &[(u32, SegmentSketches)]) -> Vec<u32> {
     let passes: Vec<&VerifierVote<T>> =
         round.votes.iter().filter(|v| v.verdict.is_some_and(|d| d.is_pass())).collect();
     let mut out = Vec::new();
     for pass in &passes {
         for (segment, sketch) in pass.segments.iter().zip(pass.evidence.iter()) {
-            let refuted = trainer
-                .iter()
-                .any(|(s, truth)| s == segment && !ergon_protocol::evidence::agree(sketch, truth));
+            let refuted = trainer.iter().any(|(s, truth)| {
+                s == segment && !ergon_protocol::evidence::agree_all(sketch, truth)
+            });
             if refuted && !out.contains(segment) {
                 out.push(*segment);
             }
@@ -695,7 +698,7 @@ fn contested<T: Config>(round: &RoundOf<T>, trainer: &[(u32, Sketch)]) -> Vec<u3
                 else {
                     continue;
                 };
-                if !ergon_protocol::evidence::agree(ea, eb) && !out.contains(sa) {
+                if !ergon_protocol::evidence::agree_all(ea, eb) && !out.contains(sa) {
                     out.push(*sa);
                 }
             }

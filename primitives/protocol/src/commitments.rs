@@ -49,20 +49,22 @@ impl Verdict {
 }
 
 /// A verifier's commitment to `verdict` on job `job`, round `round`:
-/// `blake2_256(SCALE(("ergon/verdict/v3", job, round, verifier, verdict, sketches, report, salt)))`.
+/// `blake2_256(SCALE(("ergon/verdict/v4", job, round, verifier, verdict, sketches, report, salt)))`.
 /// A fail's segment is part of `verdict` (SCALE: `0x00` for pass, `0x01` and the `u32` for fail);
-/// `sketches` are the replay evidence of the verifier's segments in their order
-/// ([`crate::evidence`]; SCALE: a compact length, then each sketch); `report` is the hash of the
+/// `sketches` are the replay evidence of the verifier's segments in their order, each the sketches
+/// of the segment's probe steps ([`crate::evidence`]; SCALE: a compact length, then each segment's
+/// compact length and sketches); `report` is the hash of the
 /// verifier's full report.
 pub fn verdict<A: Encode + ?Sized>(
     job: u64,
     round: u32,
     verifier: &A,
     verdict: Verdict,
-    sketches: &[Sketch],
+    sketches: &[impl AsRef<[Sketch]>],
     report: &[u8; 32],
     salt: &[u8; 32],
 ) -> [u8; 32] {
+    let sketches: alloc::vec::Vec<&[Sketch]> = sketches.iter().map(AsRef::as_ref).collect();
     tagged(VERDICT, &(job, round, verifier, verdict, sketches, report, salt))
 }
 
@@ -84,7 +86,8 @@ mod tests {
     #[test]
     fn commitments_bind_every_field() {
         let (who, other, e, s) = ([1u8; 32], [2u8; 32], [3u8; 32], [4u8; 32]);
-        let sk = [Sketch { exponent: -3, deviation: [1, 2, 3, 4, 5, 6, 7, 8], scale: 9 }];
+        let one = Sketch { exponent: -3, deviation: [1, 2, 3, 4, 5, 6, 7, 8], scale: 9 };
+        let sk = [vec![one, one]];
         let base = verdict(1, 0, &who, Verdict::Pass, &sk, &e, &s);
         assert_ne!(base, verdict(2, 0, &who, Verdict::Pass, &sk, &e, &s));
         assert_ne!(base, verdict(1, 1, &who, Verdict::Pass, &sk, &e, &s));
@@ -92,8 +95,10 @@ mod tests {
         let fail = verdict(1, 0, &who, Verdict::Fail { segment: 0 }, &sk, &e, &s);
         assert_ne!(base, fail);
         assert_ne!(fail, verdict(1, 0, &who, Verdict::Fail { segment: 1 }, &sk, &e, &s));
-        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &[], &e, &s));
-        let other_sketch = [Sketch { scale: 10, ..sk[0] }];
+        let none: [Vec<Sketch>; 0] = [];
+        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &none, &e, &s));
+        assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &[vec![one]], &e, &s));
+        let other_sketch = [vec![one, Sketch { scale: 10, ..one }]];
         assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &other_sketch, &e, &s));
         assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &sk, &s, &s));
         assert_ne!(base, verdict(1, 0, &who, Verdict::Pass, &sk, &e, &e));

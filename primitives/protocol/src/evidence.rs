@@ -2,23 +2,36 @@
 //!
 //! A bundle holds the checkpoints `Cᵢ` and `Cᵢ₊₁` of a segment, never the states in between. The
 //! evidence of a replayed segment is a *sketch* of the weights (every parameter tensor, in the order
-//! of their names as a checkpoint lists them, flattened) at a probe step in the second half of the
-//! segment ([`probe_step`]): eight random ±1 projections of how far those weights are from the
-//! straight line between the two checkpoints (`W_probe − (Cᵢ + t·(Cᵢ₊₁ − Cᵢ))`, `t` the probe's place in the segment), with
-//! the projections' size on the chord `Cᵢ₊₁ − Cᵢ` as the scale. A verifier that did not replay
-//! knows only the chord: its best guess of the deviation is zero, which is wrong by the deviation's
-//! whole size (minibatch noise makes a trajectory far from straight). Every segment a regular round
-//! assigns is replayed by two verifiers ([`crate::segments::assign`]), and the chain compares their
-//! sketches ([`agree`]): two passes that disagree open a dispute on the segment, whose verifiers
-//! replay it and sketch it too, and the pass the dispute's sketch refutes is slashed.
+//! of their names as a checkpoint lists them, flattened) at each of its probe steps
+//! ([`probe_steps`]: the second half of the segment, at most [`MAX_PROBES`] of its steps, the last
+//! one the step before `Cᵢ₊₁`): eight random ±1 projections of how far those weights are from the
+//! straight line between the two checkpoints (`W_probe − (Cᵢ + t·(Cᵢ₊₁ − Cᵢ))`, `t` the probe's
+//! place in the segment), with the projections' size on the chord `Cᵢ₊₁ − Cᵢ` as the scale. A
+//! verifier that did not replay knows only the chord: its best guess of the deviation is zero,
+//! which is wrong by the deviation's whole size (minibatch noise makes a trajectory far from
+//! straight). Every segment a regular round assigns is replayed by two verifiers
+//! ([`crate::segments::assign`]), and the chain compares their sketches ([`agree_all`]) and the
+//! trainer's own: two passes that disagree open a dispute on the segment, whose verifiers replay it
+//! and sketch it too, and the pass the dispute's sketch refutes is slashed.
+//!
+//! **Every probe, not one** (issue 34, item 2): with one probe step known in advance, a verifier
+//! replayed only up to it (a quarter of the replay saved, never punished), and a trainer could
+//! grind its root until every probe fell before its forged tails. Sketching the whole second half,
+//! up to the step before the segment's end, leaves nothing to skip and nothing to steer: a verifier
+//! that stops early cannot sketch the later probes, whatever it knows in advance. The projections'
+//! key ([`key`]) need not be secret either: without the weights at a step it is of no use.
 //!
 //! Sketches are compared with a tolerance relative to the chord, [`TOLERANCE_PPM`], the replay's
 //! own ε: two honest replays on different hardware differ by rounding, bounded by what the replay
 //! check accepts; on one kind of CPU they are bit-exact. The chain compares integers only: a sketch
 //! is quantized with one shared power-of-two exponent ([`Sketch::quantize`]).
+//!
+//! Projections are linear, so a sketch is computed from the projections of the weights themselves
+//! ([`Signs::project`], in `f64`, in order): `deviation = P(W_probe) − P(Cᵢ) − t·(P(Cᵢ₊₁) − P(Cᵢ))`,
+//! eight numbers kept per probe while the replay runs, however large the model.
 
-use crate::draw::Stream;
 use crate::hash::{tagged, EVIDENCE_KEY, EVIDENCE_SIGNS};
+use alloc::vec::Vec;
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use scale_info::TypeInfo;
 
@@ -60,55 +73,78 @@ pub fn key(root: &[u8; 32], segment: u32) -> [u8; 32] {
     tagged(EVIDENCE_KEY, &(root, segment))
 }
 
-/// The probe step of a segment that runs from step `from` to step `to`: uniform in its second half,
-/// strictly inside (`from + max(1, ⌊len / 2⌋) ≤ probe < to`, `len = to − from`). In the second half so
-/// that a verifier replaying only up to the probe (the key is public) still replays at least half of
-/// the segment, three quarters on average; not at the very end, where the deviation from the chord
-/// shrinks to one step's noise and a straight guess could pass. `None` for a segment of one step,
-/// which has no state the bundle lacks (such a segment's sketch is all zeros, see
-/// [`Sketch::quantize`]).
-pub fn probe_step(key: &[u8; 32], from: u64, to: u64) -> Option<u64> {
-    let len = to.checked_sub(from).filter(|n| *n >= 2)?;
+/// Most probe steps a segment is sketched at.
+pub const MAX_PROBES: usize = 16;
+
+/// The probe steps of a segment that runs from step `from` to step `to`: its second half, strictly
+/// inside (`from + max(1, ⌊len / 2⌋) ≤ probe ≤ to − 1`, `len = to − from`), every step of it when
+/// there are at most [`MAX_PROBES`], else [`MAX_PROBES`] of them evenly spread, the first and the
+/// last (`to − 1`) included. In the second half because a trajectory's deviation from its chord
+/// needs a few steps to grow; up to the end so that no step of the replay can be skipped. Empty for
+/// a segment of one step, which has no state the bundle lacks.
+pub fn probe_steps(from: u64, to: u64) -> Vec<u64> {
+    let Some(len) = to.checked_sub(from).filter(|n| *n >= 2) else {
+        return Vec::new();
+    };
     let first = from + (len / 2).max(1);
-    Some(first + Stream::new(key, b"probe").below(to - first))
+    let count = to - first;
+    if count as usize <= MAX_PROBES {
+        return (first..to).collect();
+    }
+    let last = (MAX_PROBES - 1) as u64;
+    (0..=last).map(|i| first + i * (count - 1) / last).collect()
 }
 
-/// Random ±1 projections of a vector streamed in order: value `i` enters projection `j` with the
-/// sign of bit `j` of byte `i mod 32` of `tagged("ergon/evidence-signs/v1", (key, i / 32))`.
-pub struct Projector {
-    key: [u8; 32],
-    next: u64,
-    block: [u8; 32],
-    sums: [f64; SKETCH_DIMS],
-}
+/// The sign byte of every value of a vector under `key`: bit `j` of byte `i` is the sign of value
+/// `i` in projection `j` (1: +1), taken from byte `i mod 32` of
+/// `tagged("ergon/evidence-signs/v1", (key, i / 32))`. Computed once per segment and shared by its
+/// probes.
+#[derive(Clone, Debug)]
+pub struct Signs(Vec<u8>);
 
-impl Projector {
-    /// A projector for `key`'s signs.
-    pub fn new(key: &[u8; 32]) -> Self {
-        Projector { key: *key, next: 0, block: [0; 32], sums: [0.0; SKETCH_DIMS] }
+impl Signs {
+    /// The signs of a vector of `len` values.
+    pub fn new(key: &[u8; 32], len: usize) -> Self {
+        let mut bytes = Vec::with_capacity(len);
+        let mut block = 0u64;
+        while bytes.len() < len {
+            let signs: [u8; 32] = tagged(EVIDENCE_SIGNS, &(key, block));
+            let take = (len - bytes.len()).min(32);
+            bytes.extend_from_slice(&signs[..take]);
+            block += 1;
+        }
+        Signs(bytes)
     }
 
-    /// Adds the next value of the vector.
-    pub fn push(&mut self, value: f64) {
-        let at = (self.next % 32) as usize;
-        if at == 0 {
-            self.block = tagged(EVIDENCE_SIGNS, &(&self.key, self.next / 32));
-        }
-        let signs = self.block[at];
-        for (j, sum) in self.sums.iter_mut().enumerate() {
-            if signs >> j & 1 == 1 {
-                *sum += value;
-            } else {
-                *sum -= value;
+    /// The eight projections of `values`, summed in order (at most as many values as signs; any
+    /// beyond are ignored).
+    pub fn project(&self, values: impl IntoIterator<Item = f64>) -> [f64; SKETCH_DIMS] {
+        let mut sums = [0.0f64; SKETCH_DIMS];
+        for (signs, value) in self.0.iter().zip(values) {
+            for (j, sum) in sums.iter_mut().enumerate() {
+                if signs >> j & 1 == 1 {
+                    *sum += value;
+                } else {
+                    *sum -= value;
+                }
             }
         }
-        self.next += 1;
+        sums
     }
+}
 
-    /// The projections of every value pushed.
-    pub fn finish(self) -> [f64; SKETCH_DIMS] {
-        self.sums
-    }
+/// The sketch at a probe `t` of the way along a segment (`t = (probe − from) / (to − from)`), from
+/// the projections of the weights at its start, at the probe and at its end: deviation
+/// `P(mid) − P(start) − t·(P(end) − P(start))`, chord `P(end) − P(start)`.
+pub fn sketch_at(
+    t: f64,
+    start: &[f64; SKETCH_DIMS],
+    mid: &[f64; SKETCH_DIMS],
+    end: &[f64; SKETCH_DIMS],
+) -> Sketch {
+    let chord: [f64; SKETCH_DIMS] = core::array::from_fn(|j| end[j] - start[j]);
+    let deviation = core::array::from_fn(|j| (mid[j] - start[j]) - t * chord[j]);
+    Sketch::quantize(deviation, chord)
 }
 
 /// Largest magnitude a quantized field takes: fields are scaled into `[2^29, 2^30)` by the largest.
@@ -147,7 +183,13 @@ impl Sketch {
     }
 }
 
-/// Whether two sketches of the same segment agree: `Σ |a − b|` of the deviations at most
+/// Whether two segments' sketches, one per probe step in order, agree at every probe (and have
+/// as many).
+pub fn agree_all(a: &[Sketch], b: &[Sketch]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| agree(x, y))
+}
+
+/// Whether two sketches of the same probe agree: `Σ |a − b|` of the deviations at most
 /// [`TOLERANCE_PPM`] of the smaller scale (a sketch cannot widen the tolerance by claiming a large
 /// chord). Integers only, so every node agrees.
 pub fn agree(a: &Sketch, b: &Sketch) -> bool {
@@ -183,11 +225,11 @@ fn pow2(e: i32) -> f64 {
 mod tests {
     use super::*;
 
+    use crate::draw::Stream;
+
     fn sketch_of(key: &[u8; 32], dev: &[f64], chord: &[f64]) -> Sketch {
-        let (mut d, mut c) = (Projector::new(key), Projector::new(key));
-        dev.iter().for_each(|v| d.push(*v));
-        chord.iter().for_each(|v| c.push(*v));
-        Sketch::quantize(d.finish(), c.finish())
+        let signs = Signs::new(key, dev.len());
+        Sketch::quantize(signs.project(dev.iter().copied()), signs.project(chord.iter().copied()))
     }
 
     fn noisy(n: usize, seed: u8, size: f64) -> Vec<f64> {
@@ -196,20 +238,44 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_is_in_the_second_half_strictly_inside_and_one_step_segments_have_none() {
-        let k = key(&[1; 32], 3);
-        assert_eq!(probe_step(&k, 30, 31), None);
-        assert_eq!(probe_step(&k, 30, 30), None);
-        assert_eq!(probe_step(&k, 30, 29), None);
-        assert_eq!(probe_step(&k, 30, 32), Some(31));
-        assert!(matches!(probe_step(&k, 30, 33), Some(31 | 32)));
-        let mut seen = std::collections::BTreeSet::new();
-        for s in 0..300 {
-            let p = probe_step(&key(&[2; 32], s), 60, 90).expect("inside");
-            assert!((75..90).contains(&p), "second half, strictly inside: {p}");
-            seen.insert(p);
-        }
-        assert_eq!(seen.len(), 15, "every step of the second half: {seen:?}");
+    fn probes_cover_the_second_half_up_to_the_last_step_and_one_step_segments_have_none() {
+        assert!(probe_steps(30, 31).is_empty());
+        assert!(probe_steps(30, 30).is_empty());
+        assert!(probe_steps(30, 29).is_empty());
+        assert_eq!(probe_steps(30, 32), vec![31]);
+        assert_eq!(probe_steps(30, 33), vec![31, 32]);
+        // Every step of a short second half.
+        assert_eq!(probe_steps(60, 90), (75..90).collect::<Vec<_>>());
+        // A long one: sixteen, evenly spread, the first of the half and the step before the end.
+        let long = probe_steps(0, 1_000);
+        assert_eq!(long.len(), MAX_PROBES);
+        assert_eq!((long[0], long[15]), (500, 999));
+        assert!(long.windows(2).all(|w| w[1] > w[0] && w[1] - w[0] <= 34), "{long:?}");
+    }
+
+    #[test]
+    fn a_sketch_from_projections_is_the_sketch_of_the_deviation() {
+        // Linearity: projecting the weights and subtracting is projecting the deviation.
+        let k = key(&[9; 32], 1);
+        let start = noisy(3_000, 1, 1.0);
+        let step = noisy(3_000, 2, 1e-2);
+        let end: Vec<f64> = start.iter().zip(&step).map(|(s, d)| s + d).collect();
+        let wobble = noisy(3_000, 3, 2e-3);
+        let t = 0.6;
+        let mid: Vec<f64> =
+            start.iter().zip(&step).zip(&wobble).map(|((s, d), w)| s + t * d + w).collect();
+        let signs = Signs::new(&k, 3_000);
+        let p = |v: &[f64]| signs.project(v.iter().copied());
+        let from_weights = sketch_at(t, &p(&start), &p(&mid), &p(&end));
+        let direct = sketch_of(&k, &wobble, &step);
+        assert!(agree(&from_weights, &direct), "{from_weights:?} vs {direct:?}");
+        // A straight guess (the chord at t) is the zero deviation.
+        let straight: Vec<f64> = start.iter().zip(&step).map(|(s, d)| s + t * d).collect();
+        let guess = sketch_at(t, &p(&start), &p(&straight), &p(&end));
+        assert!(!agree(&from_weights, &guess));
+        assert!(agree_all(&[from_weights, direct], &[direct, from_weights]));
+        assert!(!agree_all(&[from_weights], &[from_weights, from_weights]), "as many probes");
+        assert!(!agree_all(&[from_weights, direct], &[from_weights, guess]), "every probe");
     }
 
     #[test]

@@ -10,10 +10,10 @@ pub use sp_crypto_hashing::blake2_256;
 /// Tag of the training seed of a job ([`crate::seed::job_seed`]).
 pub const JOB_SEED: &[u8] = b"ergon/job-seed/v1";
 /// Tag of a verifier's verdict commitment ([`crate::commitments::verdict`]).
-pub const VERDICT: &[u8] = b"ergon/verdict/v3";
+pub const VERDICT: &[u8] = b"ergon/verdict/v4";
 /// Tag of a segment's replay-evidence key ([`crate::evidence::key`]).
 pub const EVIDENCE_KEY: &[u8] = b"ergon/replay-evidence/v1";
-/// Tag of the blocks of projection signs of a sketch ([`crate::evidence::Projector`]).
+/// Tag of the blocks of projection signs of a sketch ([`crate::evidence::Signs`]).
 pub const EVIDENCE_SIGNS: &[u8] = b"ergon/evidence-signs/v1";
 /// Tag of a synthetic drilling task's seed ([`crate::seed::synthetic_task`]).
 pub const SYNTHETIC_TASK: &[u8] = b"ergon/synthetic-task/v1";

@@ -23,11 +23,8 @@ fn vectors() -> Value {
     let sketch = Sketch { exponent: -40, deviation: [1, -2, 3, -4, 5, -6, 7, -8], scale: 1 << 29 };
     let root = [0x55u8; 32];
     let evidence_key = evidence::key(&root, 4);
-    let mut projector = evidence::Projector::new(&evidence_key);
-    for i in 0..40 {
-        projector.push(i as f64 * 0.25 - 5.0);
-    }
-    let projected = projector.finish();
+    let projected =
+        evidence::Signs::new(&evidence_key, 40).project((0..40).map(|i| i as f64 * 0.25 - 5.0));
     let (deviation, chord) = ([1.0, -0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25], [0.5; 8]);
     let quantized = Sketch::quantize(deviation, chord);
     let salt = [0x22u8; 32];
@@ -43,15 +40,15 @@ fn vectors() -> Value {
         ],
         "verdict_commitment": [
             { "job": 7, "round": 0, "verifier": hex(&alice), "verdict": "Pass",
-              "sketches": [{ "exponent": sketch.exponent, "deviation": sketch.deviation,
-                             "scale": sketch.scale }],
+              "sketches": [[{ "exponent": sketch.exponent, "deviation": sketch.deviation,
+                              "scale": sketch.scale }]],
               "report": hex(&report), "salt": hex(&salt),
-              "commitment": hex(&commitments::verdict(7, 0, &alice, Verdict::Pass, &[sketch],
+              "commitment": hex(&commitments::verdict(7, 0, &alice, Verdict::Pass, &[[sketch]],
                   &report, &salt)) },
             { "job": 7, "round": 1, "verifier": hex(&alice), "verdict": { "Fail": { "segment": 12 } },
               "sketches": [], "report": hex(&report), "salt": hex(&salt),
               "commitment": hex(&commitments::verdict(7, 1, &alice, Verdict::Fail { segment: 12 },
-                  &[], &report, &salt)) },
+                  &[] as &[[Sketch; 0]], &report, &salt)) },
         ],
         "drill_result_commitment": [
             { "task": 3, "executor": hex(&alice), "result": hex(&result), "salt": hex(&salt),
@@ -77,8 +74,10 @@ fn vectors() -> Value {
         ],
         "replay_evidence": {
             "root": hex(&root), "segment": 4, "key": hex(&evidence_key),
-            "probe_step": { "from": 120, "to": 150,
-                            "probe": evidence::probe_step(&evidence_key, 120, 150) },
+            "probe_steps": [
+                { "from": 120, "to": 150, "probes": evidence::probe_steps(120, 150) },
+                { "from": 0, "to": 1000, "probes": evidence::probe_steps(0, 1000) },
+            ],
             "projection": { "values": "i * 0.25 - 5.0 for i in 0..40", "sums": projected },
             "quantized": {
                 "deviation": deviation, "chord": chord,

@@ -137,10 +137,11 @@ fn rules_only(mut o: VerifyOptions) -> VerifyOptions {
 /// The chain draws `Verifiers` = 3 per regular round, each replaying `segments`.
 const VERIFIERS: f64 = 3.0;
 
-/// For each segment `report` sketched: whether the sketch of a straight line between its two
-/// checkpoints (all a verifier has without replaying) disagrees with the replay's. Returns
-/// (disagreeing, sketched).
-fn blind_guesses(bundle: &Path, report: &Report) -> (u32, u32) {
+/// For each segment `report` sketched: whether the sketches of a straight line between its two
+/// checkpoints (all a verifier has without replaying) disagree with the replay's, and whether those
+/// of a verifier that replays up to the last probe step but one and guesses the last on the straight
+/// line do. Returns (blind disagreeing, partial disagreeing, sketched).
+fn blind_guesses(bundle: &Path, report: &Report) -> (u32, u32, u32) {
     use ergon_engine::bundle::{HostTensors, Manifest, MANIFEST_FILE};
     let manifest: Manifest =
         serde_json::from_slice(&std::fs::read(bundle.join(MANIFEST_FILE)).unwrap()).unwrap();
@@ -150,17 +151,28 @@ fn blind_guesses(bundle: &Path, report: &Report) -> (u32, u32) {
         let host = HostTensors::read(&bundle.join(&manifest.checkpoints[i].file)).unwrap();
         verify::checkpoint_evidence_weights(&host)
     };
-    let mut wrong = 0;
+    let (mut wrong, mut partial_wrong) = (0, 0);
     for s in &report.sketches {
         let i = s.segment as usize;
         let (from, to) = (manifest.checkpoints[i].step, manifest.checkpoints[i + 1].step);
         let key = ergon_protocol::evidence::key(&root, s.segment);
-        let blind = verify::sketch(&key, (from, s.probe, to), &weights(i), None, &weights(i + 1));
-        if !ergon_protocol::evidence::agree(&s.sketch(), &blind) {
+        let (start, end) = (weights(i), weights(i + 1));
+        let mut guess = verify::Sketcher::new(&key, (from, to), &start);
+        guess.guess_straight(&end);
+        let blind = guess.finish(&end);
+        let replayed = s.sketches();
+        if !ergon_protocol::evidence::agree_all(&replayed, &blind) {
             wrong += 1;
         }
+        let mut partial = replayed.clone();
+        if let (Some(last), Some(guessed)) = (partial.last_mut(), blind.last()) {
+            *last = *guessed;
+        }
+        if !ergon_protocol::evidence::agree_all(&replayed, &partial) {
+            partial_wrong += 1;
+        }
     }
-    (wrong, report.sketches.len() as u32)
+    (wrong, partial_wrong, report.sketches.len() as u32)
 }
 
 fn failed_checks(r: &Report) -> Vec<String> {
@@ -195,7 +207,7 @@ fn main() {
     let (mut fp, mut fp_rules) = (0, 0);
     let mut worst = (0f64, 1f64); // largest relative error, smallest cosine
                                   // Replay evidence: sketches a straight-line guess (a verifier that did not replay) gets wrong.
-    let (mut blind_wrong, mut sketched) = (0u32, 0u32);
+    let (mut blind_wrong, mut partial_wrong, mut sketched) = (0u32, 0u32, 0u32);
     for i in 0..samples {
         let out = dir.path().join(format!("honest-{i}"));
         let threads = 1 + i % 2;
@@ -235,8 +247,9 @@ fn main() {
             worst.0 = worst.0.max(num("relative error "));
             worst.1 = worst.1.min(num("cosine "));
         }
-        let (wrong, total) = blind_guesses(&out, &report);
-        (blind_wrong, sketched) = (blind_wrong + wrong, sketched + total);
+        let (wrong, partial, total) = blind_guesses(&out, &report);
+        (blind_wrong, partial_wrong, sketched) =
+            (blind_wrong + wrong, partial_wrong + partial, sketched + total);
         if !verify::verify(&spec, &rules_only(options(&out, seed(i), i, segments))).unwrap().passed
         {
             fp_rules += 1;
@@ -262,8 +275,10 @@ fn main() {
     println!(
         "replay evidence: a verifier that guesses a straight trajectory instead of replaying \
          sketches {blind_wrong} of {sketched} segments wrong ({:.1}%): each such pass disagrees \
-         with the segment's second verifier",
-        100.0 * blind_wrong as f64 / sketched.max(1) as f64
+         with the segment's second verifier and the trainer's own; one that replays up to the last \
+         probe step but one and guesses the last gets {partial_wrong} of {sketched} wrong ({:.1}%)",
+        100.0 * blind_wrong as f64 / sketched.max(1) as f64,
+        100.0 * partial_wrong as f64 / sketched.max(1) as f64
     );
     println!(
         "network: {VERIFIERS} verifiers per round = {:.1}% of training wall time per job (one round)",

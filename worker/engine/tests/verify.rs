@@ -89,7 +89,7 @@ fn an_honest_bundle_passes_every_check() {
 /// (all it has without replaying) disagrees, and so does a sketch of another bundle.
 #[test]
 fn honest_replays_sketch_alike_and_a_verifier_that_did_not_replay_cannot_guess_the_sketch() {
-    use ergon_protocol::evidence::agree;
+    use ergon_protocol::evidence::{agree, agree_all};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");
     let (spec, root) = honest(dir.path(), &out);
@@ -104,23 +104,38 @@ fn honest_replays_sketch_alike_and_a_verifier_that_did_not_replay_cannot_guess_t
         let host = HostTensors::read(&out.join(&m.checkpoints[i].file)).unwrap();
         verify::checkpoint_evidence_weights(&host)
     };
+    let mut partial = 0;
     for s in &a.sketches {
         let i = s.segment as usize;
         let (from, to) = (m.checkpoints[i].step, m.checkpoints[i + 1].step);
-        let probe = s.probe.expect("segments of 4 steps have a probe inside");
-        assert!(from < probe && probe < to);
+        // Segments of 4 steps (the last one shorter): probes at the second half's steps.
+        assert_eq!(s.probes, ergon_protocol::evidence::probe_steps(from, to));
+        assert_eq!(s.probes.last(), Some(&(to - 1)));
+        let sketches = s.sketches();
+        assert_eq!(sketches.len(), s.probes.len());
         let key = ergon_protocol::evidence::key(&root, s.segment);
+        let (start, end) = (weights(i), weights(i + 1));
         // Without the replay: the straight line between the checkpoints.
-        let blind =
-            verify::sketch(&key, (from, Some(probe), to), &weights(i), None, &weights(i + 1));
-        assert!(agree(&s.sketch(), &s.sketch()));
-        assert!(!agree(&s.sketch(), &blind), "segment {i}: a straight guess agreed");
+        let mut straight = verify::Sketcher::new(&key, (from, to), &start);
+        straight.guess_straight(&end);
+        let blind = straight.finish(&end);
+        assert!(agree_all(&sketches, &sketches));
+        assert!(!agree_all(&sketches, &blind), "segment {i}: a straight guess agreed");
+        // Replaying up to the first probe and guessing the rest (issue 34: the probe was one
+        // public step, and stopping there saved a quarter of the replay) fails the last probe.
+        if sketches.len() >= 2 {
+            let to_first_probe = vec![sketches[0], blind[1]];
+            assert!(!agree(&sketches[1], &blind[1]), "segment {i}");
+            assert!(!agree_all(&sketches, &to_first_probe));
+            partial += 1;
+        }
         // A sketch from another bundle's key does not agree either.
         let other = ergon_protocol::evidence::key(&[0; 32], s.segment);
-        let elsewhere =
-            verify::sketch(&other, (from, Some(probe), to), &weights(i), None, &weights(i + 1));
-        assert!(!agree(&s.sketch(), &elsewhere));
+        let mut elsewhere = verify::Sketcher::new(&other, (from, to), &start);
+        elsewhere.guess_straight(&end);
+        assert!(!agree_all(&sketches, &elsewhere.finish(&end)));
     }
+    assert!(partial >= 7, "the full segments have two probes each");
 }
 
 #[test]

@@ -28,8 +28,9 @@ use tracing::{error, info, warn};
 use super::{Ctx, MyJobs, RoleError};
 use ergon_engine::verify::{self, VerifyOptions};
 
-/// A round's evidence: `(segment, sketch)` of every segment this daemon's replay passed.
-type Sketches = Vec<(u32, Sketch)>;
+/// A round's evidence: `(segment, sketches of its probe steps)` of every segment this daemon
+/// replayed.
+type Sketches = Vec<(u32, Vec<Sketch>)>;
 
 /// The trainer's evidence role's memory between blocks.
 pub struct Evidence {
@@ -72,13 +73,14 @@ impl Evidence {
                 (Phase::Drawing, _) => {}
                 (Phase::Reveal, Some(sketches)) => {
                     let given: Vec<u32> = sketches.iter().map(|(s, _)| *s).collect();
-                    let evidence = sketches.into_iter().map(|(s, k)| (s, Static(k))).collect();
-                    let call = runtime::tx().job_market().submit_trainer_evidence(
-                        id,
-                        runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec(
-                            evidence,
-                        ),
-                    );
+                    use runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec;
+                    let evidence = sketches
+                        .into_iter()
+                        .map(|(s, k)| (s, BoundedVec(k.into_iter().map(Static).collect())))
+                        .collect();
+                    let call = runtime::tx()
+                        .job_market()
+                        .submit_trainer_evidence(id, BoundedVec(evidence));
                     match ctx.send_duty(call, Some(id), "trainer evidence").await {
                         Ok(()) => {
                             info!(job = id, round = round.number, segments = ?given, "evidence given")
@@ -165,7 +167,7 @@ async fn replay(
             if let Some(check) = report.first_failure() {
                 warn!(job = id, round, check = %check.name, "our own bundle fails a check here");
             }
-            report.sketches.iter().map(|s| (s.segment, s.sketch())).collect()
+            report.sketches.iter().map(|s| (s.segment, s.sketches())).collect()
         }
         Ok(Err(ergon_engine::Error::Cancelled)) => return,
         Ok(Err(e)) => {

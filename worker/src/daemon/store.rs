@@ -115,8 +115,8 @@ pub struct Vote {
     pub segments: Vec<u32>,
     /// The segment a fail names; `None` is a pass.
     pub failed_segment: Option<u32>,
-    /// A pass's sketches, one per segment: `(exponent, deviation, scale)`.
-    pub sketches: Vec<(i16, [i32; 8], i32)>,
+    /// A pass's sketches: per segment, one per probe step, `(exponent, deviation, scale)`.
+    pub sketches: Vec<Vec<(i16, [i32; 8], i32)>>,
     /// The verification report's hash (hex).
     pub report: String,
     /// The commitment's salt (hex): secret until the reveal.
@@ -137,11 +137,13 @@ impl Vote {
     }
 
     /// The sketches as the chain takes them.
-    pub fn evidence(&self) -> Vec<Sketch> {
-        self.sketches
-            .iter()
-            .map(|&(exponent, deviation, scale)| Sketch { exponent, deviation, scale })
-            .collect()
+    pub fn evidence(&self) -> Vec<Vec<Sketch>> {
+        let sketch = |&(exponent, deviation, scale): &(i16, [i32; 8], i32)| Sketch {
+            exponent,
+            deviation,
+            scale,
+        };
+        self.sketches.iter().map(|segment| segment.iter().map(sketch).collect()).collect()
     }
 
     /// The report hash as bytes.
@@ -348,7 +350,7 @@ mod tests {
             round: 1,
             segments: vec![3, 9],
             failed_segment: None,
-            sketches: vec![(-3, [1, 2, 3, 4, 5, 6, 7, 8], 9), (0, [0; 8], 1)],
+            sketches: vec![vec![(-3, [1, 2, 3, 4, 5, 6, 7, 8], 9), (0, [0; 8], 1)], vec![]],
             report: ergon_engine::data::hex(&[5; 32]),
             salt: ergon_engine::data::hex(&[6; 32]),
             committed: false,
@@ -366,7 +368,8 @@ mod tests {
         assert_eq!(store.vote(7, 0).unwrap(), None);
         assert_eq!(store.list::<Vote>(Kind::Vote).unwrap(), vec![v.clone()]);
         assert_eq!(v.salt_bytes().unwrap(), [6; 32]);
-        assert_eq!(v.evidence()[0].deviation, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(v.evidence()[0][0].deviation, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!((v.evidence()[0].len(), v.evidence()[1].len()), (2, 0));
     }
 
     #[test]

@@ -138,11 +138,16 @@ impl Verifier {
 
     async fn reveal(&self, mut vote: Vote) -> Result<(), RoleError> {
         let ctx = &self.ctx;
-        let evidence = vote.evidence().into_iter().map(Static).collect();
+        use runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec;
+        let evidence = vote
+            .evidence()
+            .into_iter()
+            .map(|segment| BoundedVec(segment.into_iter().map(Static).collect()))
+            .collect();
         let call = runtime::tx().job_market().reveal_verdict(
             vote.job,
             Static(vote.verdict()),
-            runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec(evidence),
+            BoundedVec(evidence),
             H256(vote.report_bytes()?),
             H256(vote.salt_bytes()?),
         );
@@ -213,8 +218,11 @@ async fn verification(
     drop(slot);
     let (failed_segment, sketches, report) = match replay {
         Ok(Ok(report)) => {
-            let sketches =
-                report.evidence().iter().map(|s| (s.exponent, s.deviation, s.scale)).collect();
+            let sketches = report
+                .evidence()
+                .iter()
+                .map(|segment| segment.iter().map(|s| (s.exponent, s.deviation, s.scale)).collect())
+                .collect();
             let failed = report.failed_segment();
             if let Some(check) = report.first_failure() {
                 warn!(job = id, round, check = %check.name, measured = %check.measured, "the bundle fails");

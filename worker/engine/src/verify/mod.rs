@@ -24,7 +24,7 @@
 //!    (relative error ‖ΔW_claim − ΔW_replay‖ / ‖ΔW_replay‖ ≤ ε and cosine ≥ τ), the optimizer state
 //!    (the same bounds on each slot on its own: SGD's momentum, AdamW's `m` and `v`) and every
 //!    per-step loss (within [`LOSS_TOLERANCE`]);
-//!    on the way it sketches the weights at the segment's probe step, which the bundle does not
+//!    on the way it sketches the weights at each of the segment's probe steps, which the bundle does not
 //!    hold: the replay evidence a pass carries on chain ([`ergon_protocol::evidence`]);
 //! 6. **device**: a convolutional model was trained on the CPU, where every verifier replays it
 //!    ([`crate::device::replays_across_devices`]);
@@ -54,8 +54,8 @@ mod select;
 mod tail;
 
 pub use optimizer::{adam_step_ratio, checkpoint_step_ratio, MIN_ADAM_STEP_RATIO};
-pub use replay::{checkpoint_evidence_weights, compare_updates, sketch};
-pub use report::{Check, Report, SegmentSketch};
+pub use replay::{checkpoint_evidence_weights, compare_updates, Sketcher};
+pub use report::{Check, ProbeSketch, Report, SegmentSketch};
 pub use rules::{state_defects, RULE_RANDOM_INITS};
 pub use select::{
     drawable_segments, fetch_for, rule_sample, rule_seed, segments_from_challenge, selection,
@@ -521,13 +521,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         };
         match replay_segment(spec, &summary, train_set, &seed, &model, &mut opt, &segment, device) {
             Ok(r) => {
-                report.sketches.push(SegmentSketch {
-                    segment: i,
-                    probe: r.probe,
-                    exponent: r.sketch.exponent,
-                    deviation: r.sketch.deviation,
-                    scale: r.sketch.scale,
-                });
+                report.sketches.push(SegmentSketch::new(i, r.probes.clone(), &r.sketches));
                 let within = |(rel, cos): (f64, f64)| rel <= opts.epsilon && cos >= opts.tau;
                 let passed = within(r.weights)
                     && r.state.iter().all(|(_, s)| within(*s))

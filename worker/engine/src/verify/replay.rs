@@ -97,36 +97,87 @@ pub(super) struct ReplayOutcome {
     pub(super) loss_gap: f64,
     /// Tensors the replay produces that the end checkpoint lacks.
     pub(super) missing: Vec<String>,
-    /// The probe step and the sketch of the weights there (the replay evidence).
-    pub(super) probe: Option<u64>,
-    pub(super) sketch: ergon_protocol::Sketch,
+    /// The probe steps and the sketch of the weights at each (the replay evidence).
+    pub(super) probes: Vec<u64>,
+    pub(super) sketches: Vec<ergon_protocol::Sketch>,
 }
 
-/// The sketch of the weights `mid` at step `probe` of a segment `from → to` that starts at `start`
-/// and is claimed to end at `end` ([`ergon_protocol::evidence`]; every vector holds the parameter
-/// tensors by name, each flattened, as a checkpoint orders them): the projections of
-/// `mid − (start + t·(end − start))`, `t = (probe − from) / (to − from)`, scaled by those of the
-/// chord `end − start`. Without a probe (a one-step segment) the deviation is zero.
-pub fn sketch(
-    key: &[u8; 32],
-    (from, probe, to): (u64, Option<u64>, u64),
-    start: &[f32],
-    mid: Option<&[f32]>,
-    end: &[f32],
-) -> ergon_protocol::Sketch {
-    use ergon_protocol::evidence::{Projector, Sketch};
-    let (mut deviation, mut chord) = (Projector::new(key), Projector::new(key));
-    let t = match probe {
-        Some(p) if to > from => (p - from) as f64 / (to - from) as f64,
-        _ => 0.0,
-    };
-    for (i, (s, e)) in start.iter().zip(end).enumerate() {
-        let (s, e) = (*s as f64, *e as f64);
-        chord.push(e - s);
-        let m = mid.and_then(|m| m.get(i)).map_or(s + t * (e - s), |m| *m as f64);
-        deviation.push((m - s) - t * (e - s));
+/// A segment's replay evidence as it is computed: the projections of the weights at its start and
+/// at each of its probe steps, sketched against its end once that is known
+/// ([`ergon_protocol::evidence`]: every vector holds the parameter tensors by name, each flattened,
+/// as a checkpoint orders them). Eight numbers per probe are kept, never the weights.
+pub struct Sketcher {
+    signs: ergon_protocol::evidence::Signs,
+    from: u64,
+    to: u64,
+    probes: Vec<u64>,
+    start: [f64; ergon_protocol::evidence::SKETCH_DIMS],
+    at_probes: Vec<[f64; ergon_protocol::evidence::SKETCH_DIMS]>,
+}
+
+impl Sketcher {
+    /// The evidence of a segment `from → to` under `key` that starts at the weights `start`.
+    pub fn new(key: &[u8; 32], (from, to): (u64, u64), start: &[f32]) -> Self {
+        let signs = ergon_protocol::evidence::Signs::new(key, start.len());
+        let start_projection = signs.project(start.iter().map(|v| *v as f64));
+        Sketcher {
+            signs,
+            from,
+            to,
+            probes: ergon_protocol::evidence::probe_steps(from, to),
+            start: start_projection,
+            at_probes: Vec::new(),
+        }
     }
-    Sketch::quantize(deviation.finish(), chord.finish())
+
+    /// The segment's probe steps.
+    pub fn probes(&self) -> &[u64] {
+        &self.probes
+    }
+
+    /// Whether step `done` (steps done so far) is the next probe.
+    pub fn wants(&self, done: u64) -> bool {
+        self.probes.get(self.at_probes.len()) == Some(&done)
+    }
+
+    /// Takes the weights at the next probe step.
+    pub fn take(&mut self, weights: &[f32]) {
+        self.at_probes.push(self.signs.project(weights.iter().map(|v| *v as f64)));
+    }
+
+    /// Takes the straight line's weights at every probe: the sketches of a verifier that did not
+    /// replay (all it has are the two checkpoints).
+    pub fn guess_straight(&mut self, end: &[f32]) {
+        let end_projection = self.signs.project(end.iter().map(|v| *v as f64));
+        self.at_probes = self
+            .probes
+            .iter()
+            .map(|p| {
+                let t = self.t(*p);
+                core::array::from_fn(|j| self.start[j] + t * (end_projection[j] - self.start[j]))
+            })
+            .collect();
+    }
+
+    fn t(&self, probe: u64) -> f64 {
+        if self.to > self.from {
+            (probe - self.from) as f64 / (self.to - self.from) as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// The sketches of the probes taken, against the claimed end `end`.
+    pub fn finish(self, end: &[f32]) -> Vec<ergon_protocol::Sketch> {
+        let end_projection = self.signs.project(end.iter().map(|v| *v as f64));
+        self.probes
+            .iter()
+            .zip(&self.at_probes)
+            .map(|(p, mid)| {
+                ergon_protocol::evidence::sketch_at(self.t(*p), &self.start, mid, &end_projection)
+            })
+            .collect()
+    }
 }
 
 /// Replays `segment` from its start (already loaded into `model` and `opt`) and compares every
@@ -144,10 +195,9 @@ pub(super) fn replay_segment(
 ) -> Result<ReplayOutcome> {
     let (from, to) = (segment.from, segment.to);
     let before = flat_weights(model)?;
-    let start = evidence_weights(model)?;
-    let probe = ergon_protocol::evidence::probe_step(&segment.evidence_key, from.step, to.step);
+    let mut sketcher =
+        Sketcher::new(&segment.evidence_key, (from.step, to.step), &evidence_weights(model)?);
     let mut losses = Vec::new();
-    let mut at_probe = None;
     trajectory::run_steps(
         spec,
         summary,
@@ -159,8 +209,8 @@ pub(super) fn replay_segment(
         device,
         |model, _, done, loss| {
             losses.push(loss);
-            if Some(done) == probe {
-                at_probe = Some(evidence_weights(model)?);
+            if sketcher.wants(done) {
+                sketcher.take(&evidence_weights(model)?);
             }
             Ok(true)
         },
@@ -179,13 +229,8 @@ pub(super) fn replay_segment(
     let delta =
         |after: &[f32]| -> Vec<f32> { after.iter().zip(&before).map(|(a, b)| a - b).collect() };
     let weights = compare_updates(&delta(&claimed), &delta(&replayed));
-    let sketch = sketch(
-        &segment.evidence_key,
-        (from.step, probe, to.step),
-        &start,
-        at_probe.as_deref(),
-        &checkpoint_evidence_weights(segment.target),
-    );
+    let probes = sketcher.probes().to_vec();
+    let sketches = sketcher.finish(&checkpoint_evidence_weights(segment.target));
     // Optimizer state: what the next segment would start from, each slot on its own.
     let mut state = Vec::new();
     for slot in crate::optim::slot_names(&spec.optimizer) {
@@ -202,7 +247,7 @@ pub(super) fn replay_segment(
     let claimed_losses =
         segment.claimed_losses.get(from.step as usize..to.step as usize).unwrap_or_default();
     let loss_gap = loss_gap(&losses, claimed_losses);
-    Ok(ReplayOutcome { weights, state, loss_gap, missing, probe, sketch })
+    Ok(ReplayOutcome { weights, state, loss_gap, missing, probes, sketches })
 }
 
 /// The largest gap between a replayed step's loss and the claimed one, relative to

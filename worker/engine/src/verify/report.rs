@@ -36,14 +36,21 @@ pub struct Report {
     pub replay_seconds: f64,
 }
 
-/// The replay evidence of one segment ([`ergon_protocol::Sketch`]) as the report and the CLI
-/// print it: what a pass reveals on chain, field for field.
+/// The replay evidence of one segment as the report and the CLI print it: what a pass reveals on
+/// chain for it, field for field — the sketch of each probe step ([`ergon_protocol::evidence`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SegmentSketch {
     /// The segment `i` of `Cᵢ → Cᵢ₊₁`.
     pub segment: u32,
-    /// The probe step inside it (none for a segment of one step).
-    pub probe: Option<u64>,
+    /// Its probe steps (none for a segment of one step).
+    pub probes: Vec<u64>,
+    /// The sketch at each probe step.
+    pub sketches: Vec<ProbeSketch>,
+}
+
+/// The sketch of one probe step ([`ergon_protocol::Sketch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSketch {
     /// The shared power-of-two exponent.
     pub exponent: i16,
     /// The projections of the probe's deviation from the chord.
@@ -52,14 +59,28 @@ pub struct SegmentSketch {
     pub scale: i32,
 }
 
+impl From<ergon_protocol::Sketch> for ProbeSketch {
+    fn from(s: ergon_protocol::Sketch) -> Self {
+        ProbeSketch { exponent: s.exponent, deviation: s.deviation, scale: s.scale }
+    }
+}
+
 impl SegmentSketch {
-    /// The protocol's sketch.
-    pub fn sketch(&self) -> ergon_protocol::Sketch {
-        ergon_protocol::Sketch {
-            exponent: self.exponent,
-            deviation: self.deviation,
-            scale: self.scale,
-        }
+    /// A segment's evidence from its probes and their sketches.
+    pub fn new(segment: u32, probes: Vec<u64>, sketches: &[ergon_protocol::Sketch]) -> Self {
+        SegmentSketch { segment, probes, sketches: sketches.iter().map(|s| (*s).into()).collect() }
+    }
+
+    /// The protocol's sketches, one per probe step.
+    pub fn sketches(&self) -> Vec<ergon_protocol::Sketch> {
+        self.sketches
+            .iter()
+            .map(|s| ergon_protocol::Sketch {
+                exponent: s.exponent,
+                deviation: s.deviation,
+                scale: s.scale,
+            })
+            .collect()
     }
 }
 
@@ -87,8 +108,8 @@ impl Report {
     }
 
     /// The sketches a pass reveals: one per replayed segment, in the order of `segments`.
-    pub fn evidence(&self) -> Vec<ergon_protocol::Sketch> {
-        self.sketches.iter().map(SegmentSketch::sketch).collect()
+    pub fn evidence(&self) -> Vec<Vec<ergon_protocol::Sketch>> {
+        self.sketches.iter().map(SegmentSketch::sketches).collect()
     }
 
     /// The first failing check, if any.

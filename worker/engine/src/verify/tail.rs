@@ -29,11 +29,11 @@ pub(super) struct TailOutcome {
     pub diverged_at: Option<u64>,
     /// Largest gap between a replayed step's loss and the claimed one (steps before the divergence).
     pub loss_gap: f64,
-    /// The probe step of the replay evidence.
-    pub probe: Option<u64>,
-    /// The replay evidence: the sketch of the weights at the probe against the chord from the
+    /// The probe steps of the replay evidence.
+    pub probes: Vec<u64>,
+    /// The replay evidence: the sketch of the weights at each probe against the chord from the
     /// tail's start to the state just before the divergence.
-    pub sketch: ergon_protocol::Sketch,
+    pub sketches: Vec<ergon_protocol::Sketch>,
 }
 
 /// The inputs of a tail's replay.
@@ -65,8 +65,8 @@ pub(super) fn replay(
     let (from, claimed) = (tail.from.step, tail.claimed);
     let until = claimed.saturating_add(DIVERGENCE_TOLERANCE + 1).min(summary.total_steps);
     let start = evidence_weights(model)?;
-    let probe = ergon_protocol::evidence::probe_step(&tail.evidence_key, from, claimed);
-    let (mut losses, mut at_probe, mut before_divergence) = (Vec::new(), None, None);
+    let mut sketcher = Sketcher::new(&tail.evidence_key, (from, claimed), &start);
+    let (mut losses, mut before_divergence) = (Vec::new(), None);
     let run = trajectory::run_steps(
         spec,
         summary,
@@ -78,8 +78,8 @@ pub(super) fn replay(
         device,
         |model, opt, done, loss| {
             losses.push(loss);
-            if Some(done) == probe {
-                at_probe = Some(evidence_weights(model)?);
+            if sketcher.wants(done) {
+                sketcher.take(&evidence_weights(model)?);
             }
             if done == claimed {
                 before_divergence = Some(evidence_weights(model)?);
@@ -109,10 +109,10 @@ pub(super) fn replay(
         _ => f64::INFINITY,
     };
     let end = before_divergence.unwrap_or_else(|| start.clone());
-    let sketch =
-        sketch(&tail.evidence_key, (from, probe, claimed), &start, at_probe.as_deref(), &end);
+    let probes = sketcher.probes().to_vec();
+    let sketches = sketcher.finish(&end);
     let diverged_at = diverged_at.filter(|t| t.abs_diff(claimed) <= DIVERGENCE_TOLERANCE);
-    Ok(TailOutcome { diverged_at, loss_gap, probe, sketch })
+    Ok(TailOutcome { diverged_at, loss_gap, probes, sketches })
 }
 
 impl TailOutcome {
@@ -176,13 +176,11 @@ pub(super) fn check_tail(
                 ),
             },
             threshold,
-            sketch: Some(SegmentSketch {
-                segment: m.checkpoints.len().saturating_sub(1) as u32,
-                probe: r.probe,
-                exponent: r.sketch.exponent,
-                deviation: r.sketch.deviation,
-                scale: r.sketch.scale,
-            }),
+            sketch: Some(SegmentSketch::new(
+                m.checkpoints.len().saturating_sub(1) as u32,
+                r.probes,
+                &r.sketches,
+            )),
         },
         Err(e) => TailCheck { passed: false, measured: e.to_string(), threshold, sketch: None },
     }
