@@ -1994,6 +1994,59 @@ mod trainer_evidence {
     }
 
     #[test]
+    fn attack_a_colluding_pair_agreeing_on_made_up_sketches_is_disputed_by_the_trainer() {
+        // Two colluders who share a segment pass any sketch they agree on: no honest verifier
+        // holds that segment. The trainer's own sketches still disagree with theirs.
+        let made_up = |segment: u32| {
+            let at = Sketch {
+                exponent: -30,
+                deviation: [(segment as i32 + 7) << 16; 8],
+                scale: 1 << 29,
+            };
+            SegmentSketches::truncate_from(vec![at; 3])
+        };
+        run(|| {
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(3);
+            let first = verifiers(job);
+            let (a, b) = (first[0], first[1]);
+            let (sa, sb) = (segments_of(job, a), segments_of(job, b));
+            let shared: Vec<u32> = sa.iter().filter(|s| sb.contains(s)).copied().collect();
+            assert!(!shared.is_empty(), "in a ring of three every pair shares a segment");
+            // The pair makes up the segment only they hold and replays the rest honestly.
+            let sketches = |v: u64| {
+                evidence_with(job, v, |s| {
+                    if (v == a || v == b) && shared.contains(&s) {
+                        made_up(s)
+                    } else {
+                        honest(s)
+                    }
+                })
+            };
+            for v in &first {
+                commit_with(job, *v, Verdict::Pass, &sketches(*v));
+            }
+            for v in &first {
+                reveal_with(job, *v, Verdict::Pass, sketches(*v));
+            }
+            assert!(events().contains(&Event::EvidenceContested {
+                job,
+                round: 0,
+                segments: shared.clone()
+            }));
+            run_to_block(5);
+            let dispute = verifiers(job);
+            vote(job, &dispute, &[Verdict::Pass; 4]);
+            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            assert_eq!(
+                (bond_held(a), bond_held(b), bond_held(first[2])),
+                (BOND - 100, BOND - 100, BOND)
+            );
+        });
+    }
+
+    #[test]
     fn attack_false_trainer_evidence_is_refuted_and_costs_the_trainer() {
         // A trainer that contests honest verifiers with made-up sketches forces a dispute the
         // owner pays for: the dispute confirms the verifiers, and the trainer loses
