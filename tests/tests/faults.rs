@@ -146,16 +146,22 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     let bob_stalls = [("bob", &STALL_MID_TRAINING[..])];
     let mut validators = validator_daemons(&nodes, "trainer,verifier", dir.path(), &bob_stalls);
     // Two trainers from outside the validator set: Eve forges her bundles; Ferdie's bundle URL
-    // points at a port nothing listens on.
-    let start = |name: &str, node: &Node, extra: &[String]| {
+    // points at a port nothing listens on. Ferdie verifies too: B's dispute needs two seats that
+    // did not vote in its first round (no round is decided by one seat), and the validators'
+    // four daemons leave one once three of them have voted.
+    let start = |name: &str, node: &Node, roles: &str, extra: &[String]| {
         let lower = name.to_lowercase();
-        let mut args = daemon_args(node, &format!("//{name}"), "trainer", dir.path(), &lower);
+        let mut args = daemon_args(node, &format!("//{name}"), roles, dir.path(), &lower);
         args.extend(extra.iter().cloned());
         Daemon::start(&lower, &args, dir.path())
     };
-    let eve = start("Eve", &nodes[0], &["--forge".into(), "wronglearningrate".into()]);
+    let eve = start("Eve", &nodes[0], "trainer", &["--forge".into(), "wronglearningrate".into()]);
     let unreachable = format!("http://127.0.0.1:{}", free_port());
-    let ferdie = start("Ferdie", &nodes[1], &["--public-url".into(), unreachable]);
+    let ferdie =
+        start("Ferdie", &nodes[1], "trainer,verifier", &["--public-url".into(), unreachable]);
+    wait_for("Ferdie's daemon to join the pool", Duration::from_secs(240), || {
+        ferdie.log().contains("joining the verifier pool: in a block").then_some(())
+    });
     for who in ["//Eve", "//Ferdie"] {
         wait_for(&format!("{who}'s daemon to bond"), Duration::from_secs(240), || {
             nodes[0].bond(&account(who)).filter(|b| b.active >= 2_000 * ERG)
