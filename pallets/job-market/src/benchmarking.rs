@@ -261,6 +261,22 @@ fn all_committed<T: Config>(job: JobId) -> Vec<T::AccountId> {
     verifiers
 }
 
+/// The first `verifiers` of the round (in draw order, as [`all_committed`] committed them) reveal
+/// their passes.
+fn reveal_passes<T: Config>(job: JobId, verifiers: &[T::AccountId]) {
+    for (i, v) in verifiers.iter().enumerate() {
+        Pallet::<T>::reveal_verdict(
+            RawOrigin::Signed(v.clone()).into(),
+            job,
+            Verdict::Pass,
+            evidence::<T>(job, v),
+            H256::zero(),
+            salt(i),
+        )
+        .expect("a committed verifier reveals");
+    }
+}
+
 /// Runs `on_initialize` at the job's timeout.
 /// `MaxAttesters` attesters of which all but one of a quorum found `job`'s `subject` unavailable;
 /// returns the last one's signed "unavailable" attestation, which completes the quorum.
@@ -422,18 +438,8 @@ mod benchmarks {
         let sketches = trainer_sketches::<T>(job, u32::MAX);
         Pallet::<T>::submit_trainer_evidence(RawOrigin::Signed(trainer).into(), job, sketches)
             .expect("the trainer submits its evidence");
-        for (i, v) in verifiers.iter().enumerate().take(verifiers.len() - 1) {
-            Pallet::<T>::reveal_verdict(
-                RawOrigin::Signed(v.clone()).into(),
-                job,
-                Verdict::Pass,
-                evidence::<T>(job, v),
-                H256::zero(),
-                salt(i),
-            )
-            .expect("a committed verifier reveals");
-        }
         let last = verifiers.len() - 1;
+        reveal_passes::<T>(job, &verifiers[..last]);
         let sketches = evidence::<T>(job, &verifiers[last]);
         #[extrinsic_call]
         _(
@@ -453,17 +459,7 @@ mod benchmarks {
     fn submit_trainer_evidence(n: Linear<0, 12>) {
         let (job, _, trainer) = submitted::<T>(T::Verifiers::get());
         let verifiers = all_committed::<T>(job);
-        for (i, v) in verifiers.iter().enumerate() {
-            Pallet::<T>::reveal_verdict(
-                RawOrigin::Signed(v.clone()).into(),
-                job,
-                Verdict::Pass,
-                evidence::<T>(job, v),
-                H256::zero(),
-                salt(i),
-            )
-            .expect("a committed verifier reveals");
-        }
+        reveal_passes::<T>(job, &verifiers);
         let sketches = trainer_sketches::<T>(job, n);
         #[extrinsic_call]
         _(RawOrigin::Signed(trainer), job, sketches);

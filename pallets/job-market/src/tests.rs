@@ -1887,6 +1887,17 @@ fn attack_a_pool_of_one_never_decides_a_round_alone() {
 mod trainer_evidence {
     use super::*;
 
+    /// Every one of `voters` commits a pass with the evidence `sketches` gives it, then reveals
+    /// it (the trainer's honest evidence goes in before the first reveal).
+    fn passes_with(job: JobId, voters: &[u64], sketches: impl Fn(u64) -> Evidence<Test>) {
+        for v in voters {
+            commit_with(job, *v, Verdict::Pass, &sketches(*v));
+        }
+        for v in voters {
+            reveal_with(job, *v, Verdict::Pass, sketches(*v));
+        }
+    }
+
     /// Every drawn verifier commits and reveals a pass whose sketches are all the straight-line
     /// guess: they agree with each other on every segment.
     fn all_blind(job: JobId, voters: &[u64]) {
@@ -1973,13 +1984,8 @@ mod trainer_evidence {
                     evidence(job, v, Verdict::Pass)
                 }
             };
-            for v in &first {
-                commit_with(job, *v, Verdict::Pass, &sketches(*v));
-            }
             let lazy_segments = segments_of(job, lazy);
-            for v in &first {
-                reveal_with(job, *v, Verdict::Pass, sketches(*v));
-            }
+            passes_with(job, &first, sketches);
             assert!(events().contains(&Event::EvidenceContested {
                 job,
                 round: 0,
@@ -2024,12 +2030,7 @@ mod trainer_evidence {
                     }
                 })
             };
-            for v in &first {
-                commit_with(job, *v, Verdict::Pass, &sketches(*v));
-            }
-            for v in &first {
-                reveal_with(job, *v, Verdict::Pass, sketches(*v));
-            }
+            passes_with(job, &first, sketches);
             assert!(events().contains(&Event::EvidenceContested {
                 job,
                 round: 0,

@@ -386,7 +386,7 @@ impl<T: Config> Pallet<T> {
         report: H256,
         salt: H256,
     ) -> DispatchResult {
-        let mut record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
+        let record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
         let mut round = Rounds::<T>::get(job).ok_or(Error::<T>::NotInRevealPhase)?;
         ensure!(round.phase == Phase::Reveal, Error::<T>::NotInRevealPhase);
         let number = round.number;
@@ -413,23 +413,24 @@ impl<T: Config> Pallet<T> {
             verdict,
             evidence: report,
         });
-        if Self::all_in(&round) {
+        Self::settle_if_all_in(job, record, round);
+        Ok(())
+    }
+}
+
+impl<T: Config> Pallet<T> {
+    /// Settles a round in its reveal phase at once when it has everything it waits for (every
+    /// committed verifier revealed, and the trainer's evidence is in); else stores it.
+    fn settle_if_all_in(job: JobId, mut record: JobOf<T>, round: RoundOf<T>) {
+        let all_in = round.trainer_evidence
+            && round.votes.iter().all(|v| v.commitment.is_none() || v.verdict.is_some());
+        if all_in {
             Self::unschedule(job, record.timeout);
             settle::<T>(job, &mut record, round);
             Jobs::<T>::insert(job, record);
         } else {
             Rounds::<T>::insert(job, round);
         }
-        Ok(())
-    }
-}
-
-impl<T: Config> Pallet<T> {
-    /// Whether a round in its reveal phase has everything it waits for: every committed verifier
-    /// revealed, and the trainer's evidence is in.
-    fn all_in(round: &RoundOf<T>) -> bool {
-        round.trainer_evidence
-            && round.votes.iter().all(|v| v.commitment.is_none() || v.verdict.is_some())
     }
 
     pub(crate) fn do_trainer_evidence(
@@ -437,7 +438,7 @@ impl<T: Config> Pallet<T> {
         who: T::AccountId,
         evidence: crate::TrainerSketches<T>,
     ) -> DispatchResult {
-        let mut record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
+        let record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
         let JobState::Verifying { trainer, .. } = &record.state else {
             return Err(Error::<T>::NotAssignedTrainer.into());
         };
@@ -468,13 +469,7 @@ impl<T: Config> Pallet<T> {
             round: number,
             segments: given,
         });
-        if Self::all_in(&round) {
-            Self::unschedule(job, record.timeout);
-            settle::<T>(job, &mut record, round);
-            Jobs::<T>::insert(job, record);
-        } else {
-            Rounds::<T>::insert(job, round);
-        }
+        Self::settle_if_all_in(job, record, round);
         Ok(())
     }
 }
