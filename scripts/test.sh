@@ -57,7 +57,7 @@ snapshot="$CARGO_TARGET_DIR/ergon-live-snapshot.json"
 rm -f "$snapshot"
 cargo test --release --locked -p ergon-integration-tests --lib
 ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
-    "faults dispute availability local_network data_takedown" \
+    "faults dispute availability local_network data_takedown lazy_verifiers" \
     "daemon drilling diverge collateral dev_chain"
 
 step "chain client (subxt, generated from the runtime's metadata)"

@@ -11,6 +11,7 @@ pub mod bundle_server;
 pub mod chain;
 pub mod measure;
 pub mod network;
+pub mod played;
 pub mod rpc;
 
 use std::{

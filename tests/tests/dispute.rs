@@ -17,13 +17,12 @@ use ergon_client::keys::Signer;
 use ergon_integration_tests::{
     bundle_server::{synthetic_bundle, BundleServer},
     chain::{calls, Bond},
-    dev_pair, wait_for, Node, Ports,
+    dev_pair,
+    played::{self, assignments, drawn_round},
+    wait_for, Node, Ports,
 };
-use ergon_protocol::{
-    commitments::{self, Verdict},
-    Sketch,
-};
-use serde_json::{json, Value};
+use ergon_protocol::{commitments::Verdict, Sketch};
+use serde_json::json;
 
 const ERG: u128 = 1_000_000_000_000;
 /// Ten well-known accounts besides Alice (owner, validator) and Bob (trainer): three verifiers for
@@ -40,10 +39,6 @@ const VERIFIERS: [&str; 10] = [
     "//Eve//stash",
     "//Ferdie//stash",
 ];
-/// How long one draw may take: availability, then the VRF outputs of the 16 blocks after the round
-/// opened (about 96 s), with a wide margin for slow blocks on a loaded machine.
-const DRAW: Duration = Duration::from_secs(700);
-
 fn ledger(node: &Node, who: &Signer) -> Bond {
     node.bond(&who.public_key().0).expect("the account is bonded")
 }
@@ -60,87 +55,31 @@ fn fee(price: u128, segments: u64, replayed: u128, overhead_ppb: u64) -> u128 {
     (price * share * 6).div_ceil(5 * segments as u128 * 1_000_000_000)
 }
 
-/// Waits until round `number` of `job` has drawn its verifiers; returns the round's JSON view.
-fn drawn_round(node: &Node, job: u64, number: u64) -> Value {
-    wait_for(&format!("round {number} of job {job} to draw"), DRAW, || {
-        let view = node.call("ergon_job", json!([job])).ok()?;
-        assert_eq!(view["state"]["status"], "verifying", "job {job} ended early: {view}");
-        let round = &view["round"];
-        (round["number"] == number && round["phase"] == "commit").then(|| round.clone())
-    })
-}
-
-/// The drawn verifiers of `round` with their segments, as our key pairs.
-fn assignments<'a>(round: &Value, pairs: &'a [Signer]) -> Vec<(&'a Signer, Vec<u32>)> {
-    round["votes"]
-        .as_array()
-        .expect("votes")
-        .iter()
-        .map(|vote| {
-            let address = vote["verifier"].as_str().expect("an address");
-            let pair = pairs
-                .iter()
-                .find(|p| p.public_key().to_account_id().to_string() == address)
-                .expect("one of ours");
-            let segments = serde_json::from_value(vote["segments"].clone()).expect("segments");
-            (pair, segments)
-        })
-        .collect()
-}
-
 /// The sketches every verifier of `segment` reveals here (the test plays the verifiers: they
 /// agree; the chain compares them probe by probe).
 fn sketch(segment: u32) -> Vec<Sketch> {
     vec![Sketch { exponent: -30, deviation: [(segment as i32 + 1) << 20; 8], scale: 1 << 29 }; 2]
 }
 
-/// Every drawn verifier commits to its verdict, then reveals it (a pass with a sketch of each of
-/// its segments; report: a hash standing for its report; salt: fresh per vote). In between, the
-/// trainer gives its own evidence: none (a forger has no trajectory to show), so the round
-/// settles on its last reveal.
+/// The played votes of `drawn`, each with its verdict (`verdict_of` its index and segments); a
+/// pass carries the agreed sketches of its segments. The trainer (a forger, played too) gives no
+/// evidence of its own.
 fn vote(
     node: &Node,
     job: u64,
     round: u32,
     trainer: &Signer,
-    votes: &[(&Signer, Vec<u32>, Verdict)],
+    drawn: &[(&Signer, Vec<u32>, Verdict)],
 ) {
-    let salt = |i: usize| [round as u8 * 16 + i as u8 + 1; 32];
-    let report = [0xee; 32];
-    let sketches = |segments: &[u32], verdict: &Verdict| -> Vec<Vec<Sketch>> {
-        if verdict.is_pass() {
-            segments.iter().map(|s| sketch(*s)).collect()
-        } else {
-            vec![]
-        }
-    };
-    let commits: Vec<_> = votes
+    let votes: Vec<_> = drawn
         .iter()
-        .enumerate()
-        .map(|(i, (who, segments, verdict))| {
-            let c = commitments::verdict(
-                job,
-                round,
-                &who.public_key().0,
-                *verdict,
-                &sketches(segments, verdict),
-                &report,
-                &salt(i),
-            );
-            (calls::commit_verdict(job, c), *who)
+        .map(|(who, own, verdict)| {
+            let sketches =
+                if verdict.is_pass() { own.iter().map(|s| sketch(*s)).collect() } else { vec![] };
+            (*who, own.clone(), *verdict, sketches)
         })
         .collect();
-    node.send_all(&commits, Duration::from_secs(120));
-    node.send(calls::submit_trainer_evidence(job, &[]), trainer, Duration::from_secs(120));
-    let reveals: Vec<_> = votes
-        .iter()
-        .enumerate()
-        .map(|(i, (who, segments, verdict))| {
-            let sketches = sketches(segments, verdict);
-            (calls::reveal_verdict(job, *verdict, &sketches, report, salt(i)), *who)
-        })
-        .collect();
-    node.send_all(&reveals, Duration::from_secs(120));
+    played::vote(node, job, round, Some(trainer), &votes);
 }
 
 #[test]
