@@ -84,3 +84,25 @@ pub fn vote(node: &Node, job: u64, round: u32, trainer: Option<&Signer>, votes: 
         .collect();
     node.send_all(&reveals, Duration::from_secs(120));
 }
+
+/// The fee of a vote that replayed `replayed` of `segments` segments at `price` (at least the
+/// runtime's `ReplayPricePerUt` for the work: true of every job the tests price), on a job whose
+/// rules and metrics cost `overhead_ppb` of its training: the price's share of that work plus the
+/// 20% markup, rounded up (the runtime's parameters, as a test vector).
+pub fn fee(price: u128, segments: u64, replayed: u128, overhead_ppb: u64) -> u128 {
+    let share = replayed * 1_000_000_000 + overhead_ppb as u128 * segments as u128;
+    (price * share * 6).div_ceil(5 * segments as u128 * 1_000_000_000)
+}
+
+/// The segments each daemon among `logs` was drawn to verify in round `round` of `job`, from the
+/// line its daemon logs when the draw names it (`drawn to verify job=… round=… segments=[…]`).
+pub fn drawn_in_logs(logs: &[String], job: u64, round: u32) -> Vec<Vec<u32>> {
+    let marker = format!("drawn to verify job={job} round={round} segments=[");
+    logs.iter()
+        .filter_map(|log| {
+            let rest = &log[log.find(&marker)? + marker.len()..];
+            let list = &rest[..rest.find(']')?];
+            Some(list.split(',').filter_map(|s| s.trim().parse().ok()).collect())
+        })
+        .collect()
+}

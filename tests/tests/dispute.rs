@@ -18,7 +18,7 @@ use ergon_integration_tests::{
     bundle_server::{synthetic_bundle, BundleServer},
     chain::{calls, Bond},
     dev_pair,
-    played::{self, assignments, drawn_round},
+    played::{self, assignments, drawn_round, fee},
     wait_for, Node, Ports,
 };
 use ergon_protocol::{commitments::Verdict, Sketch};
@@ -45,14 +45,6 @@ fn ledger(node: &Node, who: &Signer) -> Bond {
 
 fn free(node: &Node, who: &Signer) -> u128 {
     node.account(&who.public_key().0).free
-}
-
-/// The fee of a vote that replayed `replayed` of `segments` segments at `price`, on a job whose
-/// rules and metrics cost `overhead_ppb` of its training: the price's share of that work plus the
-/// 20% markup, rounded up (the runtime's parameters, as a test vector).
-fn fee(price: u128, segments: u64, replayed: u128, overhead_ppb: u64) -> u128 {
-    let share = replayed * 1_000_000_000 + overhead_ppb as u128 * segments as u128;
-    (price * share * 6).div_ceil(5 * segments as u128 * 1_000_000_000)
 }
 
 /// The sketches every verifier of `segment` reveals here (the test plays the verifiers: they
