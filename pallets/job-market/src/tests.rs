@@ -1887,6 +1887,16 @@ fn attack_a_pool_of_one_never_decides_a_round_alone() {
 mod trainer_evidence {
     use super::*;
 
+    /// The dispute round opened at block 5: its four seats replay and pass honestly, and the
+    /// bundle completes at the price. Returns the dispute's seats.
+    fn honest_dispute_completes(job: JobId) -> Vec<u64> {
+        run_to_block(5);
+        let dispute = verifiers(job);
+        vote(job, &dispute, &[Verdict::Pass; 4]);
+        assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+        dispute
+    }
+
     /// Every one of `voters` commits a pass with the evidence `sketches` gives it, then reveals
     /// it (the trainer's honest evidence goes in before the first reveal).
     fn passes_with(job: JobId, voters: &[u64], sketches: impl Fn(u64) -> Evidence<Test>) {
@@ -1895,27 +1905,6 @@ mod trainer_evidence {
         }
         for v in voters {
             reveal_with(job, *v, Verdict::Pass, sketches(*v));
-        }
-    }
-
-    /// Every drawn verifier commits and reveals a pass whose sketches are all the straight-line
-    /// guess: they agree with each other on every segment.
-    fn all_blind(job: JobId, voters: &[u64]) {
-        for v in voters {
-            commit_with(job, *v, Verdict::Pass, &evidence_with(job, *v, |_| blind()));
-        }
-    }
-
-    fn reveal_blind(job: JobId, voters: &[u64]) {
-        for v in voters {
-            assert_ok!(JobMarket::reveal_verdict(
-                origin(*v),
-                job,
-                Verdict::Pass,
-                evidence_with(job, *v, |_| blind()),
-                H256::zero(),
-                salt(*v)
-            ));
         }
     }
 
@@ -1929,13 +1918,11 @@ mod trainer_evidence {
             submit(job);
             run_to_block(3);
             let lazy = verifiers(job);
-            all_blind(job, &lazy);
-            assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
-            // The honest trainer's sketches of every segment of the round.
-            trainer_evidence(job);
             let segments = Rounds::<Test>::get(job).unwrap().segments();
             let trainer_before = Balances::balance(&TRAINER);
-            reveal_blind(job, &lazy);
+            // Every seat passes with the straight-line guess; the honest trainer gives its
+            // sketches of every segment of the round before the first reveal.
+            passes_with(job, &lazy, |v| evidence_with(job, v, |_| blind()));
             // The passes agree with each other, not with the trainer: every segment is contested,
             // the first `SegmentsPerRound` of them disputed.
             assert!(events().contains(&Event::EvidenceContested {
@@ -1991,10 +1978,7 @@ mod trainer_evidence {
                 round: 0,
                 segments: lazy_segments.clone()
             }));
-            run_to_block(5);
-            let dispute = verifiers(job);
-            vote(job, &dispute, &[Verdict::Pass; 4]);
-            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            honest_dispute_completes(job);
             assert_eq!(bond_held(lazy), BOND - 100);
         });
     }
@@ -2036,10 +2020,7 @@ mod trainer_evidence {
                 round: 0,
                 segments: shared.clone()
             }));
-            run_to_block(5);
-            let dispute = verifiers(job);
-            vote(job, &dispute, &[Verdict::Pass; 4]);
-            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            honest_dispute_completes(job);
             assert_eq!(
                 (bond_held(a), bond_held(b), bond_held(first[2])),
                 (BOND - 100, BOND - 100, BOND)
@@ -2065,10 +2046,7 @@ mod trainer_evidence {
                 reveal(job, *v, Verdict::Pass);
             }
             assert!(matches!(state(job), JobState::Verifying { .. }));
-            run_to_block(5);
-            let dispute = verifiers(job);
-            vote(job, &dispute, &[Verdict::Pass; 4]);
-            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            let dispute = honest_dispute_completes(job);
             // 10 % of the 600 collateral, shared by the three regular verifiers and the four of
             // the dispute; nobody else is slashed.
             assert_eq!(bond_held(TRAINER), BOND - 60);

@@ -416,9 +416,7 @@ impl<T: Config> Pallet<T> {
         Self::settle_if_all_in(job, record, round);
         Ok(())
     }
-}
 
-impl<T: Config> Pallet<T> {
     /// Settles a round in its reveal phase at once when it has everything it waits for (every
     /// committed verifier revealed, and the trainer's evidence is in); else stores it.
     fn settle_if_all_in(job: JobId, mut record: JobOf<T>, round: RoundOf<T>) {
@@ -627,14 +625,15 @@ impl Finding<'_> {
 
     /// The trainer's own sketches against the confirmed ones: (some agree, some disagree).
     fn judge_trainer(&self, sketches: &[(u32, SegmentSketches)]) -> (bool, bool) {
-        let mut verdicts = self.confirmed.iter().filter_map(|(segment, truth)| {
-            sketches
-                .iter()
-                .find(|(s, _)| s == segment)
-                .map(|(_, sketch)| ergon_protocol::evidence::agree_all(sketch, truth))
-        });
-        let verdicts: Vec<bool> = verdicts.by_ref().collect();
-        (verdicts.iter().any(|a| *a), verdicts.iter().any(|a| !*a))
+        let verdicts: Vec<bool> = self
+            .confirmed
+            .iter()
+            .filter_map(|(segment, truth)| {
+                let (_, sketch) = sketches.iter().find(|(s, _)| s == segment)?;
+                Some(ergon_protocol::evidence::agree_all(sketch, truth))
+            })
+            .collect();
+        (verdicts.contains(&true), verdicts.contains(&false))
     }
 
     /// Whether a vote the finding does not refute touched a disputed segment: it is proven right.

@@ -157,9 +157,7 @@ fn blind_guesses(bundle: &Path, report: &Report) -> (u32, u32, u32) {
         let (from, to) = (manifest.checkpoints[i].step, manifest.checkpoints[i + 1].step);
         let key = ergon_protocol::evidence::key(&root, s.segment);
         let (start, end) = (weights(i), weights(i + 1));
-        let mut guess = verify::Sketcher::new(&key, (from, to), &start);
-        guess.guess_straight(&end);
-        let blind = guess.finish(&end);
+        let blind = verify::Sketcher::new(&key, (from, to), &start).guess_straight(&end);
         let replayed = s.sketches();
         if !ergon_protocol::evidence::agree_all(&replayed, &blind) {
             wrong += 1;

@@ -116,9 +116,7 @@ fn honest_replays_sketch_alike_and_a_verifier_that_did_not_replay_cannot_guess_t
         let key = ergon_protocol::evidence::key(&root, s.segment);
         let (start, end) = (weights(i), weights(i + 1));
         // Without the replay: the straight line between the checkpoints.
-        let mut straight = verify::Sketcher::new(&key, (from, to), &start);
-        straight.guess_straight(&end);
-        let blind = straight.finish(&end);
+        let blind = verify::Sketcher::new(&key, (from, to), &start).guess_straight(&end);
         assert!(agree_all(&sketches, &sketches));
         assert!(!agree_all(&sketches, &blind), "segment {i}: a straight guess agreed");
         // Replaying up to the first probe and guessing the rest (issue 34: the probe was one
@@ -131,9 +129,8 @@ fn honest_replays_sketch_alike_and_a_verifier_that_did_not_replay_cannot_guess_t
         }
         // A sketch from another bundle's key does not agree either.
         let other = ergon_protocol::evidence::key(&[0; 32], s.segment);
-        let mut elsewhere = verify::Sketcher::new(&other, (from, to), &start);
-        elsewhere.guess_straight(&end);
-        assert!(!agree_all(&sketches, &elsewhere.finish(&end)));
+        let elsewhere = verify::Sketcher::new(&other, (from, to), &start).guess_straight(&end);
+        assert!(!agree_all(&sketches, &elsewhere));
     }
     assert!(partial >= 7, "the full segments have two probes each");
 }

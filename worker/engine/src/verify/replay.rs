@@ -145,18 +145,13 @@ impl Sketcher {
         self.at_probes.push(self.signs.project(weights.iter().map(|v| *v as f64)));
     }
 
-    /// Takes the straight line's weights at every probe: the sketches of a verifier that did not
-    /// replay (all it has are the two checkpoints).
-    pub fn guess_straight(&mut self, end: &[f32]) {
+    /// The sketches of a verifier that did not replay (all it has are the two checkpoints): the
+    /// straight line at every probe, no deviation from the chord to the claimed end `end`.
+    pub fn guess_straight(self, end: &[f32]) -> Vec<ergon_protocol::Sketch> {
         let end_projection = self.signs.project(end.iter().map(|v| *v as f64));
-        self.at_probes = self
-            .probes
-            .iter()
-            .map(|p| {
-                let t = self.t(*p);
-                core::array::from_fn(|j| self.start[j] + t * (end_projection[j] - self.start[j]))
-            })
-            .collect();
+        let chord = core::array::from_fn(|j| end_projection[j] - self.start[j]);
+        let none = [0.0; ergon_protocol::evidence::SKETCH_DIMS];
+        self.probes.iter().map(|_| ergon_protocol::Sketch::quantize(none, chord)).collect()
     }
 
     fn t(&self, probe: u64) -> f64 {
