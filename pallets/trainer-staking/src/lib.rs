@@ -18,8 +18,12 @@
 //!   of its bond at the first report, disabled at once (`Disabler`: it stops authoring in the current
 //!   session) and left out of the authority set for `SuspensionSessions` sessions.
 //! - **Authority set**: as the session manager ([`session`]), it picks the next validators: bonded,
-//!   eligible trainers with session keys, ordered by ECP, at most `MaxAuthorities`. It never hands
-//!   pallet-session an empty set (the current one stays).
+//!   eligible trainers with session keys and at least `MinAuthorityEcp`, ordered by their seat score
+//!   √(bond · ECP), at most `MaxAuthorities`. It never hands pallet-session an empty set (the
+//!   current one stays).
+//! - **Liveness** ([`liveness`]): a validator that held its seat a whole session without authoring a
+//!   block or sending a heartbeat (pallet-im-online's report) is slashed at least
+//!   `UnresponsiveSlash` of its bond and suspended for `UnresponsiveSuspension` sessions.
 //! - **Rewards** ([`rewards`]): a fixed `BlockReward` minted to each block's author, and
 //!   [`rewards::FeesToAuthor`] to pay transaction fees to the author.
 //!
@@ -32,6 +36,7 @@
 extern crate alloc;
 
 pub mod ledger;
+pub mod liveness;
 pub mod obligations;
 pub mod rewards;
 pub mod session;
@@ -46,9 +51,10 @@ mod mock;
 mod tests;
 
 pub use ledger::{Ledger, UnlockChunk};
+pub use liveness::ReportUnresponsive;
 pub use obligations::{Obligation, Obligations};
 pub use pallet::*;
-pub use session::{DisableValidator, PruneSessionHistory};
+pub use session::{seat_score, DisableValidator, PruneSessionHistory};
 pub use slashing::{BondInspect, SlashReason, Slashing};
 pub use weights::WeightInfo;
 
@@ -161,6 +167,21 @@ pub mod pallet {
         #[pallet::constant]
         type SuspensionSessions: Get<SessionIndex>;
 
+        /// Least ECP for an authority seat: a seat is earned with verified work as well as stake,
+        /// so bonded accounts that never trained or drilled (sybils) get none.
+        #[pallet::constant]
+        type MinAuthorityEcp: Get<pallet_compute_power::MicroUt>;
+
+        /// Least fraction of the bond a session held without validating costs (neither a block nor
+        /// a heartbeat, as pallet-im-online reports it), whatever im-online's own formula gives.
+        #[pallet::constant]
+        type UnresponsiveSlash: Get<Perbill>;
+
+        /// Sessions an unresponsive validator is left out of the authority set (counted like
+        /// `SuspensionSessions`, from the session after the one it missed).
+        #[pallet::constant]
+        type UnresponsiveSuspension: Get<SessionIndex>;
+
         /// Disables an equivocating validator for the rest of the session (pallet-session's
         /// disabling strategy): it stops authoring at once, not only from the next set on.
         type Disabler: DisableValidator<Self::AccountId>;
@@ -232,7 +253,7 @@ pub mod pallet {
     pub type CurrentSession<T: Config> = StorageValue<_, SessionIndex, ValueQuery>;
 
     #[pallet::event]
-    #[pallet::generate_deposit(pub(super) fn deposit_event)]
+    #[pallet::generate_deposit(pub(crate) fn deposit_event)]
     pub enum Event<T: Config> {
         /// `amount` more was bonded by `who`.
         Bonded { who: T::AccountId, amount: BalanceOf<T> },
@@ -246,6 +267,8 @@ pub mod pallet {
         Slashed { who: T::AccountId, amount: BalanceOf<T>, reason: SlashReason },
         /// `amount` slashed from `from` was paid to `to`, whom the slash proved right.
         SlashPaidOut { from: T::AccountId, to: T::AccountId, amount: BalanceOf<T> },
+        /// `who` is left out of the authority set until (excluding) session `until`.
+        Suspended { who: T::AccountId, until: SessionIndex },
         /// The authority set for `session` was chosen: `authorities` trainers.
         AuthoritiesSelected { session: SessionIndex, authorities: u32 },
         /// `author` was minted `amount` for authoring a block.

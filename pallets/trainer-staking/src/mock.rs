@@ -1,7 +1,7 @@
 //! A minimal runtime for the pallet's tests.
 //!
 //! Accounts 1–6 hold 10 000 each; `MinBond` is 100, unbonding takes 10 blocks, at most 3 unlocking
-//! chunks, 5 bonders and 3 authorities. Slashes go to the treasury account 99. Session-key
+//! chunks, 5 bonders and 3 authorities, each with at least 100 micro-ut of ECP. Slashes go to the treasury account 99. Session-key
 //! registration and the block author are set per test through [`Registered`] and [`Author`].
 
 use crate as pallet_trainer_staking;
@@ -96,7 +96,11 @@ pub const TREASURY: u64 = 99;
 parameter_types! {
     pub const Treasury: u64 = TREASURY;
     pub const MinEquivocationSlash: Perbill = Perbill::from_percent(10);
+    pub const UnresponsiveSlash: Perbill = Perbill::from_percent(1);
 }
+
+/// Least ECP for an authority seat (micro-ut).
+pub const MIN_AUTHORITY_ECP: u128 = 100;
 
 impl pallet_trainer_staking::Config for Test {
     type Currency = Balances;
@@ -111,6 +115,9 @@ impl pallet_trainer_staking::Config for Test {
     type MaxAuthorities = ConstU32<3>;
     type MinEquivocationSlash = MinEquivocationSlash;
     type SuspensionSessions = ConstU32<2>;
+    type MinAuthorityEcp = ConstU128<MIN_AUTHORITY_ECP>;
+    type UnresponsiveSlash = UnresponsiveSlash;
+    type UnresponsiveSuspension = ConstU32<3>;
     type HistoryDepth = ConstU32<4>;
     type SessionHistory = ();
     type Disabler = RecordDisabled;

@@ -1,19 +1,25 @@
 //! The session manager: which trainers validate the next session.
 //!
-//! Candidates are the trainers whose active bond reaches `MinBond`, who registered session keys and
-//! are not suspended for an equivocation. They are ordered by ECP (highest first, ties by account so
-//! every node computes the same order) and cut at `MaxAuthorities`. Proof of Hashrate then weights
-//! BABE's lottery by the same ECP. If no one qualifies, `None` keeps the current set: announcing an
-//! empty set would halt the chain for good.
+//! Candidates are the trainers whose active bond reaches `MinBond` and whose ECP reaches
+//! `MinAuthorityEcp`, who registered session keys and are not suspended (equivocation,
+//! unresponsiveness). They are ordered by their [`seat_score`], √(bond · ECP) (highest first, ties by
+//! account so every node computes the same order), and cut at `MaxAuthorities`: a seat takes both
+//! stake and verified work, and neither alone buys it. The runtime then weighs BABE's lottery by ECP
+//! (Proof of Hashrate) and GRANDPA's votes by bond. If no one qualifies, `None` keeps the current set:
+//! announcing an empty set would halt the chain for good.
+//!
+//! The attack the ECP floor stops: bonded accounts without any work (sybils) filling seats. With
+//! 1-weight BABE shares and equal GRANDPA votes, three such seats beside four validators took 75 % of
+//! the BABE weight and halted finality (issue 34).
 
 use alloc::vec::Vec;
 use frame_support::traits::{Get, ValidatorRegistration};
 use pallet_compute_power::{ComputePowerLedger, MicroUt};
 use sp_staking::SessionIndex;
 
-use crate::{
-    BondInspect, Config, CurrentSession, Event, Ledgers, OffenceSlashes, Pallet, SuspendedUntil,
-};
+use sp_runtime::traits::{IntegerSquareRoot, UniqueSaturatedInto};
+
+use crate::{Config, CurrentSession, Event, Ledgers, OffenceSlashes, Pallet, SuspendedUntil};
 
 /// Prunes the historical session data (pallet-session's `historical`) that key-ownership proofs of
 /// old offences are checked against.
@@ -37,18 +43,30 @@ impl<AccountId> DisableValidator<AccountId> for () {
     fn disable(_who: &AccountId, _severity: sp_runtime::Perbill) {}
 }
 
+/// How a candidate ranks for a seat: the geometric mean √(bond · ECP) of its active bond (plancks)
+/// and its ECP (micro-ut). Doubling either raises it by √2; a seat cannot be bought with one alone
+/// while the other is near zero.
+pub fn seat_score(bond: u128, ecp: MicroUt) -> u128 {
+    bond.saturating_mul(ecp).integer_sqrt()
+}
+
 impl<T: Config> Pallet<T> {
-    /// The next authority set: eligible, registered, unsuspended trainers, highest ECP first, at most
-    /// `MaxAuthorities`. May be empty.
+    /// The next authority set: eligible, registered, unsuspended trainers with at least
+    /// `MinAuthorityEcp`, highest [`seat_score`] first, at most `MaxAuthorities`. May be empty.
     pub fn select_authorities(session: SessionIndex) -> Vec<T::AccountId> {
-        let mut candidates: Vec<(MicroUt, T::AccountId)> = Ledgers::<T>::iter_keys()
-            .filter(<Self as BondInspect<_>>::is_eligible)
-            .filter(T::ValidatorRegistration::is_registered)
-            .filter(|who| SuspendedUntil::<T>::get(who).is_none_or(|until| session >= until))
-            .map(|who| (T::ComputePower::ecp(&who), who))
+        let min_ecp = T::MinAuthorityEcp::get();
+        let mut candidates: Vec<(u128, T::AccountId)> = Ledgers::<T>::iter()
+            .filter(|(_, ledger)| Self::is_eligible_bond(ledger.active))
+            .filter(|(who, _)| T::ValidatorRegistration::is_registered(who))
+            .filter(|(who, _)| SuspendedUntil::<T>::get(who).is_none_or(|until| session >= until))
+            .filter_map(|(who, ledger)| {
+                let ecp = T::ComputePower::ecp(&who);
+                (ecp >= min_ecp).then(|| (seat_score(ledger.active.unique_saturated_into(), ecp), who))
+            })
             .collect();
-        // Highest ECP first; equal ECP by account, so the order does not depend on storage layout.
-        candidates.sort_by(|(ecp_a, a), (ecp_b, b)| ecp_b.cmp(ecp_a).then_with(|| a.cmp(b)));
+        // Highest score first; equal scores by account, so the order does not depend on storage
+        // layout.
+        candidates.sort_by(|(score_a, a), (score_b, b)| score_b.cmp(score_a).then_with(|| a.cmp(b)));
         candidates.truncate(T::MaxAuthorities::get() as usize);
         candidates.into_iter().map(|(_, who)| who).collect()
     }

@@ -90,10 +90,9 @@ impl<T: Config, FullIdentification>
             let amount = fraction.mul_floor(base).saturating_sub(already.mul_floor(base));
             Pallet::<T>::do_slash(who, amount, SlashReason::Equivocation);
             OffenceSlashes::<T>::insert(session, who, (fraction, base));
-            SuspendedUntil::<T>::insert(
-                who,
-                current.saturating_add(1).saturating_add(T::SuspensionSessions::get()),
-            );
+            let until = current.saturating_add(1).saturating_add(T::SuspensionSessions::get());
+            SuspendedUntil::<T>::mutate(who, |s| *s = Some(s.map_or(until, |s| s.max(until))));
+            Pallet::<T>::deposit_event(crate::Event::Suspended { who: who.clone(), until });
             // Out of the current session's authorship at once, not only from the next set on.
             T::Disabler::disable(who, fraction);
             weight = weight.saturating_add(db.reads_writes(6, 8));

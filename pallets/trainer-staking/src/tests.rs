@@ -188,24 +188,49 @@ fn slash_during_unbonding_reaches_the_unlocking_chunks() {
 }
 
 #[test]
-fn authorities_are_eligible_registered_trainers_by_ecp_capped() {
+fn authorities_are_eligible_registered_trainers_by_seat_score_capped() {
     run(|| {
         for who in 1..=5 {
             assert_ok!(TrainerStaking::bond(origin(who), 100 * who as u128));
         }
-        // ECP: 2 > 4 > 1 = 3 (ties by account) > 5 (zero).
+        // ECP (micro-ut): 1 → 600, 2 → 5 400, 3 → 600, 4 → 4 000, 5 → 0 (below the seat floor).
         ComputePower::credit(&1, WorkKind::Training, 1_000);
         ComputePower::credit(&2, WorkKind::Training, 9_000);
         ComputePower::credit(&3, WorkKind::Training, 1_000);
         ComputePower::credit(&4, WorkKind::Drilling, 10_000);
         Registered::set(vec![1, 2, 3, 4, 5]);
-        assert_eq!(TrainerStaking::select_authorities(1), vec![2, 4, 1]);
-        // Without session keys, 2 is skipped; below the minimum bond (slashed), 4 is skipped.
+        // √(bond · ECP): 4 → 1 264, 2 → 1 039, 3 → 424, 1 → 244; cut at 3.
+        assert_eq!(TrainerStaking::select_authorities(1), vec![4, 2, 3]);
+        // Without session keys, 2 is skipped; below the minimum bond (slashed), 4 is skipped; 5 has
+        // no work and no seat whatever its bond.
         Registered::set(vec![1, 3, 4, 5]);
         TrainerStaking::slash(&4, 350, SlashReason::NoShow);
-        assert_eq!(TrainerStaking::select_authorities(1), vec![1, 3, 5]);
-        assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), Some(vec![1, 3, 5]));
-        assert_eq!(last_event(), Event::AuthoritiesSelected { session: 1, authorities: 3 }.into());
+        assert_eq!(TrainerStaking::select_authorities(1), vec![3, 1]);
+        assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), Some(vec![3, 1]));
+        assert_eq!(last_event(), Event::AuthoritiesSelected { session: 1, authorities: 2 }.into());
+    });
+}
+
+/// The attack (issue 34, item 4): bond under several accounts that never did any work and take
+/// the seats. Without ECP they get none, whatever they bond; with the least ECP a seat takes, a large
+/// bond still ranks below validators with both.
+#[test]
+fn attack_bonded_sybils_without_work_get_no_seat() {
+    run(|| {
+        for honest in [1, 2] {
+            assert_ok!(TrainerStaking::bond(origin(honest), 1_000));
+            ComputePower::credit(&honest, WorkKind::Training, 10_000);
+        }
+        for sybil in [3, 4, 5] {
+            assert_ok!(TrainerStaking::bond(origin(sybil), 9_000));
+        }
+        Registered::set(vec![1, 2, 3, 4, 5]);
+        assert_eq!(TrainerStaking::select_authorities(1), vec![1, 2]);
+        // One sybil does the least work a seat takes (ECP 0.4 · 250 = 100): √(9 000 · 100) = 948
+        // against √(1 000 · 6 000) = 2 449: it takes the last seat only because one is free.
+        ComputePower::credit(&3, WorkKind::Drilling, 250);
+        assert_eq!(TrainerStaking::select_authorities(1), vec![1, 2, 3]);
+        assert!(crate::seat_score(9_000, 100) < crate::seat_score(1_000, 6_000));
     });
 }
 
@@ -216,8 +241,77 @@ fn no_candidate_keeps_the_current_set() {
         // Bonded but without keys: still nobody.
         assert_ok!(TrainerStaking::bond(origin(1), 100));
         assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), None);
+        // With keys but no work: nobody either.
         Registered::set(vec![1]);
+        assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), None);
+        ComputePower::credit(&1, WorkKind::Training, MIN_AUTHORITY_ECP * 2);
         assert_eq!(<TrainerStaking as SessionManager<u64>>::new_session(1), Some(vec![1]));
+    });
+}
+
+/// An offence as pallet-im-online reports it: `offenders` missed session `session` of a set of
+/// `validators`, with im-online's own fraction (0 while at most a tenth are offline).
+struct Unresponsive {
+    session: u32,
+    validators: u32,
+    offenders: Vec<(u64, ())>,
+}
+
+impl sp_staking::offence::Offence<(u64, ())> for Unresponsive {
+    const ID: sp_staking::offence::Kind = *b"im-online:offlin";
+    type Slot = u32;
+    fn offenders(&self) -> Vec<(u64, ())> {
+        self.offenders.clone()
+    }
+    fn session_index(&self) -> u32 {
+        self.session
+    }
+    fn validator_set_count(&self) -> u32 {
+        self.validators
+    }
+    fn slot(&self) -> u32 {
+        self.session
+    }
+    fn slash_fraction(&self, _offenders: u32) -> Perbill {
+        Perbill::zero()
+    }
+}
+
+/// The attack (issue 34, item 4): hold a seat and never validate, so the honest supermajority is out
+/// of reach. The session it missed costs the floor fraction of its bond, and the seat.
+#[test]
+fn attack_an_unresponsive_validator_is_slashed_and_loses_its_seat() {
+    use sp_staking::offence::ReportOffence;
+    run(|| {
+        for who in [1, 2] {
+            assert_ok!(TrainerStaking::bond(origin(who), 1_000));
+            ComputePower::credit(&who, WorkKind::Training, 10_000);
+        }
+        Registered::set(vec![1, 2]);
+        <TrainerStaking as SessionManager<u64>>::start_session(4);
+        let offence = Unresponsive { session: 4, validators: 2, offenders: vec![(2, ())] };
+        assert_ok!(<crate::ReportUnresponsive<Test> as ReportOffence<_, _, _>>::report_offence(
+            vec![],
+            offence
+        ));
+        // im-online's 0 is raised to the 1 % floor.
+        assert_eq!(held(2), 990);
+        assert!(System::events().iter().any(|r| r.event
+            == Event::Slashed { who: 2, amount: 10, reason: SlashReason::Unresponsive }.into()));
+        assert_eq!(last_event(), Event::Suspended { who: 2, until: 8 }.into());
+        // Out of the sets planned for sessions 5–7, back from 8; suspended in the session it was
+        // already queued for (the runtime weighs it at the minimum there).
+        for session in 5..8 {
+            assert_eq!(TrainerStaking::select_authorities(session), vec![1]);
+        }
+        assert_eq!(TrainerStaking::select_authorities(8), vec![1, 2]);
+        <TrainerStaking as SessionManager<u64>>::start_session(5);
+        assert!(TrainerStaking::is_suspended(&2));
+        assert!(!TrainerStaking::is_suspended(&1));
+        // A later, shorter suspension never shortens a longer one.
+        SuspendedUntil::<Test>::insert(2, 100);
+        TrainerStaking::punish_unresponsive(&2, Perbill::from_percent(1));
+        assert_eq!(SuspendedUntil::<Test>::get(2), Some(100));
     });
 }
 
@@ -230,14 +324,15 @@ fn equivocation_slashes_suspends_and_is_not_applied_twice() {
     run(|| {
         assert_ok!(TrainerStaking::bond(origin(1), 1_000));
         assert_ok!(TrainerStaking::bond(origin(2), 1_000));
+        ComputePower::credit(&1, WorkKind::Training, 1_000);
+        ComputePower::credit(&2, WorkKind::Training, 1_000);
         Registered::set(vec![1, 2]);
         <TrainerStaking as SessionManager<u64>>::start_session(3);
         // pallet-offences computed 1%: the floor of 10% applies.
         TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(1)], 3);
-        assert_eq!(
-            last_event(),
-            Event::Slashed { who: 1, amount: 100, reason: SlashReason::Equivocation }.into()
-        );
+        assert!(System::events().iter().any(|r| r.event
+            == Event::Slashed { who: 1, amount: 100, reason: SlashReason::Equivocation }.into()));
+        assert_eq!(last_event(), Event::Suspended { who: 1, until: 6 }.into());
         // The same offence again (pallet-offences repeats earlier offenders): nothing more.
         TrainerStaking::on_offence(&[offence(1)], &[Perbill::from_percent(10)], 3);
         assert_eq!(held(1), 900);
@@ -250,7 +345,8 @@ fn equivocation_slashes_suspends_and_is_not_applied_twice() {
         // Suspended for the next 2 sessions (4 and 5), back for session 6.
         assert_eq!(TrainerStaking::select_authorities(4), vec![2]);
         assert_eq!(TrainerStaking::select_authorities(5), vec![2]);
-        assert_eq!(TrainerStaking::select_authorities(6), vec![1, 2]);
+        // Back, behind 2: the slashes cost it rank too (bond 700 against 1 000, the same ECP).
+        assert_eq!(TrainerStaking::select_authorities(6), vec![2, 1]);
         // The suspension record is pruned when the session it ends at starts.
         <TrainerStaking as SessionManager<u64>>::start_session(5);
         assert!(SuspendedUntil::<Test>::get(1).is_some());

@@ -64,6 +64,9 @@ pub enum SlashReason {
     DrillingDisagreement,
     /// The validator signed two blocks (BABE) or two votes (GRANDPA) for the same slot or round.
     Equivocation,
+    /// The validator neither authored a block nor sent a heartbeat in a whole session
+    /// (pallet-im-online): a seat held without validating.
+    Unresponsive,
 }
 
 /// A duty that holds part of a trainer's bond as collateral until it settles.
