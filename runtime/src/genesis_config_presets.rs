@@ -16,8 +16,8 @@ const ENDOWMENT: Balance = 1_000_000 * ERG;
 /// What each genesis validator has bonded (the minimum is 1 000 ERG).
 const GENESIS_BOND: Balance = 10_000 * ERG;
 
-/// The session keys of a well-known dev account: the sr25519 key `//Name` for BABE and for availability
-/// attestations (`ergn`), the ed25519 key `//Name` for GRANDPA (what `ergon-node --alice` puts in its
+/// The session keys of a well-known dev account: the sr25519 key `//Name` for BABE, availability
+/// attestations (`ergn`) and heartbeats (`imon`), the ed25519 key `//Name` for GRANDPA (what `ergon-node --alice` puts in its
 /// keystore).
 fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) {
     let ed = Ed25519Keyring::iter()
@@ -27,6 +27,7 @@ fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) 
         babe: who.public().into(),
         grandpa: ed.public().into(),
         ergon: who.public().into(),
+        im_online: who.public().into(),
     };
     (who.to_account_id(), who.to_account_id(), keys)
 }

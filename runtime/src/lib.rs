@@ -24,6 +24,7 @@ pub mod apis;
 mod benchmarks;
 pub use apis::RuntimeApi;
 pub mod configs;
+pub mod finality_weights;
 pub mod genesis_config_presets;
 pub mod proof_of_hashrate;
 #[cfg(all(test, feature = "try-runtime"))]
@@ -81,12 +82,13 @@ pub mod opaque {
     pub type BlockId = generic::BlockId<Block>;
 
     impl_opaque_keys! {
-        /// The session keys of a validator: BABE for authorship, GRANDPA for finality, and `ergn`
-        /// for signing bundle-availability attestations.
+        /// The session keys of a validator: BABE for authorship, GRANDPA for finality, `ergn`
+        /// for signing bundle-availability attestations and `imon` for heartbeats.
         pub struct SessionKeys {
             pub babe: super::Babe,
             pub grandpa: super::Grandpa,
             pub ergon: super::JobMarket,
+            pub im_online: super::ImOnline,
         }
     }
 }
@@ -98,7 +100,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: Cow::Borrowed("ergon"),
     impl_name: Cow::Borrowed("ergon-node"),
     authoring_version: 1,
-    spec_version: 108,
+    spec_version: 109,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -159,6 +161,8 @@ pub type BlockId = generic::BlockId<Block>;
 
 /// The transaction extensions: checks and payment applied to every signed transaction.
 pub type TxExtension = (
+    // Sets the origin of a call its pallet authorizes (im-online's heartbeats); encodes to nothing.
+    frame_system::AuthorizeCall<Runtime>,
     frame_system::CheckNonZeroSender<Runtime>,
     frame_system::CheckSpecVersion<Runtime>,
     frame_system::CheckTxVersion<Runtime>,
@@ -257,4 +261,7 @@ mod runtime {
 
     #[runtime::pallet_index(14)]
     pub type Drilling = pallet_drilling;
+
+    #[runtime::pallet_index(16)]
+    pub type ImOnline = pallet_im_online;
 }

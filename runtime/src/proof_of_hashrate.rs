@@ -21,7 +21,9 @@ use pallet_compute_power::{ComputePowerLedger, MicroUt};
 use sp_consensus_babe::{AuthorityId as BabeId, BabeAuthorityWeight};
 use sp_runtime::{BoundToRuntimeAppPublic, Perbill};
 
-use crate::{configs::MaxAuthorities, AccountId, Babe, ComputePower, Runtime, Session};
+use crate::{
+    configs::MaxAuthorities, AccountId, Babe, ComputePower, Runtime, Session, TrainerStaking,
+};
 
 /// ECP per unit of BABE weight: one milli-ut.
 pub const MICRO_UT_PER_WEIGHT: MicroUt = 1_000;
@@ -39,8 +41,9 @@ pub const MAX_AUTHORITY_SHARE: Perbill = Perbill::from_parts(333_333_333);
 
 /// Lowers the largest `weights` to one level `L` so that none exceeds `share` of the total, keeping
 /// the rest: `L = share · Σ(uncapped) / (1 − k · share)` for the smallest number `k` of capped weights
-/// under which the next weight fits. With fewer than `1 / share` weights no level satisfies the cap;
-/// they all become equal (the smallest), the closest to it.
+/// under which the next weight fits. With fewer than `1 / share` weights no level satisfies the cap
+/// and the weights are kept as they are: flattening them (as this did before) handed a zero-ECP
+/// newcomer the same share as a validator with all the work.
 pub fn cap_shares(weights: &mut [BabeAuthorityWeight], share: Perbill) {
     let n = weights.len();
     if n == 0 {
@@ -67,11 +70,10 @@ pub fn cap_shares(weights: &mut [BabeAuthorityWeight], share: Perbill) {
             return;
         }
     }
-    let least = *weights.iter().min().unwrap_or(&1);
-    weights.iter_mut().for_each(|w| *w = least);
 }
 
-/// BABE weight of an ECP: `clamp(ecp / MICRO_UT_PER_WEIGHT, 1, weight_cap())`.
+/// BABE weight of an ECP: `clamp(ecp / MICRO_UT_PER_WEIGHT, 1, weight_cap())`. A suspended
+/// authority (see `TrainerStaking::is_suspended`) weighs 1 whatever its ECP.
 pub fn weight_of(ecp: MicroUt) -> BabeAuthorityWeight {
     let scaled = u64::try_from(ecp / MICRO_UT_PER_WEIGHT).unwrap_or(u64::MAX);
     scaled.clamp(1, weight_cap())
@@ -82,8 +84,16 @@ pub fn weight_of(ecp: MicroUt) -> BabeAuthorityWeight {
 fn weigh<'a>(
     validators: impl Iterator<Item = (&'a AccountId, BabeId)>,
 ) -> Vec<(BabeId, BabeAuthorityWeight)> {
-    let (keys, mut weights): (Vec<BabeId>, Vec<BabeAuthorityWeight>) =
-        validators.map(|(who, key)| (key, weight_of(ComputePower::ecp(who)))).unzip();
+    let (keys, mut weights): (Vec<BabeId>, Vec<BabeAuthorityWeight>) = validators
+        .map(|(who, key)| {
+            let weight = if TrainerStaking::is_suspended(who) {
+                1
+            } else {
+                weight_of(ComputePower::ecp(who))
+            };
+            (key, weight)
+        })
+        .unzip();
     cap_shares(&mut weights, MAX_AUTHORITY_SHARE);
     keys.into_iter().zip(weights).collect()
 }
@@ -200,6 +210,7 @@ mod tests {
             ));
             // Bob's ECP grows from 2 ut to 0.4·2 + 0.6·(2 + 10) = 8 ut.
             ComputePower::credit(&Bob.to_account_id(), WorkKind::Training, 10_000_000);
+            crate::tests::note_online(&[Alice, Bob, Charlie, Dave]);
             pallet_session::Pallet::<Runtime>::rotate_session();
             // The epoch that starts keeps the announced weights; the next one carries Bob's growth.
             assert_eq!(
@@ -226,13 +237,17 @@ mod tests {
             assert!(share(&w) <= 1.0 / 3.0 + 1e-9, "{w:?}");
             assert_eq!(&w[1..], &[100; 5], "the others keep their weight");
         }
-        // Under the cap nothing changes; two authorities cannot satisfy it and become equal.
+        // Under the cap nothing changes; two authorities cannot satisfy it and keep their relative
+        // weights: a newcomer with no work does not get the share of one with all of it.
         let mut w = vec![30, 30, 20, 20];
         cap_shares(&mut w, MAX_AUTHORITY_SHARE);
         assert_eq!(w, vec![30, 30, 20, 20]);
         let mut w = vec![900, 100];
         cap_shares(&mut w, MAX_AUTHORITY_SHARE);
-        assert_eq!(w, vec![100, 100]);
+        assert_eq!(w, vec![900, 100]);
+        let mut w = vec![999, 1];
+        cap_shares(&mut w, MAX_AUTHORITY_SHARE);
+        assert_eq!(w, vec![999, 1]);
         let mut w = vec![7];
         cap_shares(&mut w, MAX_AUTHORITY_SHARE);
         assert_eq!(w, vec![7]);

@@ -37,6 +37,14 @@ pub(crate) fn ext(preset: &str) -> sp_io::TestExternalities {
     config.build_storage().unwrap().into()
 }
 
+/// Marks `who` online in the current session, as an authored block does (pallet-im-online):
+/// without it a rotation reports every validator unresponsive.
+pub(crate) fn note_online(who: &[Sr25519Keyring]) {
+    for k in who {
+        <crate::ImOnline as pallet_authorship::EventHandler<_, _>>::note_author(k.to_account_id());
+    }
+}
+
 #[test]
 fn genesis_validators_are_bonded_and_selected_by_ecp() {
     ext("local_testnet").execute_with(|| {

@@ -29,9 +29,8 @@ where
         let offenders = offence.offenders();
         // im-online's own fraction grows with the share of the set offline (0 below a tenth);
         // a floor makes every missed session cost something.
-        let fraction = offence
-            .slash_fraction(offenders.len() as u32)
-            .max(T::UnresponsiveSlash::get());
+        let fraction =
+            offence.slash_fraction(offenders.len() as u32).max(T::UnresponsiveSlash::get());
         for (who, _) in offenders {
             Pallet::<T>::punish_unresponsive(&who, fraction);
         }

@@ -61,12 +61,14 @@ impl<T: Config> Pallet<T> {
             .filter(|(who, _)| SuspendedUntil::<T>::get(who).is_none_or(|until| session >= until))
             .filter_map(|(who, ledger)| {
                 let ecp = T::ComputePower::ecp(&who);
-                (ecp >= min_ecp).then(|| (seat_score(ledger.active.unique_saturated_into(), ecp), who))
+                (ecp >= min_ecp)
+                    .then(|| (seat_score(ledger.active.unique_saturated_into(), ecp), who))
             })
             .collect();
         // Highest score first; equal scores by account, so the order does not depend on storage
         // layout.
-        candidates.sort_by(|(score_a, a), (score_b, b)| score_b.cmp(score_a).then_with(|| a.cmp(b)));
+        candidates
+            .sort_by(|(score_a, a), (score_b, b)| score_b.cmp(score_a).then_with(|| a.cmp(b)));
         candidates.truncate(T::MaxAuthorities::get() as usize);
         candidates.into_iter().map(|(_, who)| who).collect()
     }

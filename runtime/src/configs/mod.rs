@@ -18,8 +18,8 @@ use sp_version::RuntimeVersion;
 use pallet_trainer_staking::rewards::FeesToAuthor;
 
 use crate::{
-    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, ComputePower, Grandpa, Hash,
-    Historical, Nonce, Offences, PalletInfo, Runtime, RuntimeCall, RuntimeEvent,
+    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, ComputePower, Hash,
+    Historical, ImOnline, Nonce, Offences, PalletInfo, Runtime, RuntimeCall, RuntimeEvent,
     RuntimeFreezeReason, RuntimeHoldReason, RuntimeOrigin, RuntimeTask, Session, SessionKeys,
     System, Timestamp, TrainerStaking, UncheckedExtrinsic, VERSION,
 };
@@ -132,8 +132,8 @@ impl pallet_timestamp::Config for Runtime {
 
 impl pallet_authorship::Config for Runtime {
     type FindAuthor = pallet_session::FindAccountFromAuthorIndex<Self, Babe>;
-    // Mints the block reward to the author.
-    type EventHandler = TrainerStaking;
+    // Mints the block reward to the author; an authored block counts as being online.
+    type EventHandler = (TrainerStaking, ImOnline);
 }
 
 impl pallet_session::Config for Runtime {
@@ -145,9 +145,15 @@ impl pallet_session::Config for Runtime {
     // Trainer-staking picks the validators (bonded, with keys, by ECP); the historical wrapper keeps
     // each session's set so equivocation reports can prove key ownership.
     type SessionManager = pallet_session::historical::NoteHistoricalRoot<Self, TrainerStaking>;
-    // Same key types as `SessionKeys` (BABE, GRANDPA, ergn); BABE's handler is Proof of Hashrate, which
-    // weights the authorities by ECP; the job market's keeps the availability attesters.
-    type SessionHandler = (crate::proof_of_hashrate::ProofOfHashrate, Grandpa, crate::JobMarket);
+    // Same key types as `SessionKeys` (BABE, GRANDPA, ergn, imon); BABE's handler is Proof of
+    // Hashrate, which weights the authorities by ECP, GRANDPA's weighs votes by bond; the job
+    // market's keeps the availability attesters; im-online's expects heartbeats.
+    type SessionHandler = (
+        crate::proof_of_hashrate::ProofOfHashrate,
+        crate::finality_weights::StakeWeightedFinality,
+        crate::JobMarket,
+        ImOnline,
+    );
     type Keys = SessionKeys;
     // An equivocator is disabled at once (its BABE blocks are invalid for the rest of the session),
     // at most a third of the set, so reports cannot stall the chain.
@@ -227,6 +233,14 @@ parameter_types! {
     pub const SuspensionSessions: u32 = 432;
     /// Minted to each block's author.
     pub const BlockReward: Balance = ERG;
+    /// A seat takes at least half a ut of ECP (verified training or drilling) besides `MinBond`:
+    /// ECP halves every week, so the test networks' least validator (1 ut at genesis) keeps its
+    /// seat for a week without work.
+    pub const MinAuthorityEcp: pallet_compute_power::MicroUt = 500_000;
+    /// A session held without a block or a heartbeat costs at least 1% of the bond...
+    pub const UnresponsiveSlash: Perbill = Perbill::from_percent(1);
+    /// ...and an hour (18 sessions) out of the authority set.
+    pub const UnresponsiveSuspension: u32 = 18;
 }
 
 /// Prunes pallet-session-historical's roots older than trainer-staking's history depth.
@@ -262,6 +276,9 @@ impl pallet_trainer_staking::Config for Runtime {
     type MaxAuthorities = MaxAuthorities;
     type MinEquivocationSlash = MinEquivocationSlash;
     type SuspensionSessions = SuspensionSessions;
+    type MinAuthorityEcp = MinAuthorityEcp;
+    type UnresponsiveSlash = UnresponsiveSlash;
+    type UnresponsiveSuspension = UnresponsiveSuspension;
     type HistoryDepth = ConstU32<HISTORY_DEPTH>;
     type SessionHistory = PruneHistoricalRoots;
     type Disabler = SessionDisabler;
@@ -275,6 +292,25 @@ impl pallet_session::historical::Config for Runtime {
     type RuntimeEvent = RuntimeEvent;
     type FullIdentification = ();
     type FullIdentificationOf = pallet_trainer_staking::session::UnitIdentification;
+}
+
+parameter_types! {
+    /// Heartbeats go ahead of ordinary transactions.
+    pub const ImOnlineUnsignedPriority: TransactionPriority = TransactionPriority::MAX / 2;
+}
+
+impl pallet_im_online::Config for Runtime {
+    type AuthorityId = pallet_im_online::sr25519::AuthorityId;
+    type MaxKeys = MaxAuthorities;
+    type MaxPeerInHeartbeats = ConstU32<10_000>;
+    type RuntimeEvent = RuntimeEvent;
+    type ValidatorSet = Historical;
+    type NextSessionRotation = Babe;
+    // A validator with neither a block nor a heartbeat in a session is slashed and suspended by
+    // trainer-staking at once (its seat held without validating).
+    type ReportUnresponsiveness = pallet_trainer_staking::ReportUnresponsive<Runtime>;
+    type UnsignedPriority = ImOnlineUnsignedPriority;
+    type WeightInfo = pallet_im_online::weights::SubstrateWeight<Runtime>;
 }
 
 impl pallet_offences::Config for Runtime {
@@ -291,6 +327,39 @@ where
 {
     type Extrinsic = UncheckedExtrinsic;
     type RuntimeCall = RuntimeCall;
+}
+
+impl<C> frame_system::offchain::CreateTransaction<C> for Runtime
+where
+    RuntimeCall: From<C>,
+{
+    type Extension = crate::TxExtension;
+
+    fn create_transaction(call: RuntimeCall, extension: crate::TxExtension) -> UncheckedExtrinsic {
+        UncheckedExtrinsic::new_transaction(call, extension)
+    }
+}
+
+// Calls a pallet authorizes itself (im-online's heartbeats, signed with the session key): general
+// transactions whose origin `AuthorizeCall` sets; the other extensions let a transaction without a
+// signer through.
+impl<C> frame_system::offchain::CreateAuthorizedTransaction<C> for Runtime
+where
+    RuntimeCall: From<C>,
+{
+    fn create_extension() -> crate::TxExtension {
+        (
+            frame_system::AuthorizeCall::<Runtime>::new(),
+            frame_system::CheckNonZeroSender::<Runtime>::new(),
+            frame_system::CheckSpecVersion::<Runtime>::new(),
+            frame_system::CheckTxVersion::<Runtime>::new(),
+            frame_system::CheckGenesis::<Runtime>::new(),
+            frame_system::CheckEra::<Runtime>::from(sp_runtime::generic::Era::Immortal),
+            frame_system::CheckNonce::<Runtime>::from(0),
+            frame_system::CheckWeight::<Runtime>::new(),
+            pallet_transaction_payment::ChargeTransactionPayment::<Runtime>::from(0),
+        )
+    }
 }
 
 impl<C> frame_system::offchain::CreateBare<C> for Runtime
