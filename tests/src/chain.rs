@@ -186,6 +186,44 @@ impl Node {
         })
     }
 
+    /// The validators of the session at the best block (`Session::Validators`).
+    pub fn session_validators(&self) -> Vec<[u8; 32]> {
+        self.client().block_on(async {
+            let at = self.at_best().await;
+            let entry = runtime::storage().session().validators();
+            match at.storage().try_fetch(entry, ()).await {
+                Ok(Some(v)) => v
+                    .decode()
+                    .expect("Session::Validators decodes")
+                    .into_iter()
+                    .map(|a| a.0)
+                    .collect(),
+                Ok(None) => Vec::new(),
+                Err(e) => panic!("reading Session::Validators: {e}"),
+            }
+        })
+    }
+
+    /// GRANDPA's authority keys in force at the best block, with their vote weights
+    /// (`Grandpa::Authorities`).
+    pub fn grandpa_authorities(&self) -> Vec<([u8; 32], u64)> {
+        self.client().block_on(async {
+            let at = self.at_best().await;
+            let entry = runtime::storage().grandpa().authorities();
+            match at.storage().try_fetch(entry, ()).await {
+                Ok(Some(v)) => v
+                    .decode()
+                    .expect("Grandpa::Authorities decodes")
+                    .0
+                    .into_iter()
+                    .map(|(key, weight)| (key.0, weight))
+                    .collect(),
+                Ok(None) => Vec::new(),
+                Err(e) => panic!("reading Grandpa::Authorities: {e}"),
+            }
+        })
+    }
+
     /// The chain at the best block (what the node's RPC answers by default).
     pub async fn at_best(&self) -> AtBlock {
         let best = self.block_number(None).expect("best block");

@@ -21,6 +21,12 @@ pub fn dev_key(name: &str) -> String {
 
 /// Starts the four validators: state under `dir/<name>`, logs in `dir`, fixed node keys.
 pub fn start_validators(dir: &Path) -> Vec<Node> {
+    start_validators_on(dir, "local")
+}
+
+/// [`start_validators`] on `chain`: `local` or the path of a chain spec derived from it (with the
+/// same four validators among its genesis authorities).
+pub fn start_validators_on(dir: &Path, chain: &str) -> Vec<Node> {
     let alice_ports = Ports::free();
     VALIDATORS
         .iter()
@@ -29,7 +35,7 @@ pub fn start_validators(dir: &Path) -> Vec<Node> {
             let ports = if i == 0 { alice_ports } else { Ports::free() };
             let mut args: Vec<String> = vec![
                 "--chain".into(),
-                "local".into(),
+                chain.into(),
                 format!("--{name}"),
                 "--validator".into(),
                 "--base-path".into(),

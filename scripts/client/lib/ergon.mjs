@@ -38,10 +38,18 @@ export const rpc = {
   },
 };
 
+/**
+ * Transaction extensions polkadot.js does not know: `AuthorizeCall` (it sets the origin of calls a
+ * pallet authorizes itself, im-online's heartbeats) adds nothing to a transaction or its payload.
+ */
+export const signedExtensions = {
+  AuthorizeCall: { extrinsic: {}, payload: {} },
+};
+
 /** Connects to the node at `url` with the Ergon RPCs. */
 export async function connect(url = process.env.ERGON_WS || 'ws://127.0.0.1:9944') {
   const provider = new WsProvider(url);
-  return ApiPromise.create({ provider, rpc, noInitWarn: true, throwOnConnect: true });
+  return ApiPromise.create({ provider, rpc, signedExtensions, noInitWarn: true, throwOnConnect: true });
 }
 
 /** A signing key: `//Alice`-style dev URIs, or the first line of a key file. */
