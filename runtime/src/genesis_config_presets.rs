@@ -67,6 +67,10 @@ fn testnet_genesis(
         "trainerStaking": {
             "stakers": stakers,
         },
+        // Test networks run every service on one host: offchain workers fetch from loopback.
+        "jobMarket": {
+            "allowPrivateUrls": true,
+        },
     })
 }
 

@@ -48,10 +48,12 @@ fn spec_with_sybils(dir: &Path, sybils: &[&str]) -> String {
     for name in sybils {
         let (_, account) = inspect("sr25519", &format!("//{name}"));
         let (_, grandpa) = inspect("ed25519", &format!("//{name}"));
-        let keys = json!({ "babe": account, "grandpa": grandpa, "ergon": account, "im_online": account });
-        patch["session"]["keys"].as_array_mut().expect("session keys").push(json!([
-            account, account, keys
-        ]));
+        let keys =
+            json!({ "babe": account, "grandpa": grandpa, "ergon": account, "im_online": account });
+        patch["session"]["keys"]
+            .as_array_mut()
+            .expect("session keys")
+            .push(json!([account, account, keys]));
         patch["trainerStaking"]["stakers"]
             .as_array_mut()
             .expect("stakers")
@@ -62,7 +64,8 @@ fn spec_with_sybils(dir: &Path, sybils: &[&str]) -> String {
             .push(json!([account, 1_000_000, 1_000_000]));
     }
     let path = dir.join("sybil-spec.json");
-    std::fs::write(&path, serde_json::to_vec(&spec).expect("spec serializes")).expect("spec written");
+    std::fs::write(&path, serde_json::to_vec(&spec).expect("spec serializes"))
+        .expect("spec written");
     path.display().to_string()
 }
 

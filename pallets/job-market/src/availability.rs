@@ -39,8 +39,8 @@ use sp_runtime::{
 };
 
 use crate::{
-    Attestations, AttesterSetId, Attesters, Call, Config, DataReports, JobId, JobState, Jobs,
-    Pallet,
+    AllowPrivateUrls, Attestations, AttesterSetId, Attesters, Call, Config, DataReports, JobId,
+    JobState, Jobs, Pallet,
 };
 use ergon_job_spec::{Dataset, JobSpec};
 
@@ -130,6 +130,10 @@ pub enum Unavailable {
     NotHttp,
     /// The served data files do not give the committed content root.
     ContentMismatch,
+    /// A URL names a host that is not public (loopback, link-local, private; `ergon_protocol::url`)
+    /// on a chain that does not allow them: not fetched, so never an oracle on the validator's own
+    /// network.
+    NotPublic(ergon_protocol::url::Refusal),
 }
 
 /// The validity of an attestation transaction, checked in the pool and again before dispatch.
@@ -198,6 +202,7 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
         return;
     };
     let set_id = AttesterSetId::<T>::get();
+    let policy = UrlPolicy { allow_private: AllowPrivateUrls::<T>::get() };
     let mut checked = 0;
     for (job, record) in Jobs::<T>::iter() {
         if checked >= CHECKS_PER_BLOCK {
@@ -224,8 +229,10 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
         }
         checked += 1;
         let outcome = match bundle {
-            Some((base, root)) => check_bundle(&base, root, record.bundle_checkpoints()),
-            None => check_data(&record.spec),
+            Some((base, root)) => policy
+                .check(&base)
+                .and_then(|()| check_bundle(&base, root, record.bundle_checkpoints())),
+            None => check_data(&record.spec, policy),
         };
         let available = match outcome {
             Ok(()) => true,
@@ -309,20 +316,46 @@ pub fn check_bundle(base: &str, root: H256, checkpoints: u64) -> Result<(), Unav
     Ok(())
 }
 
+/// Whether a user may put `uri` on chain (a bundle's base, a data file): anything but an http(s)
+/// URL on a host the validators would refuse to fetch (see [`UrlPolicy`]); other schemes and
+/// paths are judged elsewhere.
+pub fn url_allowed<T: Config>(uri: &[u8]) -> bool {
+    let Some(url) = http_base(uri) else { return true };
+    UrlPolicy { allow_private: AllowPrivateUrls::<T>::get() }.check(&url).is_ok()
+}
+
+/// Which hosts an offchain worker fetches from.
+#[derive(Clone, Copy, Debug)]
+pub struct UrlPolicy {
+    /// Loopback, link-local and private hosts too (`AllowPrivateUrls`: test networks only).
+    pub allow_private: bool,
+}
+
+impl UrlPolicy {
+    /// `Ok` if `url` may be fetched under this policy.
+    pub fn check(self, url: &str) -> Result<(), Unavailable> {
+        match ergon_protocol::url::check(url) {
+            Err(ergon_protocol::url::Refusal::PrivateHost) if self.allow_private => Ok(()),
+            other => other.map_err(Unavailable::NotPublic),
+        }
+    }
+}
+
 /// Downloads every file of the spec's training and validation datasets and checks that their
-/// digests give the committed content roots. Every file must be served over HTTP(S): a trainer can
-/// only report data whose availability the attesters can check.
-pub fn check_data(spec: &JobSpec) -> Result<(), Unavailable> {
+/// digests give the committed content roots. Every file must be served over HTTP(S) from a host
+/// `policy` allows: a trainer can only report data whose availability the attesters can check.
+pub fn check_data(spec: &JobSpec, policy: UrlPolicy) -> Result<(), Unavailable> {
     for dataset in [&spec.train, &spec.validation] {
-        check_dataset(dataset)?;
+        check_dataset(dataset, policy)?;
     }
     Ok(())
 }
 
-fn check_dataset(dataset: &Dataset) -> Result<(), Unavailable> {
+fn check_dataset(dataset: &Dataset, policy: UrlPolicy) -> Result<(), Unavailable> {
     let mut digests = Vec::new();
     for file in dataset.files.as_slice() {
         let url = http_base(file.0.as_slice()).ok_or(Unavailable::NotHttp)?;
+        policy.check(&url)?;
         digests.push(digest_of(&url)?);
     }
     if ergon_job_spec::content_root(digests) != dataset.content_root.0 {

@@ -826,3 +826,76 @@ fn abstentions_count_among_the_drawn_and_the_trainer_reports_while_verifying() {
         assert_eq!(Rounds::<Test>::get(job).unwrap().number, 1);
     });
 }
+
+/// The attack (SSRF, issue 34 item 8): name a host on the validators' own machines or networks as
+/// the bundle's or the data's URL, and read what answered from their attestations. On a live chain
+/// the offchain worker fetches nothing from such a host: the bundle or the data is attested
+/// unavailable unfetched (the test's HTTP mock fails on any request it was not told to expect).
+#[test]
+fn attack_private_urls_are_attested_unavailable_unfetched_on_a_live_chain() {
+    with_offchain(|_state, pool| {
+        set_attesters(1);
+        // `submit_bundle` refuses such a URL on a live chain (`UrlNotPublic`); committed while
+        // allowed, to reach the offchain worker's own check.
+        AllowPrivateUrls::<Test>::put(true);
+        let job = verifying_job("http://169.254.169.254/latest/meta-data", root());
+        AllowPrivateUrls::<Test>::put(false);
+        JobMarket::offchain_worker(System::block_number());
+        let txs = submitted(pool);
+        assert_eq!(txs.len(), 1);
+        assert_eq!(txs[0].0.job, job);
+        assert!(!txs[0].0.available, "a metadata-service URL is never fetched");
+    });
+    with_offchain(|_state, pool| {
+        set_attesters(3);
+        let mut spec = http_spec();
+        let private = ["http://2130706433:6379/", "http://10.0.0.5/labels"];
+        spec.train.files = ergon_job_spec::Bounded::new(
+            private.iter().map(|u| ergon_job_spec::BoundedString::from_str(u).unwrap()).collect(),
+        )
+        .unwrap();
+        // `post_job` refuses such data on a live chain (`UrlNotPublic`); posted while allowed, to
+        // reach the offchain worker's own check.
+        AllowPrivateUrls::<Test>::put(true);
+        let job = assigned_job(spec);
+        AllowPrivateUrls::<Test>::put(false);
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        JobMarket::offchain_worker(System::block_number());
+        let txs = submitted_data(pool);
+        assert_eq!(txs.len(), 1);
+        assert!(!txs[0].0.available, "127.0.0.1 spelt as a number is still loopback");
+    });
+}
+
+/// A development or local test network (`AllowPrivateUrls` at genesis) runs every service on one
+/// host: there the offchain worker fetches from loopback.
+#[test]
+fn a_test_network_fetches_from_loopback() {
+    with_offchain(|state, pool| {
+        AllowPrivateUrls::<Test>::put(true);
+        set_attesters(1);
+        let base = "http://127.0.0.1:8700/job0";
+        verifying_job(base, root());
+        for (path, range, body) in [
+            ("manifest.json", None, manifest()),
+            (FILE, Some((0, CHECKPOINT.len())), CHECKPOINT.to_vec()),
+        ] {
+            state.0.write().expect_request(PendingRequest {
+                method: "GET".into(),
+                uri: format!("{base}/{path}"),
+                headers: range
+                    .map(|(a, b): (usize, usize)| {
+                        vec![("Range".into(), format!("bytes={a}-{}", b - 1))]
+                    })
+                    .unwrap_or_default(),
+                response: Some(body),
+                sent: true,
+                ..Default::default()
+            });
+        }
+        JobMarket::offchain_worker(System::block_number());
+        let txs = submitted(pool);
+        assert_eq!(txs.len(), 1);
+        assert!(txs[0].0.available);
+    });
+}

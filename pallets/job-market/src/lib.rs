@@ -422,6 +422,29 @@ pub mod pallet {
     #[pallet::storage]
     pub type AttesterSetId<T: Config> = StorageValue<_, u32, ValueQuery>;
 
+    /// Whether offchain workers fetch URLs on loopback, link-local and private hosts: only on
+    /// development and local test networks, whose services all run on one host (set at genesis).
+    /// On a live chain such a URL is attested unavailable unfetched (`ergon_protocol::url`).
+    #[pallet::storage]
+    pub type AllowPrivateUrls<T: Config> = StorageValue<_, bool, ValueQuery>;
+
+    /// The job market's genesis: whether this is a test network that fetches private URLs.
+    #[pallet::genesis_config]
+    #[derive(frame_support::DefaultNoBound)]
+    pub struct GenesisConfig<T: Config> {
+        /// Sets [`AllowPrivateUrls`] (development and local test networks only).
+        pub allow_private_urls: bool,
+        #[serde(skip)]
+        pub _config: core::marker::PhantomData<T>,
+    }
+
+    #[pallet::genesis_build]
+    impl<T: Config> BuildGenesisConfig for GenesisConfig<T> {
+        fn build(&self) {
+            AllowPrivateUrls::<T>::put(self.allow_private_urls);
+        }
+    }
+
     /// Availability attestations of each job under verification: attester key and verdict.
     #[pallet::storage]
     pub type Attestations<T: Config> = StorageMap<
@@ -724,6 +747,10 @@ pub mod pallet {
         DataFoundAvailable,
         /// The bundle claims a divergence after the spec's last step.
         DivergenceOutOfRange,
+        /// A URL names a loopback, link-local or private host (or one no HTTP client parses),
+        /// which the validators of a live chain do not fetch (`AllowPrivateUrls` is off): a bundle
+        /// there would be attested unavailable, data there could not be checked.
+        UrlNotPublic,
     }
 
     /// The job spec's limits (`ergon_job_spec`), in the metadata so that clients check a spec
@@ -824,6 +851,14 @@ pub mod pallet {
         ) -> DispatchResult {
             let owner = ensure_signed(origin)?;
             let summary = spec_check::check::<T>(&spec).map_err(Error::<T>::from)?;
+            ensure!(
+                [&spec.train, &spec.validation].iter().all(|d| d
+                    .files
+                    .as_slice()
+                    .iter()
+                    .all(|f| availability::url_allowed::<T>(&f.0))),
+                Error::<T>::UrlNotPublic
+            );
             let work_micro_ut = summary.training_micro_ut();
             let segments = summary.checkpoints.saturating_sub(1);
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
@@ -1025,6 +1060,7 @@ pub mod pallet {
             let now = frame_system::Pallet::<T>::block_number();
             ensure!(now <= record.deadline, Error::<T>::DeadlinePassed);
             ensure!(verification::is_valid_uri(&bundle_uri), Error::<T>::InvalidUri);
+            ensure!(availability::url_allowed::<T>(&bundle_uri), Error::<T>::UrlNotPublic);
             ensure!(
                 metrics.diverged_at.is_none_or(|step| step <= record.total_steps()),
                 Error::<T>::DivergenceOutOfRange

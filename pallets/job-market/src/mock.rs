@@ -75,6 +75,9 @@ impl pallet_trainer_staking::Config for Test {
     type MaxAuthorities = ConstU32<10>;
     type MinEquivocationSlash = MinEquivocationSlash;
     type SuspensionSessions = ConstU32<1>;
+    type MinAuthorityEcp = frame_support::traits::ConstU128<0>;
+    type UnresponsiveSlash = UnresponsiveSlash;
+    type UnresponsiveSuspension = ConstU32<1>;
     type HistoryDepth = ConstU32<10>;
     type SessionHistory = ();
     type Disabler = ();
@@ -234,4 +237,8 @@ pub fn run_to_block(n: u64) {
         System::set_block_number(next);
         JobMarket::on_initialize(next);
     }
+}
+
+frame_support::parameter_types! {
+    pub const UnresponsiveSlash: sp_runtime::Perbill = sp_runtime::Perbill::from_percent(1);
 }

@@ -63,7 +63,7 @@ fn assigned(budget: u128, price: u128) -> JobId {
 }
 
 fn uri() -> BundleUri {
-    BundleUri::truncate_from(b"http://127.0.0.1:8000/bundle/".to_vec())
+    BundleUri::truncate_from(b"http://bundles.test/bundle/".to_vec())
 }
 
 fn submit(job: JobId) {
@@ -248,6 +248,20 @@ fn post_job_validates_and_holds_the_budget() {
         assert_noop!(
             JobMarket::post_job(origin(OWNER), Box::new(wide), 1_000, 5, 30),
             Error::<Test>::LayerShapeMismatch
+        );
+        // Data on the validators' own network could not be checked on a live chain (and asking
+        // for it would make them an SSRF oracle).
+        let mut private = example_spec();
+        private.validation.files = ergon_job_spec::Bounded::new(
+            ["http://169.254.169.254/images", "http://[::1]/labels"]
+                .iter()
+                .map(|u| ergon_job_spec::BoundedString::from_str(u).unwrap())
+                .collect(),
+        )
+        .unwrap();
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(private), 1_000, 5, 30),
+            Error::<Test>::UrlNotPublic
         );
         // 938 steps checkpointed every 50: 19 segments, fewer than the 20 a verifier needs to replay
         // at most a tenth of them.
@@ -514,6 +528,14 @@ fn submit_bundle_refusals() {
         assert_noop!(submit_as(TRAINER, b""), Error::<Test>::InvalidUri);
         assert_noop!(submit_as(TRAINER, b"ftp://x/"), Error::<Test>::InvalidUri);
         assert_noop!(submit_as(TRAINER, b"http://"), Error::<Test>::InvalidUri);
+        // A live chain's validators would not fetch a private host: refused before it is
+        // committed (and the trainer slashed for it). A test network takes it
+        // (`availability_tests::a_test_network_fetches_from_loopback`).
+        assert_noop!(
+            submit_as(TRAINER, b"http://127.0.0.1:8700/job0"),
+            Error::<Test>::UrlNotPublic
+        );
+        assert_noop!(submit_as(TRAINER, b"http://10.1.2.3/b"), Error::<Test>::UrlNotPublic);
         System::set_block_number(21);
         Jobs::<Test>::mutate(job, |j| j.as_mut().unwrap().deadline = 20);
         assert_noop!(submit_as(TRAINER, b"http://x/"), Error::<Test>::DeadlinePassed);

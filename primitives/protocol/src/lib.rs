@@ -18,6 +18,7 @@
 //! - [`commitments`]: what verifiers and drilling executors commit to before they reveal.
 //! - [`kernels`]: the revision of the worker's floating-point kernels that the chain pins each job
 //!   to (replay is exact only between identical kernels).
+//! - [`url`]: which URLs validators and daemons fetch on a live chain (http(s), public hosts only).
 //! - [`traits`] (feature `frame`): what the pallets ask of each other (bonds, obligations,
 //!   slashing, computing power, fresh randomness), so that no pallet depends on another's crate.
 //!
@@ -38,6 +39,7 @@ pub mod seed;
 pub mod segments;
 #[cfg(feature = "frame")]
 pub mod traits;
+pub mod url;
 
 #[cfg(test)]
 mod vectors;

@@ -98,39 +98,28 @@ pub struct Config {
     pub stall_training_at: Option<u64>,
 }
 
-/// Refuses a bundle URL that only this machine can reach on a live chain (issue 34): a trainer
-/// that forgets `--public-url` would commit `http://127.0.0.1:8700/…`, which every remote validator
-/// and verifier resolves to itself, and be slashed for an unavailable bundle. Development and local
-/// chains (`system_chainType` `Development` or `Local`, whose validators run on one host) take
-/// loopback URLs.
+/// Whether the node's `system_chainType` is a test network (`Development` or `Local`), whose
+/// validators and daemons all run on one host: there bundle URLs may be loopback, and URIs from the
+/// chain may be local paths and private hosts.
+pub fn is_test_network(chain_type: &serde_json::Value) -> bool {
+    matches!(chain_type.as_str(), Some("Development" | "Local"))
+}
+
+/// Refuses a bundle URL that the validators and verifiers of a live chain cannot reach (issue 34):
+/// a trainer that forgets `--public-url` would commit `http://127.0.0.1:8700/…`, which every remote
+/// validator and verifier resolves to itself (and on a live chain refuses, as any private host:
+/// `ergon_protocol::url`), and be slashed for an unavailable bundle. Test networks
+/// ([`is_test_network`]) take any URL.
 pub fn check_public_url(url: &str, chain_type: &serde_json::Value) -> Result<(), String> {
-    let local_chain = matches!(chain_type.as_str(), Some("Development" | "Local"));
-    if local_chain || !url_host(url).is_some_and(is_this_machine) {
+    if is_test_network(chain_type) {
         return Ok(());
     }
-    Err(format!(
-        "the bundle URL {url} only reaches this machine, and this is a live chain ({chain_type}): \
-         give --public-url with an address the validators and verifiers reach"
-    ))
-}
-
-/// The host of an `http(s)://` URL (without brackets for IPv6, without user or port).
-fn url_host(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    match authority.strip_prefix('[') {
-        Some(v6) => v6.split_once(']').map(|(host, _)| host),
-        None => authority.split(':').next(),
-    }
-}
-
-/// Whether `host` names this machine only: `localhost`, a loopback or an unspecified address.
-fn is_this_machine(host: &str) -> bool {
-    let host = host.trim_end_matches('.');
-    host.eq_ignore_ascii_case("localhost")
-        || host.to_ascii_lowercase().ends_with(".localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
+    ergon_protocol::url::check(url).map_err(|why| {
+        format!(
+            "the bundle URL {url} is {why}, and this is a live chain ({chain_type}): give \
+             --public-url with a public address the validators and verifiers reach"
+        )
+    })
 }
 
 /// An attack of the suite by its report name.
@@ -243,7 +232,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_loopback_bundle_url_is_refused_on_a_live_chain_only() {
+    fn a_loopback_or_private_bundle_url_is_refused_on_a_live_chain_only() {
         let live = json!("Live");
         for url in [
             "http://127.0.0.1:8700",
@@ -261,8 +250,13 @@ mod tests {
             assert!(check_public_url(url, &json!("Local")).is_ok(), "{url}");
             assert!(check_public_url(url, &json!({ "Custom": "x" })).is_err(), "{url}");
         }
+        // A private range is as unreachable from outside, and refused by every validator.
+        for url in ["http://10.0.0.7:8700", "http://192.168.1.20:8700/b", "http://[fd00::7]:80"] {
+            assert!(check_public_url(url, &live).is_err(), "{url}");
+            assert!(check_public_url(url, &json!("Local")).is_ok(), "{url}");
+        }
         for url in
-            ["http://203.0.113.7:8700", "https://bundles.example.org/b", "http://[2001:db8::1]:80"]
+            ["http://8.8.4.4:8700", "https://bundles.example.org/b", "http://[2606:4700::1111]:80"]
         {
             assert!(check_public_url(url, &live).is_ok(), "{url}");
         }

@@ -201,12 +201,18 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
     };
 
     let chain = connect(&config.chain).await?;
+    let chain_type: serde_json::Value = chain
+        .rpc("system_chainType", ergon_client::subxt::rpcs::client::RpcParams::new())
+        .await
+        .map_err(Fatal::Chain)?;
     if config.has(config::Role::Trainer) {
-        let chain_type: serde_json::Value = chain
-            .rpc("system_chainType", ergon_client::subxt::rpcs::client::RpcParams::new())
-            .await
-            .map_err(Fatal::Chain)?;
         config.check_public_url(&chain_type).map_err(Fatal::Config)?;
+    }
+    if !config::is_test_network(&chain_type) {
+        // Every URI this daemon fetches (data, other trainers' bundles) comes from the chain's
+        // users: on a live chain, public http(s) hosts only.
+        ergon_engine::data::fetch_public_only();
+        info!(%chain_type, "live chain: fetching public http(s) URLs only");
     }
     let ctx = Arc::new(Ctx {
         chain: chain.clone(),

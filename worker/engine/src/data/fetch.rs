@@ -1,6 +1,10 @@
 //! Getting a data file's bytes from a path, a `file://` URI or an http(s) URL, and the content root.
 
-use std::{io::Read, time::Duration};
+use std::{
+    io::Read,
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
 
 use sha2::{Digest, Sha256};
 
@@ -39,9 +43,26 @@ pub fn fetch_at_most(uri: &str, max: u64) -> Result<Vec<u8>> {
     fetch_within(uri, max, DOWNLOAD_TIMEOUT)
 }
 
+/// Whether every URI fetched must be an http(s) URL on a public host (`ergon_protocol::url`).
+static PUBLIC_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// From now on this process fetches only http(s) URLs on public hosts: a daemon on a live chain,
+/// whose URIs come from the chain's users, never reads a local file or asks a loopback, link-local
+/// or private host for one (issue 34: an SSRF oracle). Test networks and the CLI (a user's own
+/// files) keep paths and private hosts.
+pub fn fetch_public_only() {
+    PUBLIC_ONLY.store(true, Ordering::Relaxed);
+}
+
 /// [`fetch_at_most`], with a download that must end within `limit` (from its connection to its
 /// last byte): a server that serves too slowly gets an error, not a verifier's whole window.
 pub fn fetch_within(uri: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
+    if PUBLIC_ONLY.load(Ordering::Relaxed) {
+        ergon_protocol::url::check(uri).map_err(|why| Error::Download {
+            url: uri.to_string(),
+            reason: format!("refused: {why}"),
+        })?;
+    }
     let max = max.min(MAX_FILE_BYTES);
     if uri.starts_with("http://") || uri.starts_with("https://") {
         return download(uri, max, limit);

@@ -5,8 +5,8 @@ mod fetch;
 mod formats;
 
 pub use fetch::{
-    bundle_time_limit, content_root, fetch, fetch_at_most, fetch_within, MAX_FILE_BYTES,
-    MIN_BUNDLE_BYTES_PER_SECOND,
+    bundle_time_limit, content_root, fetch, fetch_at_most, fetch_public_only, fetch_within,
+    MAX_FILE_BYTES, MIN_BUNDLE_BYTES_PER_SECOND,
 };
 
 use std::{

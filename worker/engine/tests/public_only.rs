@@ -1,0 +1,33 @@
+//! A daemon on a live chain fetches only public http(s) URLs (issue 34, item 8: SSRF). Its own
+//! test binary: the switch is process-wide.
+
+use ergon_engine::{data, Error};
+
+/// The attack: a job's data (or a bundle) named as a local file or a host on the verifier's own
+/// machine or network. Once the daemon has switched to public-only fetching, none is read or asked.
+#[test]
+fn attack_local_files_and_private_hosts_are_refused_once_public_only() {
+    // Before the switch (the CLI, test networks) a path and loopback are fetched as named.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("secret.txt");
+    std::fs::write(&file, b"local secret").unwrap();
+    assert_eq!(data::fetch(file.to_str().unwrap()).unwrap(), b"local secret");
+
+    data::fetch_public_only();
+    let uris = [
+        file.display().to_string(),
+        format!("file://{}", file.display()),
+        "http://127.0.0.1:9/data.csv".to_string(),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        "http://2130706433/".to_string(),
+        "http://[::1]:8700/bundle/manifest.json".to_string(),
+        "http://10.0.0.5/train-images".to_string(),
+    ];
+    for uri in uris {
+        let err = data::fetch(&uri).expect_err(&uri);
+        assert!(
+            matches!(&err, Error::Download { reason, .. } if reason.starts_with("refused")),
+            "{uri}: {err}"
+        );
+    }
+}
