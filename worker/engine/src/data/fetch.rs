@@ -77,12 +77,19 @@ pub fn fetch_within(uri: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
 
 fn download(url: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
     let fail = |reason: String| Error::Download { url: url.to_string(), reason };
+    // Public-only: a redirect could lead to a private host the check never saw, so none is
+    // followed (a 3xx is an error).
+    let redirects = if PUBLIC_ONLY.load(Ordering::Relaxed) { 0 } else { 10 };
     let agent = ureq::Agent::config_builder()
+        .max_redirects(redirects)
         .timeout_connect(Some(Duration::from_secs(10)))
         .timeout_global(Some(limit))
         .build()
         .new_agent();
     let response = agent.get(url).call().map_err(|e| fail(e.to_string()))?;
+    if response.status().is_redirection() {
+        return Err(fail(format!("redirect ({}) not followed", response.status())));
+    }
     let mut bytes = Vec::new();
     response
         .into_body()
