@@ -117,9 +117,9 @@ impl BoundToRuntimeAppPublic for ProofOfHashrate {
 impl OneSessionHandler<AccountId> for ProofOfHashrate {
     type Key = BabeId;
 
-    fn on_genesis_session<'a, I: 'a>(validators: I)
+    fn on_genesis_session<'a, I>(validators: I)
     where
-        I: Iterator<Item = (&'a AccountId, BabeId)>,
+        I: 'a + Iterator<Item = (&'a AccountId, BabeId)>,
     {
         // What pallet-babe does at genesis, with weights: epochs 0 and 1 both use this set.
         let authorities = weigh(validators);
@@ -130,9 +130,9 @@ impl OneSessionHandler<AccountId> for ProofOfHashrate {
         }
     }
 
-    fn on_new_session<'a, I: 'a>(_changed: bool, validators: I, queued_validators: I)
+    fn on_new_session<'a, I>(_changed: bool, validators: I, queued_validators: I)
     where
-        I: Iterator<Item = (&'a AccountId, BabeId)>,
+        I: 'a + Iterator<Item = (&'a AccountId, BabeId)>,
     {
         // The epoch starting now runs with the set announced one epoch ago, weights included.
         let mut current = pallet_babe::NextAuthorities::<Runtime>::get().into_inner();
