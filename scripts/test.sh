@@ -49,10 +49,10 @@ cargo build --release --locked -p ergon-node
 step "integration tests: real nodes and trainer daemons on loopback, in two lanes"
 # The daemon tests run this build's worker (built by the first step, with the attack suite: the
 # faults test's cheating trainer). The tests mostly wait for the chain, so they run in two lanes
-# (scripts/lib/lanes.sh), balanced by their times here: about 29 minutes each side by side
-# (2026-11-27: faults 546 s, dispute 323, availability 81, local_network 93, lazy_verifiers 435,
-# sybil_validators 465; daemon 433, drilling 169, diverge 377, collateral 198, dev_chain 39,
-# data_takedown 296). The faults-and-load test leaves the final
+# (scripts/lib/lanes.sh), balanced by their times here: about 30 minutes each side by side
+# (2026-11-27: faults 591 s, dispute 336, lazy_verifiers 387, sybil_validators 468; daemon 433,
+# drilling 213, diverge 349, collateral 193, dev_chain 52, data_takedown 324, availability 100,
+# local_network 92). The faults-and-load test leaves the final
 # state of its 4-validator network in the snapshot, for try_state below.
 source scripts/lib/lanes.sh
 snapshot="$CARGO_TARGET_DIR/ergon-live-snapshot.json"
