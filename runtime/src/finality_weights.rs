@@ -20,7 +20,10 @@ use frame_support::traits::OneSessionHandler;
 use sp_consensus_grandpa::{AuthorityId as GrandpaId, AuthorityWeight};
 use sp_runtime::BoundToRuntimeAppPublic;
 
-use crate::{configs::MaxAuthorities, units::ERG, AccountId, Grandpa, Runtime, TrainerStaking};
+use crate::{
+    configs::MaxAuthorities, proof_of_hashrate::bounded, units::ERG, AccountId, Grandpa, Runtime,
+    TrainerStaking,
+};
 
 /// The GRANDPA weight of an authority: its active bond in whole ERG, at least 1 and at most
 /// `2⁶² / MaxAuthorities`; 1 while it is suspended.
@@ -92,15 +95,6 @@ impl OneSessionHandler<AccountId> for StakeWeightedFinality {
     }
 }
 
-fn bounded(
-    authorities: Vec<(GrandpaId, AuthorityWeight)>,
-) -> frame_support::WeakBoundedVec<(GrandpaId, AuthorityWeight), MaxAuthorities> {
-    frame_support::WeakBoundedVec::force_from(
-        authorities,
-        Some("stake-weighted finality: more authorities than MaxAuthorities"),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,10 +105,7 @@ mod tests {
     use codec::Encode;
     use frame_support::{assert_ok, traits::Hooks};
     use pallet_compute_power::{ComputePowerLedger, WorkKind};
-    use sp_keyring::{
-        Ed25519Keyring,
-        Sr25519Keyring::{self, Alice, Bob, Charlie, Dave, Eve, Ferdie},
-    };
+    use sp_keyring::Sr25519Keyring::{self, Alice, Bob, Charlie, Dave, Eve, Ferdie};
 
     const HONEST: [Sr25519Keyring; 4] = [Alice, Bob, Charlie, Dave];
 
@@ -123,10 +114,7 @@ mod tests {
         let set = pallet_grandpa::Authorities::<Runtime>::get();
         who.iter()
             .map(|k| {
-                let ed = Ed25519Keyring::iter()
-                    .find(|e| <&'static str>::from(*e) == <&'static str>::from(*k))
-                    .unwrap();
-                let key = GrandpaId::from(ed.public());
+                let key = GrandpaId::from(crate::genesis_config_presets::ed25519_twin(*k).public());
                 set.iter().find(|(id, _)| *id == key).map_or(0, |(_, w)| *w)
             })
             .collect()

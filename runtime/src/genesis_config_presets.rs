@@ -20,9 +20,7 @@ const GENESIS_BOND: Balance = 10_000 * ERG;
 /// attestations (`ergn`) and heartbeats (`imon`), the ed25519 key `//Name` for GRANDPA (what `ergon-node --alice` puts in its
 /// keystore).
 fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) {
-    let ed = Ed25519Keyring::iter()
-        .find(|k| <&'static str>::from(*k) == <&'static str>::from(who))
-        .expect("every sr25519 dev keyring entry has an ed25519 twin; qed");
+    let ed = ed25519_twin(who);
     let keys = SessionKeys {
         babe: who.public().into(),
         grandpa: ed.public().into(),
@@ -30,6 +28,13 @@ fn dev_session_keys(who: Sr25519Keyring) -> (AccountId, AccountId, SessionKeys) 
         im_online: who.public().into(),
     };
     (who.to_account_id(), who.to_account_id(), keys)
+}
+
+/// The ed25519 dev key of the same name as `who` (`//Alice`'s GRANDPA key for Alice).
+pub fn ed25519_twin(who: Sr25519Keyring) -> Ed25519Keyring {
+    Ed25519Keyring::iter()
+        .find(|k| <&'static str>::from(*k) == <&'static str>::from(who))
+        .expect("every sr25519 dev keyring entry has an ed25519 twin; qed")
 }
 
 /// One ut in micro-ut.

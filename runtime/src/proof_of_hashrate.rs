@@ -98,13 +98,10 @@ fn weigh<'a>(
     keys.into_iter().zip(weights).collect()
 }
 
-fn bounded(
-    authorities: Vec<(BabeId, BabeAuthorityWeight)>,
-) -> WeakBoundedVec<(BabeId, BabeAuthorityWeight), MaxAuthorities> {
-    WeakBoundedVec::force_from(
-        authorities,
-        Some("Proof of Hashrate: more authorities than MaxAuthorities"),
-    )
+/// A weighted authority list bounded by `MaxAuthorities` (BABE's and GRANDPA's): the session's
+/// validators, which trainer-staking already cut at that many, so nothing is dropped.
+pub(crate) fn bounded<K>(authorities: Vec<(K, u64)>) -> WeakBoundedVec<(K, u64), MaxAuthorities> {
+    WeakBoundedVec::force_from(authorities, Some("more weighted authorities than MaxAuthorities"))
 }
 
 /// The session handler that feeds ECP weights to BABE (in place of pallet-babe's equal weights).

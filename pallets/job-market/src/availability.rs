@@ -202,7 +202,7 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
         return;
     };
     let set_id = AttesterSetId::<T>::get();
-    let policy = UrlPolicy { allow_private: AllowPrivateUrls::<T>::get() };
+    let policy = UrlPolicy::of::<T>();
     let mut checked = 0;
     for (job, record) in Jobs::<T>::iter() {
         if checked >= CHECKS_PER_BLOCK {
@@ -321,7 +321,14 @@ pub fn check_bundle(base: &str, root: H256, checkpoints: u64) -> Result<(), Unav
 /// paths are judged elsewhere.
 pub fn url_allowed<T: Config>(uri: &[u8]) -> bool {
     let Some(url) = http_base(uri) else { return true };
-    UrlPolicy { allow_private: AllowPrivateUrls::<T>::get() }.check(&url).is_ok()
+    UrlPolicy::of::<T>().check(&url).is_ok()
+}
+
+/// Whether every data file of `spec` passes [`url_allowed`].
+pub fn data_urls_allowed<T: Config>(spec: &JobSpec) -> bool {
+    [&spec.train, &spec.validation]
+        .iter()
+        .all(|d| d.files.as_slice().iter().all(|f| url_allowed::<T>(f.0.as_slice())))
 }
 
 /// Which hosts an offchain worker fetches from.
@@ -332,6 +339,11 @@ pub struct UrlPolicy {
 }
 
 impl UrlPolicy {
+    /// The chain's policy (`AllowPrivateUrls`).
+    pub fn of<T: Config>() -> Self {
+        UrlPolicy { allow_private: AllowPrivateUrls::<T>::get() }
+    }
+
     /// `Ok` if `url` may be fetched under this policy.
     pub fn check(self, url: &str) -> Result<(), Unavailable> {
         match ergon_protocol::url::check(url) {

@@ -851,14 +851,7 @@ pub mod pallet {
         ) -> DispatchResult {
             let owner = ensure_signed(origin)?;
             let summary = spec_check::check::<T>(&spec).map_err(Error::<T>::from)?;
-            ensure!(
-                [&spec.train, &spec.validation].iter().all(|d| d
-                    .files
-                    .as_slice()
-                    .iter()
-                    .all(|f| availability::url_allowed::<T>(&f.0))),
-                Error::<T>::UrlNotPublic
-            );
+            ensure!(availability::data_urls_allowed::<T>(&spec), Error::<T>::UrlNotPublic);
             let work_micro_ut = summary.training_micro_ut();
             let segments = summary.checkpoints.saturating_sub(1);
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);

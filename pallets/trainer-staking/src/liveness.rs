@@ -51,7 +51,12 @@ impl<T: Config> Pallet<T> {
         let until = CurrentSession::<T>::get()
             .saturating_add(1)
             .saturating_add(T::UnresponsiveSuspension::get());
-        // Never shortens a longer suspension (an equivocator's).
+        Pallet::<T>::suspend(who, until);
+    }
+
+    /// Leaves `who` out of the authority set until (excluding) session `until`; never shortens a
+    /// longer suspension already running (an equivocator's).
+    pub(crate) fn suspend(who: &T::AccountId, until: sp_staking::SessionIndex) {
         SuspendedUntil::<T>::mutate(who, |s| *s = Some(s.map_or(until, |s| s.max(until))));
         Pallet::<T>::deposit_event(Event::Suspended { who: who.clone(), until });
     }

@@ -15,7 +15,7 @@ use sp_staking::{
 
 use crate::{
     session::DisableValidator, BalanceOf, Config, CurrentSession, Ledgers, OffenceSlashes, Pallet,
-    SuspendedUntil, LOG_TARGET,
+    LOG_TARGET,
 };
 use frame_support::traits::Get;
 
@@ -91,8 +91,7 @@ impl<T: Config, FullIdentification>
             Pallet::<T>::do_slash(who, amount, SlashReason::Equivocation);
             OffenceSlashes::<T>::insert(session, who, (fraction, base));
             let until = current.saturating_add(1).saturating_add(T::SuspensionSessions::get());
-            SuspendedUntil::<T>::mutate(who, |s| *s = Some(s.map_or(until, |s| s.max(until))));
-            Pallet::<T>::deposit_event(crate::Event::Suspended { who: who.clone(), until });
+            Pallet::<T>::suspend(who, until);
             // Out of the current session's authorship at once, not only from the next set on.
             T::Disabler::disable(who, fraction);
             weight = weight.saturating_add(db.reads_writes(6, 8));
