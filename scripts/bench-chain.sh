@@ -10,7 +10,9 @@ cd "$here"
 . scripts/lib/localnet.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 node="$CARGO_TARGET_DIR/release/ergon-node"
-[ -x "$node" ] || cargo build --release --locked -p ergon-node
+# Always built: the target directory's node may be the test build with the fast runtime
+# (scripts/test.sh); the benchmark measures the production one (cargo only relinks if it is).
+cargo build --release --locked -p ergon-node
 work="$(mktemp -d)"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }

@@ -25,7 +25,9 @@ running() { [ -f "$dir/$1.pid" ] && kill -0 "$(cat "$dir/$1.pid")" 2>/dev/null; 
 
 start() {
     # Two invocations: built together, cargo would unify their features and rebuild both.
-    [ -x "$node" ] || (cd "$here" && cargo build --release --locked -p ergon-node)
+    # Built unless ERGON_NODE names one: the target directory's node may be the test build with the
+    # fast runtime (scripts/test.sh), and this network runs the production one.
+    [ -n "${ERGON_NODE:-}" ] || (cd "$here" && cargo build --release --locked -p ergon-node)
     [ "$roles" = none ] || [ -x "$worker" ] || (cd "$here" && cargo build --release --locked -p ergon-worker)
     mkdir -p "$dir"
     for i in 0 1 2 3; do

@@ -16,6 +16,19 @@ fn properties() -> sc_service::Properties {
     properties
 }
 
+/// A chain's name, marked where the node embeds the `fast-runtime` build (short slots, epochs and
+/// windows for test networks), so that a client or a test harness sees which one runs.
+fn name(base: &str) -> String {
+    if cfg!(feature = "fast-runtime") {
+        format!("{base} {FAST_RUNTIME_MARK}")
+    } else {
+        base.to_string()
+    }
+}
+
+/// Appended to the chain's name by a node with the fast runtime.
+pub const FAST_RUNTIME_MARK: &str = "(fast runtime)";
+
 fn wasm_binary() -> Result<&'static [u8], String> {
     WASM_BINARY.ok_or_else(|| {
         "The runtime wasm blob is not available: build without SKIP_WASM_BUILD".to_string()
@@ -25,7 +38,7 @@ fn wasm_binary() -> Result<&'static [u8], String> {
 /// `--dev`: Alice is the only validator.
 pub fn development_chain_spec() -> Result<ChainSpec, String> {
     Ok(ChainSpec::builder(wasm_binary()?, None)
-        .with_name("Ergon Development")
+        .with_name(&name("Ergon Development"))
         .with_id("ergon_dev")
         .with_protocol_id("ergon")
         .with_chain_type(ChainType::Development)
@@ -37,7 +50,7 @@ pub fn development_chain_spec() -> Result<ChainSpec, String> {
 /// `--chain local`: Alice, Bob, Charlie and Dave validate.
 pub fn local_chain_spec() -> Result<ChainSpec, String> {
     Ok(ChainSpec::builder(wasm_binary()?, None)
-        .with_name("Ergon Local Testnet")
+        .with_name(&name("Ergon Local Testnet"))
         .with_id("ergon_local")
         .with_protocol_id("ergon")
         .with_chain_type(ChainType::Local)

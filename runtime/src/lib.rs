@@ -24,6 +24,7 @@ pub mod apis;
 mod benchmarks;
 pub use apis::RuntimeApi;
 pub mod configs;
+pub mod durations;
 pub mod finality_weights;
 pub mod genesis_config_presets;
 pub mod proof_of_hashrate;
@@ -109,7 +110,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
 
 /// Time and token units.
 pub mod units {
-    use super::{Balance, BlockNumber, Moment};
+    use super::{Balance, BlockNumber};
 
     /// One ERG: 12 decimals.
     pub const ERG: Balance = 1_000_000_000_000;
@@ -120,13 +121,10 @@ pub mod units {
     /// The smallest balance an account may hold.
     pub const EXISTENTIAL_DEPOSIT: Balance = MILLI_ERG;
 
-    /// Expected time between blocks. With primary slots only, a slot holds a block with probability
-    /// `c` (whatever the weights, since Σθ = 1), so the mean block time is `SLOT_DURATION / c`.
-    pub const MILLI_SECS_PER_BLOCK: Moment = 6_000;
-    /// Length of one BABE slot.
-    pub const SLOT_DURATION: Moment = 2_000;
-    /// BABE's `c` = 1/3: probability that a slot has at least one primary winner.
-    pub const PRIMARY_PROBABILITY: (u64, u64) = (1, 3);
+    // Slots, blocks and epochs: both builds' values are in `durations`.
+    pub use crate::durations::{
+        EPOCH_DURATION_IN_SLOTS, MILLI_SECS_PER_BLOCK, PRIMARY_PROBABILITY, SLOT_DURATION,
+    };
 
     /// One minute, in blocks.
     pub const MINUTES: BlockNumber = 60_000 / (MILLI_SECS_PER_BLOCK as BlockNumber);
@@ -134,10 +132,6 @@ pub mod units {
     pub const HOURS: BlockNumber = MINUTES * 60;
     /// One day, in blocks.
     pub const DAYS: BlockNumber = HOURS * 24;
-
-    /// Length of a BABE epoch (= one session) in slots: 100 slots, 200 s, ~33 blocks. Short on purpose for
-    /// development and test networks, so changes of the authority set show within minutes.
-    pub const EPOCH_DURATION_IN_SLOTS: u64 = 100;
 }
 
 /// The BABE epoch configuration at genesis: `c` = 1/3 and primary slots only, so authorship follows the

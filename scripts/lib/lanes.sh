@@ -1,8 +1,8 @@
 # Runs the integration test binaries in parallel lanes (sourced by scripts/test.sh).
 #
-# The integration tests spend most of their time waiting for the chain (2 s slots, 200 s epochs,
-# draws 16 blocks after a commitment, bid windows), not computing, so two lanes of them
-# share 2 cores without slowing each other much; one after another they took 65 of CI's 90 minutes.
+# The integration tests spend most of their time waiting for the chain (even on the fast runtime's
+# 0.5 s slots and 25 s epochs: draws 16 blocks after a commitment, bid windows), not computing, so
+# two lanes of them share 2 cores without slowing each other much.
 # Each lane runs its tests one at a time, with its own loopback port window (`ERGON_TEST_PORTS`); a
 # test's output is printed whole when it ends, then a summary of every test with its time.
 

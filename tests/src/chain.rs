@@ -188,8 +188,13 @@ impl Node {
 
     /// The validators of the session at the best block (`Session::Validators`).
     pub fn session_validators(&self) -> Vec<[u8; 32]> {
+        self.session_validators_at(self.block_number(None).expect("best block"))
+    }
+
+    /// The validators of the session at block `number` of the best chain.
+    pub fn session_validators_at(&self, number: u32) -> Vec<[u8; 32]> {
         self.client().block_on(async {
-            let at = self.at_best().await;
+            let at = self.at_number(number).await;
             let entry = runtime::storage().session().validators();
             match at.storage().try_fetch(entry, ()).await {
                 Ok(Some(v)) => v
@@ -207,8 +212,14 @@ impl Node {
     /// GRANDPA's authority keys in force at the best block, with their vote weights
     /// (`Grandpa::Authorities`).
     pub fn grandpa_authorities(&self) -> Vec<([u8; 32], u64)> {
+        self.grandpa_authorities_at(self.block_number(None).expect("best block"))
+    }
+
+    /// GRANDPA's authority keys and weights at block `number` of the best chain (at block 0: the
+    /// genesis set, whatever sessions have passed since).
+    pub fn grandpa_authorities_at(&self, number: u32) -> Vec<([u8; 32], u64)> {
         self.client().block_on(async {
-            let at = self.at_best().await;
+            let at = self.at_number(number).await;
             let entry = runtime::storage().grandpa().authorities();
             match at.storage().try_fetch(entry, ()).await {
                 Ok(Some(v)) => v
@@ -224,10 +235,58 @@ impl Node {
         })
     }
 
+    /// The verifier seats drawn for `job` in blocks `from..=` the finalized head, from the chain's
+    /// `VerifiersDrawn` events: `(round, verifier, segments)`. (A daemon's log misses a draw it was
+    /// down for; the chain does not.)
+    pub fn verifiers_drawn(&self, job: u64, from: u32) -> Vec<(u32, [u8; 32], Vec<u32>)> {
+        use runtime::job_market::Event as M;
+        let (_, to) = self.finalized().expect("a finalized block");
+        let mut drawn = Vec::new();
+        for number in from..=to {
+            self.client().block_on(async {
+                let at = self.at_number(number).await;
+                let events = at.events().fetch().await.expect("the block's events");
+                for event in events.iter() {
+                    let Ok(event) = event else { continue };
+                    let Ok(runtime::Event::JobMarket(M::VerifiersDrawn {
+                        job: j,
+                        round,
+                        assignments,
+                    })) = event.decode_as::<runtime::Event>()
+                    else {
+                        continue;
+                    };
+                    if j == job {
+                        for (verifier, segments) in assignments {
+                            drawn.push((round, verifier.0, segments));
+                        }
+                    }
+                }
+            });
+        }
+        drawn
+    }
+
+    /// The chain's mean block time (`Babe::ExpectedBlockTime`: 1.5 s on the fast runtime).
+    pub fn expected_block_time(&self) -> Duration {
+        self.client().block_on(async {
+            let at = self.at_best().await;
+            let ms = at
+                .constants()
+                .entry(runtime::constants().babe().expected_block_time())
+                .expect("Babe::ExpectedBlockTime");
+            Duration::from_millis(ms)
+        })
+    }
+
     /// The chain at the best block (what the node's RPC answers by default).
     pub async fn at_best(&self) -> AtBlock {
-        let best = self.block_number(None).expect("best block");
-        self.client().chain().api().at_block(best).await.expect("the best block")
+        self.at_number(self.block_number(None).expect("best block")).await
+    }
+
+    /// The chain at block `number` of the best chain.
+    pub async fn at_number(&self, number: u32) -> AtBlock {
+        self.client().chain().api().at_block(number).await.expect("the block")
     }
 }
 

@@ -29,8 +29,22 @@ use sp_core::H256;
 
 pub use rpc::RpcError;
 
-/// Path of the `ergon-node` binary under test.
+/// Path of the `ergon-node` binary under test: `$ERGON_NODE`, or `ergon-node` in the cargo target
+/// directory's `release/`. It must embed the `fast-runtime` build (short slots, epochs and
+/// windows): the tests' waits are sized for it, and on the production runtime they would run four
+/// to ten times as long and time out. Checked once per test process.
 pub fn node_binary() -> PathBuf {
+    static CHECKED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let bin = node_binary_path();
+            check_fast_runtime(&bin);
+            bin
+        })
+        .clone()
+}
+
+fn node_binary_path() -> PathBuf {
     if let Ok(path) = std::env::var("ERGON_NODE") {
         return PathBuf::from(path);
     }
@@ -41,10 +55,30 @@ pub fn node_binary() -> PathBuf {
     let bin = target.join("release").join("ergon-node");
     assert!(
         bin.exists(),
-        "{} not found: build it first with `cargo build --release -p ergon-node` (or set ERGON_NODE)",
+        "{} not found: build it first with `cargo build --release -p ergon-node --features \
+         fast-runtime` (or set ERGON_NODE)",
         bin.display()
     );
     bin
+}
+
+/// Panics unless `bin`'s development chain is marked as running the fast runtime.
+fn check_fast_runtime(bin: &Path) {
+    let out = Command::new(bin)
+        .args(["build-spec", "--chain", "dev"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {} build-spec: {e}", bin.display()));
+    let spec: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{} build-spec --chain dev: not JSON ({e})", bin.display()));
+    let name = spec["name"].as_str().unwrap_or_default();
+    assert!(
+        name.ends_with("(fast runtime)"),
+        "{} runs the production runtime (chain {name:?}): the integration tests need the fast \
+         one, `cargo build --release -p ergon-node --features fast-runtime` (scripts/test.sh \
+         builds it)",
+        bin.display()
+    );
 }
 
 /// A TCP port that was free a moment ago, below the kernel's ephemeral range (32768–60999 on Linux)
@@ -292,19 +326,51 @@ pub fn worker_binary() -> PathBuf {
 /// (`scripts/test.sh` does both).
 pub fn user_cli(rpc_port: u16, args: &[&str]) -> (bool, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/client/ergon.mjs");
-    let out = Command::new("node")
+    let mut child = Command::new("node")
         .arg(&script)
         .arg("--ws")
         .arg(format!("ws://127.0.0.1:{rpc_port}"))
         .args(args)
         .env("ERGON_WORKER", worker_binary())
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("nodejs runs the user CLI (install nodejs, and `npm ci` in scripts/client)");
-    let text =
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = std::io::Read::read_to_end(&mut pipe, &mut bytes);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    // Longer than the CLI's own wait for a transaction (5 minutes), so that its message shows.
+    let deadline = Instant::now() + USER_CLI_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => sleep(Duration::from_millis(100)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let mut text =
+        format!("{}{}", stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    if status.is_none() {
+        text.push_str(&format!("\n[killed: the user CLI ran past {USER_CLI_TIMEOUT:?}]"));
+    }
+    (status.is_some_and(|s| s.success()), text)
 }
+
+/// Longest a user CLI command may run in a test.
+const USER_CLI_TIMEOUT: Duration = Duration::from_secs(360);
 
 /// A running `ergon-worker run` daemon (killed when dropped).
 pub struct Daemon {
@@ -508,11 +574,27 @@ pub fn post_job_as_alice(rpc_port: u16, spec_path: &Path) -> u64 {
 /// `key` posts the job spec at `spec_path` with the user CLI: `budget_erg` ERG, bids for 20
 /// blocks, 400 blocks to deliver. Returns the job id the CLI prints.
 pub fn post_job_as(rpc_port: u16, spec_path: &Path, key: &str, budget_erg: u32) -> u64 {
+    post_job_windowed(rpc_port, spec_path, key, budget_erg, 20, 400)
+}
+
+/// [`post_job_as`] with the bid window and the deadline (blocks from now) given: a test whose
+/// owner accepts a bid itself gives a window long enough never to close first.
+pub fn post_job_windowed(
+    rpc_port: u16,
+    spec_path: &Path,
+    key: &str,
+    budget_erg: u32,
+    bid_window: u32,
+    deadline: u32,
+) -> u64 {
     let spec = spec_path.to_string_lossy();
-    let budget = budget_erg.to_string();
+    let (budget, window, deadline) =
+        (budget_erg.to_string(), bid_window.to_string(), deadline.to_string());
     let args = ["post-job", &spec, "--key", key, "--budget", &budget];
-    let (ok, out) =
-        user_cli(rpc_port, &[&args[..], &["--bid-window", "20", "--deadline", "400"]].concat());
+    let (ok, out) = user_cli(
+        rpc_port,
+        &[&args[..], &["--bid-window", &window, "--deadline", &deadline]].concat(),
+    );
     assert!(ok, "{out}");
     out.lines().last().and_then(|l| l.trim().parse().ok()).expect("the job id")
 }

@@ -93,16 +93,3 @@ pub fn fee(price: u128, segments: u64, replayed: u128, overhead_ppb: u64) -> u12
     let share = replayed * 1_000_000_000 + overhead_ppb as u128 * segments as u128;
     (price * share * 6).div_ceil(5 * segments as u128 * 1_000_000_000)
 }
-
-/// The segments each daemon among `logs` was drawn to verify in round `round` of `job`, from the
-/// line its daemon logs when the draw names it (`drawn to verify job=… round=… segments=[…]`).
-pub fn drawn_in_logs(logs: &[String], job: u64, round: u32) -> Vec<Vec<u32>> {
-    let marker = format!("drawn to verify job={job} round={round} segments=[");
-    logs.iter()
-        .filter_map(|log| {
-            let rest = &log[log.find(&marker)? + marker.len()..];
-            let list = &rest[..rest.find(']')?];
-            Some(list.split(',').filter_map(|s| s.trim().parse().ok()).collect())
-        })
-        .collect()
-}

@@ -37,8 +37,8 @@ use ergon_integration_tests::{
     check, daemon_args, dev_pair, free_port, job_view,
     measure::{block_stats, write_snapshot},
     network::{assert_same_finalized_chain, start_validators, validator_daemons},
-    played::{drawn_in_logs, fee},
-    post_job_as, user_cli, wait_for, wait_for_daemons, worker_has_forgers, Daemon, Node,
+    played::fee,
+    post_job_windowed, user_cli, wait_for, wait_for_daemons, worker_has_forgers, Daemon, Node,
     STALL_MID_TRAINING,
 };
 use serde_json::{json, Value};
@@ -195,11 +195,15 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     // Four owners post the example job; D's budget is below every trainer's asking price.
     let owners = ["//Alice//stash", "//Bob//stash", "//Charlie//stash", "//Dave//stash"];
     let before: Vec<u128> = owners.iter().map(|o| total(node, o)).collect();
+    // A, B and C are assigned by their owners' `accept_bid`, which a closing window must not
+    // pre-empt (it assigns the earliest of equal bids): they take bids for 200 blocks; D's window
+    // closes after the usual 20.
     let budgets = [100, 100, 100, 5];
+    let windows = [200, 200, 200, 20];
     let jobs: Vec<u64> = owners
         .iter()
-        .zip(budgets)
-        .map(|(o, b)| post_job_as(node.ports.rpc, &spec_path, o, b))
+        .zip(budgets.into_iter().zip(windows))
+        .map(|(o, (b, w))| post_job_windowed(node.ports.rpc, &spec_path, o, b, w, w + 400))
         .collect();
     let [a, b, c, d] = jobs[..] else { unreachable!() };
     let all: Vec<&Daemon> = validators.iter().chain([&eve, &ferdie]).collect();
@@ -256,8 +260,10 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
         "[load] {BURST} jobs posted and ended in {minutes:.1} min ({:.0} jobs/min);          before: {baseline}; under load: {loaded}; finality lag at most {lag} blocks",
         BURST as f64 / minutes
     );
-    // Slots are 2 s and a third of them have a primary author: 6 s per block expected.
-    assert!(loaded.mean_block_time_s < 9.0, "the chain kept its block time: {loaded}");
+    // A third of the slots have a primary author: 3 slots per block expected (6 s in production,
+    // 1.5 s on the fast runtime); the burst may not slow the chain by half as much again.
+    let expected = node.expected_block_time().as_secs_f64();
+    assert!(loaded.mean_block_time_s < 1.5 * expected, "the chain kept its block time: {loaded}");
     for owner in load_owners() {
         assert_eq!(node.account(&account(&owner)).reserved, 0, "{owner}: nothing held");
     }
@@ -301,8 +307,8 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     // which an unavailable bundle forfeits. Nothing is held for any owner.
     // Eve's collateral (her price) pays the fees back up to the price: B's owner also loses the
     // fees beyond it (docs/threat-model.md). B's votes: round 0's on their own segments, the
-    // dispute's on the disputed ones (read from the drawn daemons' logs).
-    let logs: Vec<String> = all.iter().map(|d| d.log()).collect();
+    // dispute's on the disputed ones (read from the chain's draws).
+    let drawn = node.verifiers_drawn(b, 1);
     let spec: ergon_job_spec::JobSpec = serde_json::from_value(spec_json.clone()).expect("spec");
     let segments = spec.validate().expect("the example is valid").checkpoints - 1;
     let overhead = ergon_protocol::overhead::overhead_ppb(
@@ -310,10 +316,10 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
         spec.epochs,
         spec.validation.samples,
     );
-    let fees: u128 = [0, 1]
+    let fees: u128 = drawn
         .iter()
-        .flat_map(|round| drawn_in_logs(&logs, b, *round))
-        .map(|own| fee(price_b, segments, own.len() as u128, overhead))
+        .filter(|(round, ..)| *round <= 1)
+        .map(|(_, _, own)| fee(price_b, segments, own.len() as u128, overhead))
         .sum();
     let beyond_collateral = fees.saturating_sub(price_b) as i128;
     eprintln!("[faults] B's verification cost {fees} plancks, {beyond_collateral} beyond Eve's collateral");

@@ -18,8 +18,8 @@ use sp_version::RuntimeVersion;
 use pallet_trainer_staking::rewards::FeesToAuthor;
 
 use crate::{
-    units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, ComputePower, Hash,
-    Historical, ImOnline, Nonce, Offences, PalletInfo, Runtime, RuntimeCall, RuntimeEvent,
+    durations::*, units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, ComputePower,
+    Hash, Historical, ImOnline, Nonce, Offences, PalletInfo, Runtime, RuntimeCall, RuntimeEvent,
     RuntimeFreezeReason, RuntimeHoldReason, RuntimeOrigin, RuntimeTask, Session, SessionKeys,
     System, Timestamp, TrainerStaking, UncheckedExtrinsic, VERSION,
 };
@@ -215,10 +215,12 @@ impl pallet_compute_power::Config for Runtime {
     type TrainingWeight = TrainingWeight;
 }
 
-/// Sessions (= BABE epochs of 200 s) for which offences are accepted: six days. Shorter than the
-/// seven-day unbonding period, so an offender's stake is still held when the report lands.
-pub const HISTORY_DEPTH: u32 =
-    6 * 24 * 3600 * 1000 / (EPOCH_DURATION_IN_SLOTS * SLOT_DURATION) as u32;
+/// Sessions (= BABE epochs) for which offences are accepted: six sevenths of the unbonding period
+/// (six days; 2 592 sessions of 200 s in production), so an offender's stake is still held when
+/// the report lands.
+pub const HISTORY_DEPTH: u32 = (UNBONDING_PERIOD as u64 * MILLI_SECS_PER_BLOCK * 6
+    / 7
+    / (EPOCH_DURATION_IN_SLOTS * SLOT_DURATION)) as u32;
 
 parameter_types! {
     /// An equivocation report stays valid in the transaction pool as long as it can be processed.
@@ -226,7 +228,7 @@ parameter_types! {
     /// The smallest active bond that lets a trainer author, bid, verify or drill.
     pub const MinBond: Balance = 1_000 * ERG;
     /// Unbonded stake stays held (and slashable) for a week.
-    pub const UnbondingPeriod: BlockNumber = 7 * DAYS;
+    pub const UnbondingPeriod: BlockNumber = UNBONDING_PERIOD;
     /// An equivocation costs at least 10% of the bond...
     pub const MinEquivocationSlash: Perbill = Perbill::from_percent(10);
     /// ...and a day (432 sessions) out of the authority set.
@@ -399,9 +401,9 @@ impl pallet_job_market::Config for Runtime {
     type Randomness = crate::FreshRandomness;
     type MinBudget = ConstU128<ERG>;
     type MinBidWindow = ConstU32<2>;
-    type MaxBidWindow = ConstU32<DAYS>;
-    type MinTrainingTime = ConstU32<{ 2 * MINUTES }>;
-    type MaxJobDuration = ConstU32<{ 30 * DAYS }>;
+    type MaxBidWindow = ConstU32<MAX_BID_WINDOW>;
+    type MinTrainingTime = ConstU32<MIN_TRAINING_TIME>;
+    type MaxJobDuration = ConstU32<MAX_JOB_DURATION>;
     type MaxBids = ConstU32<64>;
     // 512 unfinished jobs at most; a block spends at most 8 verifier draws.
     type MaxActiveJobs = ConstU32<512>;
@@ -443,9 +445,9 @@ impl pallet_job_market::Config for Runtime {
     // 3 + 5 possible votes, 1.28 of the price for a 30-segment job, refunded unless spent.
     type MaxRounds = ConstU32<2>;
     // Replaying a few checkpoint segments of a CPU-sized job takes minutes.
-    type CommitWindow = ConstU32<{ 30 * MINUTES }>;
-    type RevealWindow = ConstU32<{ 10 * MINUTES }>;
-    type Retention = ConstU32<DAYS>;
+    type CommitWindow = ConstU32<JOB_COMMIT_WINDOW>;
+    type RevealWindow = ConstU32<JOB_REVEAL_WINDOW>;
+    type Retention = ConstU32<JOB_RETENTION>;
     type VerifierFeeMarkup = VerifierFeeMarkup;
     type TrainerSlash = TrainerSlash;
     type VerifierSlash = VerifierSlash;
@@ -499,10 +501,10 @@ impl pallet_drilling::Config for Runtime {
     type MinBandSize = ConstU32<12>;
     // Four weeks of hourly epochs.
     type RecordRetention = ConstU32<672>;
-    type EpochLength = ConstU32<HOURS>;
-    type CommitWindow = ConstU32<{ 5 * MINUTES }>;
-    type RevealWindow = ConstU32<{ 2 * MINUTES }>;
-    type Retention = ConstU32<{ 10 * MINUTES }>;
+    type EpochLength = ConstU32<DRILLING_EPOCH>;
+    type CommitWindow = ConstU32<DRILLING_COMMIT_WINDOW>;
+    type RevealWindow = ConstU32<DRILLING_REVEAL_WINDOW>;
+    type Retention = ConstU32<DRILLING_RETENTION>;
     // 1 000 trainers make 333 synthetic tasks an epoch, issued 16 a block (21 blocks).
     type MaxOpenTasks = ConstU32<2_048>;
     type MaxIssuePerBlock = ConstU32<16>;

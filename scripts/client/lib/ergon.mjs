@@ -85,22 +85,96 @@ export function describeError(api, dispatchError) {
   return dispatchError.toString();
 }
 
+/** How long `send` waits for its transaction to reach a block before giving up: 5 minutes. */
+export const SEND_TIMEOUT_MS = 5 * 60 * 1000;
+/** How long `send` trusts the node's status stream alone before it also looks for the transaction
+ * in the finalized blocks itself. */
+const STATUS_STALL_MS = 20 * 1000;
+
+/** Finalized blocks already read by `findFinalized`, per connection: number → { hash, txs }. */
+const finalizedBlocks = new WeakMap();
+
+/**
+ * The events of the extrinsic with hash `txHash` if one of the finalized blocks after `from` holds
+ * it: `{ events, failed }` (`failed`: its `ExtrinsicFailed` error), else null. Each finalized block
+ * is read once per connection, however many transactions look.
+ */
+async function findFinalized(api, txHash, from) {
+  if (!finalizedBlocks.has(api)) finalizedBlocks.set(api, new Map());
+  const cache = finalizedBlocks.get(api);
+  const head = await api.rpc.chain.getFinalizedHead();
+  const to = (await api.rpc.chain.getHeader(head)).number.toNumber();
+  for (let n = from + 1; n <= to; n++) {
+    if (!cache.has(n)) {
+      const hash = await api.rpc.chain.getBlockHash(n);
+      const { block } = await api.rpc.chain.getBlock(hash);
+      cache.set(n, { hash, txs: block.extrinsics.map((x) => x.hash.toHex()) });
+    }
+    const { hash, txs } = cache.get(n);
+    const index = txs.indexOf(txHash.toHex());
+    if (index < 0) continue;
+    const events = (await (await api.at(hash)).query.system.events()).filter(
+      ({ phase }) => phase.isApplyExtrinsic && phase.asApplyExtrinsic.eqn(index),
+    );
+    const failed = events.find(({ event }) => api.events.system.ExtrinsicFailed.is(event));
+    return { events, failed: failed ? failed.event.data.dispatchError : null };
+  }
+  return null;
+}
+
 /**
  * Signs and sends `tx` (with `nonce` when given: several transactions of one account sent at once);
- * resolves with its events once in a block, rejects with the readable error.
+ * resolves with its events once in a block, rejects with the readable error, or after
+ * `SEND_TIMEOUT_MS` without either, naming the statuses seen.
+ *
+ * The node's status stream alone is not enough: polkadot-sdk's fork-aware transaction pool can
+ * leave a watched transaction at `Ready`/`Broadcast` although a block included it (seen in a burst
+ * during a reorganisation; paritytech/polkadot-sdk#11034). So when the stream has been silent for
+ * `STATUS_STALL_MS`, `send` also looks for the transaction in the finalized blocks since it sent it.
  */
 export function send(api, tx, who, what, nonce = undefined) {
   return new Promise((resolve, reject) => {
     const options = nonce === undefined ? {} : { nonce };
-    tx.signAndSend(who, options, ({ status, dispatchError, events }) => {
-      if (dispatchError) {
-        reject(new Error(`${what} refused: ${describeError(api, dispatchError)}`));
-      } else if (status.isInBlock) {
-        resolve(events);
-      } else if (status.isInvalid || status.isDropped || status.isUsurped) {
-        reject(new Error(`${what} not included: ${status.type}`));
+    const seen = [];
+    let done = false;
+    let lastStatus = Date.now();
+    const started = Date.now();
+    const settle = (f, value) => {
+      if (done) return;
+      done = true;
+      clearInterval(watchdog);
+      f(value);
+    };
+    const fromBlock = api.rpc.chain.getFinalizedHead()
+      .then((h) => api.rpc.chain.getHeader(h))
+      .then((h) => h.number.toNumber() - 1);
+    const watchdog = setInterval(async () => {
+      if (Date.now() - started > SEND_TIMEOUT_MS) {
+        settle(reject, new Error(`${what}: not in a block after ${SEND_TIMEOUT_MS / 1000} s (statuses: ${seen.join(', ') || 'none'}); ` +
+          'it may still be included: look at the account\'s nonce before sending it again'));
+        return;
       }
-    }).catch((e) => reject(new Error(`${what} refused by the node: ${e.message}`)));
+      if (done || !tx.isSigned || Date.now() - lastStatus < STATUS_STALL_MS) return;
+      try {
+        const found = await findFinalized(api, tx.hash, await fromBlock);
+        if (!found) return;
+        if (found.failed) settle(reject, new Error(`${what} refused: ${describeError(api, found.failed)}`));
+        else settle(resolve, found.events);
+      } catch (_) {
+        // The node is busy or restarting: the next tick looks again.
+      }
+    }, 5000);
+    tx.signAndSend(who, options, ({ status, dispatchError, events }) => {
+      seen.push(status.type);
+      lastStatus = Date.now();
+      if (dispatchError) {
+        settle(reject, new Error(`${what} refused: ${describeError(api, dispatchError)}`));
+      } else if (status.isInBlock || status.isFinalized) {
+        settle(resolve, events);
+      } else if (status.isInvalid || status.isDropped || status.isUsurped) {
+        settle(reject, new Error(`${what} not included: ${status.type}`));
+      }
+    }).catch((e) => settle(reject, new Error(`${what} refused by the node: ${e.message}`)));
   });
 }
 

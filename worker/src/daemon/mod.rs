@@ -35,9 +35,6 @@ pub use config::Config;
 
 use ergon_engine::data::DatasetCache;
 
-/// Seconds per block on average (BABE: 2-second slots, one in three won).
-pub const BLOCK_SECONDS: u64 = 6;
-
 /// Most jobs of this account looked at per block.
 pub const JOBS_LIMIT: u32 = 256;
 
@@ -89,6 +86,9 @@ pub struct Ctx {
     pub policy: policy::Policy,
     /// Gauges for the metrics endpoint.
     pub metrics: Arc<metrics::Metrics>,
+    /// The chain's mean block time (its runtime's `Babe::ExpectedBlockTime`: 6 s in production,
+    /// 1.5 s on a fast test chain), to turn block counts into time.
+    pub block_time: Duration,
 }
 
 impl Ctx {
@@ -214,7 +214,9 @@ pub async fn run(config: Config) -> Result<(), Fatal> {
         ergon_engine::data::fetch_public_only();
         info!(%chain_type, "live chain: fetching public http(s) URLs only");
     }
+    let block_time = expected_block_time(&chain).await?;
     let ctx = Arc::new(Ctx {
+        block_time,
         chain: chain.clone(),
         signer,
         me,
@@ -333,9 +335,22 @@ async fn settle_earlier_transactions(ctx: &Ctx) {
             Ok(false) => {}
             Err(e) => warn!(error = %e, "reading this account's nonces; will retry"),
         }
-        tokio::time::sleep(Duration::from_secs(BLOCK_SECONDS)).await;
+        tokio::time::sleep(ctx.block_time).await;
     }
     warn!("earlier transactions still not finalized: going on (a repeated action is refused)");
+}
+
+/// The chain's mean block time, from its runtime's constants.
+async fn expected_block_time(chain: &Chain) -> Result<Duration, Fatal> {
+    let at = chain.at().await.map_err(Fatal::Chain)?;
+    let ms = at
+        .constants()
+        .entry(runtime::constants().babe().expected_block_time())
+        .map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?;
+    if ms == 0 {
+        return Err(Fatal::Config("the chain declares a block time of 0 ms".into()));
+    }
+    Ok(Duration::from_millis(ms))
 }
 
 /// Bonds up to `--bond` and joins the verifier pool, as the roles need.

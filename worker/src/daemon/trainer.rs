@@ -26,7 +26,7 @@ use super::{
     config::Role,
     policy::{self, TrainOn},
     store::Training,
-    Ctx, MyJobs, RoleError, BLOCK_SECONDS,
+    Ctx, MyJobs, RoleError,
 };
 
 /// Most jobs looked at per block.
@@ -90,7 +90,8 @@ impl Trainer {
                 // bid at the same price changes nothing).
                 Some(t) => t.price,
                 None => {
-                    let seconds_left = job.deadline.saturating_sub(now) as u64 * BLOCK_SECONDS;
+                    let seconds_left =
+                        (ctx.block_time * job.deadline.saturating_sub(now)).as_secs();
                     let price = policy::runs_kernels(job.kernels).and_then(|()| {
                         ctx.policy.price(
                             &job.spec.0,
