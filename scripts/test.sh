@@ -52,13 +52,17 @@ engine_and_worker() {
 }
 
 # Its own target directory: the CUDA binary must not replace the CPU build that the integration
-# tests run. Without a GPU, the tests run against the driver stub, which answers "no device".
+# tests run. Without a GPU, the tests run against the driver stub, which answers "no device": the
+# unit tests (device choice, the CUDA-graph stepper's eager fallback) and the binary itself, which
+# must start with its CUDA libraries. The engine's integration tests would run the same CPU code as
+# the step before, so they run there only.
 cuda_worker() {
     source "$(scripts/setup-cuda.sh)"
     export CARGO_TARGET_DIR="$CARGO_TARGET_DIR/cuda"
     cargo build --release --locked -p ergon-worker --features cuda
-    LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH" \
-        cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/cuda
+    export LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH"
+    cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/cuda --lib
+    "$CARGO_TARGET_DIR/release/ergon-worker" check --spec worker/examples/fashion-mnist-mlp.json
 }
 
 pallets() {
@@ -78,17 +82,18 @@ fast_node() {
 }
 
 # The daemon tests run this build's worker (built by the engine step, with the attack suite: the
-# faults test's cheating trainer). The tests mostly wait for the chain, so they run in two lanes
-# (scripts/lib/lanes.sh), balanced by their times. The faults-and-load test leaves the final state
-# of its 4-validator network in the snapshot, for try_state below.
+# faults test's cheating trainer). The tests mostly wait for the chain, so they run in three lanes
+# (scripts/lib/lanes.sh), balanced by their times (docs/testing.md). The faults-and-load test
+# leaves the final state of its 4-validator network in the snapshot, for try_state below.
 snapshot="$CARGO_TARGET_DIR/ergon-live-snapshot.json"
 integration() {
     source scripts/lib/lanes.sh
     rm -f "$snapshot"
     cargo test --release --locked -p ergon-integration-tests --lib
     ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
-        "faults dispute lazy_verifiers sybil_validators" \
-        "daemon drilling diverge collateral dev_chain data_takedown availability local_network"
+        "faults lazy_verifiers drilling dev_chain" \
+        "daemon dispute sybil_validators" \
+        "data_takedown diverge local_network collateral availability"
 }
 
 chain_client() {
@@ -127,7 +132,7 @@ run_step "the worker's CUDA build (CUDA 13.0 from PyPI wheels, no GPU needed), o
     cuda_worker
 run_step "pallets (mock runtimes) and their benchmarks" pallets
 run_step "build ergon-node with the fast runtime (wasm32v1-none and native)" fast_node
-run_step "integration tests: real nodes and trainer daemons on loopback, in two lanes" integration
+run_step "integration tests: real nodes and trainer daemons on loopback, in three lanes" integration
 run_step "chain client (subxt, generated from the runtime's metadata)" chain_client
 run_step "runtime tests (production runtime, native)" runtime_tests
 run_step "try_state on the live network's final state (fast runtime, native)" live_try_state

@@ -78,10 +78,13 @@ async function postJob(api, [specPath]) {
   for (const events of await Promise.all(sent)) {
     const posted = events.find(({ event }) => api.events.jobMarket.JobPosted.is(event));
     const id = posted.event.data.job.toNumber();
-    const j = (await api.rpc.ergon.job(id)).toJSON();
+    // Read at the finalized block that holds the posting (`send` resolves on finality).
+    const j = (await api.rpc.ergon.job(id, await api.rpc.chain.getFinalizedHead())).toJSON();
     say(`job ${id} posted by ${owner.address}`);
-    say(`  work ${Number(j.workMicroUt) / 1e6} ut, ${j.checkpoints} checkpoints, budget ${erg(j.budget)} in escrow`);
-    say(`  bids until block ${j.bidWindowEnd}, bundle due by block ${j.deadline}`);
+    if (exists(j)) {
+      say(`  work ${Number(j.workMicroUt) / 1e6} ut, ${j.checkpoints} checkpoints, budget ${erg(j.budget)} in escrow`);
+      say(`  bids until block ${j.bidWindowEnd}, bundle due by block ${j.deadline}`);
+    }
     ids.push(id);
   }
   say(ids.join(' '));

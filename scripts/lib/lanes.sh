@@ -2,7 +2,7 @@
 #
 # The integration tests spend most of their time waiting for the chain (even on the fast runtime's
 # 0.5 s slots and 25 s epochs: draws 16 blocks after a commitment, bid windows), not computing, so
-# two lanes of them share 2 cores without slowing each other much.
+# three lanes of them share 2 cores without slowing each other much.
 # Each lane runs its tests one at a time, with its own loopback port window (`ERGON_TEST_PORTS`); a
 # test's output is printed whole when it ends, then a summary of every test with its time.
 

@@ -122,8 +122,24 @@ fn burst(node: &Node, spec_path: &Path) -> Vec<u64> {
     let mut ids = Vec::new();
     for (ok, out) in outputs {
         assert!(ok, "{out}");
-        let last = out.lines().last().unwrap_or_default();
-        ids.extend(last.split_whitespace().map(|id| id.parse::<u64>().expect("job ids")));
+        // The CLI's last line on stdout lists the ids (stderr, after it, may hold polkadot.js's
+        // notes on RPC calls that failed during a reorganisation and were retried).
+        let listed = out
+            .lines()
+            .rev()
+            .map(|l| {
+                l.split_whitespace().map(|id| id.parse::<u64>()).collect::<Result<Vec<_>, _>>()
+            })
+            .find_map(|ids| ids.ok().filter(|ids| !ids.is_empty()))
+            .unwrap_or_else(|| panic!("no line of job ids: {out}"));
+        if out
+            .lines()
+            .last()
+            .is_some_and(|l| l.split_whitespace().any(|w| w.parse::<u64>().is_err()))
+        {
+            eprintln!("[load] the CLI's stderr: {}", out.lines().last().unwrap_or_default());
+        }
+        ids.extend(listed);
     }
     assert_eq!(ids.len(), BURST as usize);
     ids

@@ -124,8 +124,10 @@ async function findFinalized(api, txHash, from) {
 
 /**
  * Signs and sends `tx` (with `nonce` when given: several transactions of one account sent at once);
- * resolves with its events once in a block, rejects with the readable error, or after
- * `SEND_TIMEOUT_MS` without either, naming the statuses seen.
+ * resolves with its events once its block is finalized, rejects with the readable error, or after
+ * `SEND_TIMEOUT_MS` without either, naming the statuses seen. Not at `InBlock`: that block may be
+ * on a fork that loses (several authorities win some slots), where the events name a job id that
+ * the chain gives another job.
  *
  * The node's status stream alone is not enough: polkadot-sdk's fork-aware transaction pool can
  * leave a watched transaction at `Ready`/`Broadcast` although a block included it (seen in a burst
@@ -167,9 +169,9 @@ export function send(api, tx, who, what, nonce = undefined) {
     tx.signAndSend(who, options, ({ status, dispatchError, events }) => {
       seen.push(status.type);
       lastStatus = Date.now();
-      if (dispatchError) {
+      if (status.isFinalized && dispatchError) {
         settle(reject, new Error(`${what} refused: ${describeError(api, dispatchError)}`));
-      } else if (status.isInBlock || status.isFinalized) {
+      } else if (status.isFinalized) {
         settle(resolve, events);
       } else if (status.isInvalid || status.isDropped || status.isUsurped) {
         settle(reject, new Error(`${what} not included: ${status.type}`));
