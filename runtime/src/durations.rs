@@ -157,11 +157,12 @@ mod tests {
     #[test]
     fn windows_keep_the_relations_the_protocol_relies_on() {
         // A draw waits for 16 fresh VRF outputs, well inside the windows it opens.
-        let fresh: BlockNumber =
-            <<crate::Runtime as pallet_fresh_randomness::Config>::FreshOutputs as frame_support::traits::Get<u32>>::get();
+        use frame_support::traits::Get;
+        type FreshOutputs = <crate::Runtime as pallet_fresh_randomness::Config>::FreshOutputs;
+        let fresh: BlockNumber = FreshOutputs::get();
         assert!(4 * fresh <= JOB_COMMIT_WINDOW, "a job's draw fits its commit window");
         assert!(fresh + DRILLING_COMMIT_WINDOW + DRILLING_REVEAL_WINDOW < DRILLING_EPOCH);
-        assert!(MIN_TRAINING_TIME < MAX_JOB_DURATION && MAX_BID_WINDOW < MAX_JOB_DURATION);
+        const { assert!(MIN_TRAINING_TIME < MAX_JOB_DURATION && MAX_BID_WINDOW < MAX_JOB_DURATION) };
         // Offences can be reported while the offender's unbonded stake is still held.
         assert!(
             crate::configs::HISTORY_DEPTH as u64 * EPOCH_DURATION_IN_SLOTS * SLOT_DURATION
