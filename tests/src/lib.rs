@@ -337,17 +337,7 @@ pub fn user_cli(rpc_port: u16, args: &[&str]) -> (bool, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("nodejs runs the user CLI (install nodejs, and `npm ci` in scripts/client)");
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = std::io::Read::read_to_end(&mut pipe, &mut bytes);
-            }
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
     // Longer than the CLI's own wait for a transaction (5 minutes), so that its message shows.
     let deadline = Instant::now() + USER_CLI_TIMEOUT;
     let status = loop {
@@ -367,6 +357,17 @@ pub fn user_cli(rpc_port: u16, args: &[&str]) -> (bool, String) {
         text.push_str(&format!("\n[killed: the user CLI ran past {USER_CLI_TIMEOUT:?}]"));
     }
     (status.is_some_and(|s| s.success()), text)
+}
+
+/// Reads a child's pipe to its end on a thread of its own (a full pipe would stall the child).
+fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
 }
 
 /// Longest a user CLI command may run in a test.

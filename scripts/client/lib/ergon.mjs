@@ -85,7 +85,7 @@ export function describeError(api, dispatchError) {
   return dispatchError.toString();
 }
 
-/** How long `send` waits for its transaction to reach a block before giving up: 5 minutes. */
+/** How long `send` waits for its transaction to reach a finalized block before giving up: 5 minutes. */
 export const SEND_TIMEOUT_MS = 5 * 60 * 1000;
 /** How long `send` trusts the node's status stream alone before it also looks for the transaction
  * in the finalized blocks itself. */
@@ -147,12 +147,14 @@ export function send(api, tx, who, what, nonce = undefined) {
       clearInterval(watchdog);
       f(value);
     };
+    // Where the search starts (from genesis if the node cannot say: never an unhandled rejection).
     const fromBlock = api.rpc.chain.getFinalizedHead()
       .then((h) => api.rpc.chain.getHeader(h))
-      .then((h) => h.number.toNumber() - 1);
+      .then((h) => h.number.toNumber() - 1)
+      .catch(() => 0);
     const watchdog = setInterval(async () => {
       if (Date.now() - started > SEND_TIMEOUT_MS) {
-        settle(reject, new Error(`${what}: not in a block after ${SEND_TIMEOUT_MS / 1000} s (statuses: ${seen.join(', ') || 'none'}); ` +
+        settle(reject, new Error(`${what}: not in a finalized block after ${SEND_TIMEOUT_MS / 1000} s (statuses: ${seen.join(', ') || 'none'}); ` +
           'it may still be included: look at the account\'s nonce before sending it again'));
         return;
       }
