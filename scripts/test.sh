@@ -51,27 +51,34 @@ engine_and_worker() {
     cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/attacks
 }
 
-# Its own target directory: the CUDA binary must not replace the CPU build that the integration
-# tests run. Without a GPU, the tests run against the driver stub, which answers "no device": the
-# unit tests (device choice, the CUDA-graph stepper's eager fallback) and the binary itself, which
-# must start with its CUDA libraries. The engine's integration tests would run the same CPU code as
-# the step before, so they run there only.
+# The same target directory as the CPU build: the CUDA worker shares all but a dozen of its ~360
+# crates with it (a separate directory built them all a second time). The CUDA binary replaces
+# target/release/ergon-worker while this step runs; on the way out, the trap puts the CPU build
+# (with the attack suite, which the integration tests run) back: cargo links the fresh artifact
+# again without compiling anything. Without a GPU, the tests run against the driver stub, which
+# answers "no device": the unit tests (device choice, the CUDA-graph stepper's eager fallback) and
+# the binary itself, which must start with its CUDA libraries. The engine's integration tests would
+# run the same CPU code as the step before, so they run there only.
 cuda_worker() {
     source "$(scripts/setup-cuda.sh)"
-    export CARGO_TARGET_DIR="$CARGO_TARGET_DIR/cuda"
+    trap 'cargo test --release --locked -p ergon-engine -p ergon-worker \
+        --features ergon-worker/attacks --no-run || exit 1' EXIT
     cargo build --release --locked -p ergon-worker --features cuda
-    export LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH"
-    cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/cuda --lib
-    "$CARGO_TARGET_DIR/release/ergon-worker" check --spec worker/examples/fashion-mnist-mlp.json
+    LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH" \
+        "$CARGO_TARGET_DIR/release/ergon-worker" check --spec worker/examples/fashion-mnist-mlp.json
+    LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH" \
+        cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/cuda --lib
 }
 
 pallets() {
     cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking \
         -p pallet-job-market -p pallet-drilling -p pallet-fresh-randomness -p ergon-timeouts
     # The benchmarks run once each in the mock runtime, so they keep compiling and working.
-    cargo test --release --locked -p pallet-trainer-staking --features runtime-benchmarks benchmarking
-    cargo test --release --locked -p pallet-job-market --features runtime-benchmarks benchmarking
-    cargo test --release --locked -p pallet-drilling --features runtime-benchmarks benchmarking
+    # One invocation for the three: separately, cargo resolved two feature sets of the FRAME
+    # stack (pallet-trainer-staking's graph lacks frame-benchmarking's std deps) and built it twice.
+    cargo test --release --locked -p pallet-trainer-staking -p pallet-job-market -p pallet-drilling \
+        --features pallet-trainer-staking/runtime-benchmarks,pallet-job-market/runtime-benchmarks \
+        --features pallet-drilling/runtime-benchmarks benchmarking
 }
 
 # The integration tests run on the fast runtime (runtime/src/durations.rs: 1.5 s blocks, 25 s
