@@ -168,7 +168,8 @@ smoke() {
     done
     log "Ferdie posts the Fashion-MNIST MLP job (100 ERG) with the user CLI"
     job=$(node scripts/client/ergon.mjs post-job worker/examples/fashion-mnist-mlp.json --key //Ferdie \
-        --budget 100 --bid-window 20 --deadline 600 | tail -1)
+        --budget 100 --bid-window 20 --deadline 600 --yes --json |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0])')
     timeout 1500 node scripts/client/ergon.mjs watch-job "$job" | sed 's/^/  /' || true
     view=$(rpc ergon_job "$job")
     grep -q '"status":"completed"' <<< "$view" || { log "job $job did not complete: $view"; exit 1; }

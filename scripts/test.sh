@@ -100,11 +100,17 @@ integration() {
     ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
         "faults lazy_verifiers drilling dev_chain" \
         "daemon dispute sybil_validators" \
-        "data_takedown diverge local_network collateral availability"
+        "data_takedown diverge local_network collateral availability user_cli"
 }
 
 chain_client() {
     cargo test --release --locked -p ergon-client
+}
+
+# The polkadot.js client's own rules (units against the protocol's test vectors, amounts, keys, the
+# RPC answers' types); its live tests are integration tests (user_cli, daemon).
+js_client() {
+    node --test scripts/client/test/*.test.mjs
 }
 
 # Natively, against the production runtime: Proof-of-Hashrate weights, genesis bonds, equivocation
@@ -141,6 +147,7 @@ run_step "pallets (mock runtimes) and their benchmarks" pallets
 run_step "build ergon-node with the fast runtime (wasm32v1-none and native)" fast_node
 run_step "integration tests: real nodes and trainer daemons on loopback, in three lanes" integration
 run_step "chain client (subxt, generated from the runtime's metadata)" chain_client
+run_step "user client (polkadot.js), offline" js_client
 run_step "runtime tests (production runtime, native)" runtime_tests
 run_step "try_state on the live network's final state (fast runtime, native)" live_try_state
 run_step "container images and the compose smoke test (skipped without docker)" containers

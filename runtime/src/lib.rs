@@ -112,8 +112,8 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
 pub mod units {
     use super::{Balance, BlockNumber};
 
-    /// One ERG: 12 decimals.
-    pub const ERG: Balance = 1_000_000_000_000;
+    /// One ERG: 12 decimals (the one definition, `ergon_protocol::units`).
+    pub const ERG: Balance = ergon_protocol::units::ERG;
     /// 10^-3 ERG.
     pub const MILLI_ERG: Balance = ERG / 1_000;
     /// 10^-6 ERG.

@@ -2,7 +2,8 @@
 #
 # Each step's output goes to the terminal as it comes and to a log; the step's wall time, exit
 # status and the test counts of its libtest summaries ("test result: ok. 12 passed; 0 failed; ...",
-# one per test binary; cargo has no stable machine-readable test output) are recorded. A failed
+# one per test binary; cargo has no stable machine-readable test output) and of node --test's
+# ("# pass 4", "# fail 0") are recorded. A failed
 # step does not stop the others: the table at the end shows every step, so one run tells all that
 # is broken. A step that fails without a failed test (a build error) counts as one failure.
 
@@ -32,6 +33,13 @@ for line in open(sys.argv[1], errors="replace"):
     if m:
         passed += int(m.group(1))
         failed += int(m.group(2))
+    # node --test's TAP summary.
+    m = re.match(r"# (pass|fail) (\d+)$", line.strip())
+    if m:
+        if m.group(1) == "pass":
+            passed += int(m.group(2))
+        else:
+            failed += int(m.group(2))
 print(passed, failed)
 EOF
 )"

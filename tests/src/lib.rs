@@ -325,7 +325,42 @@ pub fn worker_binary() -> PathBuf {
 /// and what it printed (stdout, then stderr). Needs nodejs and `npm ci` in `scripts/client`
 /// (`scripts/test.sh` does both).
 pub fn user_cli(rpc_port: u16, args: &[&str]) -> (bool, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/client/ergon.mjs");
+    client_script("ergon.mjs", rpc_port, args)
+}
+
+/// The user command line's result with `--yes --json`: the JSON document it prints on stdout.
+/// Panics with everything it printed if it fails.
+pub fn user_cli_json(rpc_port: u16, args: &[&str]) -> Value {
+    let run = run_client("ergon.mjs", rpc_port, &[args, &["--yes", "--json"]].concat());
+    match (run.ok, serde_json::from_str(run.stdout.trim())) {
+        (true, Ok(value)) => value,
+        _ => panic!("ergon.mjs {}: {}{}", args.join(" "), run.stdout, run.stderr),
+    }
+}
+
+/// The user command line's exit status (None if it was killed) and what it printed.
+pub fn user_cli_status(rpc_port: u16, args: &[&str]) -> (Option<i32>, String) {
+    let run = run_client("ergon.mjs", rpc_port, args);
+    (run.code, format!("{}{}", run.stdout, run.stderr))
+}
+
+/// Runs a polkadot.js script of the client package (`node scripts/client/SCRIPT --ws … ARGS`),
+/// bounded like [`user_cli`]: whether it succeeded, and what it printed.
+pub fn client_script(script: &str, rpc_port: u16, args: &[&str]) -> (bool, String) {
+    let run = run_client(script, rpc_port, args);
+    (run.ok, format!("{}{}", run.stdout, run.stderr))
+}
+
+/// What a client script did.
+struct ClientRun {
+    ok: bool,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_client(script: &str, rpc_port: u16, args: &[&str]) -> ClientRun {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/client").join(script);
     let mut child = Command::new("node")
         .arg(&script)
         .arg("--ws")
@@ -351,12 +386,16 @@ pub fn user_cli(rpc_port: u16, args: &[&str]) -> (bool, String) {
             }
         }
     };
-    let mut text =
-        format!("{}{}", stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    let mut stderr = stderr.join().unwrap_or_default();
     if status.is_none() {
-        text.push_str(&format!("\n[killed: the user CLI ran past {USER_CLI_TIMEOUT:?}]"));
+        stderr.push_str(&format!("\n[killed: the user CLI ran past {USER_CLI_TIMEOUT:?}]"));
     }
-    (status.is_some_and(|s| s.success()), text)
+    ClientRun {
+        ok: status.is_some_and(|s| s.success()),
+        code: status.and_then(|s| s.code()),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr,
+    }
 }
 
 /// Reads a child's pipe to its end on a thread of its own (a full pipe would stall the child).
@@ -552,7 +591,7 @@ pub fn market_daemons(node: &Node, dir: &Path, bob_extra: &[&str]) -> [Daemon; 3
     for who in ["//Bob", "//Charlie", "//Dave"] {
         let account = dev_pair(who).public_key().0;
         wait_for(&format!("{who}'s daemon to bond"), Duration::from_secs(180), || {
-            node.bond(&account).filter(|b| b.active >= 2_000 * 1_000_000_000_000)
+            node.bond(&account).filter(|b| b.active >= 2_000 * ergon_protocol::units::ERG)
         });
     }
     for daemon in &daemons[1..] {
@@ -592,12 +631,11 @@ pub fn post_job_windowed(
     let (budget, window, deadline) =
         (budget_erg.to_string(), bid_window.to_string(), deadline.to_string());
     let args = ["post-job", &spec, "--key", key, "--budget", &budget];
-    let (ok, out) = user_cli(
+    let posted = user_cli_json(
         rpc_port,
         &[&args[..], &["--bid-window", &window, "--deadline", &deadline]].concat(),
     );
-    assert!(ok, "{out}");
-    out.lines().last().and_then(|l| l.trim().parse().ok()).expect("the job id")
+    posted["jobs"][0].as_u64().unwrap_or_else(|| panic!("a job id: {posted}"))
 }
 
 /// Whether the worker under test was built with the attack suite (`--features ergon-worker/attacks`,

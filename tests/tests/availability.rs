@@ -14,7 +14,7 @@ use ergon_integration_tests::{
 };
 use serde_json::json;
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 
 /// `JobMarket::Attestations(job)` at the best block: (attester key, available) pairs.
 fn attestations(node: &Node, job: u64) -> Vec<([u8; 32], bool)> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use ergon_integration_tests::{chain::calls, dev_pair, wait_for, Node, Ports};
 use serde_json::json;
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 
 #[test]
 fn an_assigned_trainer_who_unbonds_and_walks_away_loses_its_collateral() {

@@ -24,12 +24,12 @@ use std::{
 
 use ergon_drill::MatmulChain;
 use ergon_integration_tests::{
-    chain::calls, check, dev_pair, job_view, market_daemons, post_job_as_alice, user_cli, wait_for,
-    wait_for_daemons, Node, Ports, STALL_MID_TRAINING,
+    chain::calls, check, client_script, dev_pair, job_view, market_daemons, post_job_as_alice,
+    user_cli, wait_for, wait_for_daemons, Node, Ports, STALL_MID_TRAINING,
 };
 use serde_json::{json, Value};
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 
 /// A JSON record of a daemon's store, if written.
 fn record(dir: &Path, path: &str) -> Option<Value> {
@@ -83,6 +83,10 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
 
     // Alice posts the job: 100 ERG budget, bids for 20 blocks, 400 blocks to deliver.
     let job = post_job_as_alice(node.ports.rpc, &spec_path);
+    // The user's list shows it among Alice's jobs (open or, if the window closed, assigned).
+    let (ok, out) = user_cli(node.ports.rpc, &["list-jobs"]);
+    let alice_address = dev_pair("//Alice").public_key().to_account_id().to_string();
+    assert!(ok && out.contains(&format!("jobs of {alice_address}: {job}")), "{out}");
     // Where the post → settled latency goes (printed with --nocapture).
     let posted = Instant::now();
     let mark = |what: &str| {
@@ -174,6 +178,11 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     // final checkpoint), checked against the committed root.
     let (ok, out) = user_cli(node.ports.rpc, &["watch-job", &job.to_string()]);
     assert!(ok && out.contains("completed"), "{out}");
+    // Every ergon_* RPC through polkadot.js decodes to what the node sent, the job included as
+    // it was verifying (the last block before it settled: a bundle and a round of votes).
+    let (ok, out) =
+        client_script("test/rpc-types.mjs", node.ports.rpc, &["--job", &job.to_string()]);
+    assert!(ok && out.contains(": verifying, round") && out.contains("checked"), "{out}");
     let model_dir = dir.path().join("model");
     let (ok, out) = user_cli(
         node.ports.rpc,
@@ -196,6 +205,12 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
         assert_eq!(rate["tasks"], 1, "{rate}");
         assert_eq!(rate["difficultyMicroUt"], chain.difficulty_micro_ut().to_string(), "{rate}");
     }
+    // Their records decode through polkadot.js too (ergon_hashrate, ergon_hashrates).
+    let (ok, out) = client_script("test/rpc-types.mjs", node.ports.rpc, &[]);
+    assert!(
+        ok && out.contains("hashrate a value") && !out.contains("hashrates(): 0 items"),
+        "{out}"
+    );
 
     // An operator turns Dave's verifier role off: SIGTERM stops the daemon cleanly, and at its
     // next start it leaves the verifier pool (left in it, it would be drawn and slashed as silent).

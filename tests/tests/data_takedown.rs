@@ -16,7 +16,7 @@ use ergon_integration_tests::{
 };
 use serde_json::json;
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 
 /// A CSV classification task of 640 rows: 3 classes separated along two of four features.
 fn csv() -> Vec<u8> {

@@ -103,7 +103,7 @@ fn dev_chain_finalizes_serves_metadata_and_transfers() {
     assert_eq!(after.free - before.free, amount, "Bob received exactly the amount sent");
 
     // Bob bonds 2 000 ERG: the ledger shows it and the amount is held (reserved) on his account.
-    const ERG: u128 = 1_000_000_000_000;
+    use ergon_protocol::units::ERG;
     let bond = 2_000 * ERG;
     node.send(calls::bond(bond), &bob, timeout);
     let ledger = wait_for("Bob's bond to appear", timeout, || node.bond(&bob_id));

@@ -24,7 +24,7 @@ use ergon_integration_tests::{
 use ergon_protocol::{commitments::Verdict, Sketch};
 use serde_json::json;
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 /// Ten well-known accounts besides Alice (owner, validator) and Bob (trainer): three verifiers for
 /// the regular round and five others for the dispute (nobody verifies one job twice), with room.
 const VERIFIERS: [&str; 10] = [

@@ -16,7 +16,7 @@ use ergon_integration_tests::{
 };
 use serde_json::{json, Value};
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 
 /// A 3-class CSV task whose features are scaled by 1 000: SGD at 0.1 diverges on it. 100 steps, a
 /// checkpoint every 3 (the chain wants at least 30 segments).

@@ -11,7 +11,7 @@ use ergon_integration_tests::{chain::calls, dev_pair, wait_for, Node, Ports};
 use ergon_protocol::commitments::drill_result;
 use serde_json::json;
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 
 #[test]
 fn a_published_task_is_drilled_agreed_credited_and_its_hashrate_shown() {

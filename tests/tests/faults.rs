@@ -38,12 +38,12 @@ use ergon_integration_tests::{
     measure::{block_stats, write_snapshot},
     network::{assert_same_finalized_chain, start_validators, validator_daemons},
     played::fee,
-    post_job_windowed, user_cli, wait_for, wait_for_daemons, worker_has_forgers, Daemon, Node,
+    post_job_windowed, user_cli_json, wait_for, wait_for_daemons, worker_has_forgers, Daemon, Node,
     STALL_MID_TRAINING,
 };
 use serde_json::{json, Value};
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 /// The posting fee (burnt, never refunded).
 const POSTING_FEE: u128 = ERG;
 /// A bound on the transaction fees an owner pays here (a few calls at ~10⁻³ ERG each).
@@ -103,7 +103,7 @@ fn burst(node: &Node, spec_path: &Path) -> Vec<u64> {
     node.send_all(&transfers, Duration::from_secs(180));
     let spec = spec_path.to_string_lossy();
     let rpc = node.ports.rpc;
-    let outputs: Vec<(bool, String)> = std::thread::scope(|scope| {
+    let ids: Vec<u64> = std::thread::scope(|scope| {
         let posts: Vec<_> = load_owners()
             .into_iter()
             .enumerate()
@@ -113,34 +113,19 @@ fn burst(node: &Node, spec_path: &Path) -> Vec<u64> {
                 scope.spawn(move || {
                     let args = ["post-job", &spec, "--key", &owner, "--budget", "5"];
                     let more = ["--bid-window", "20", "--deadline", "400", "--count", &count];
-                    user_cli(rpc, &[&args[..], &more[..]].concat())
+                    user_cli_json(rpc, &[&args[..], &more[..]].concat())
                 })
             })
             .collect();
-        posts.into_iter().map(|p| p.join().expect("the CLI thread")).collect()
-    });
-    let mut ids = Vec::new();
-    for (ok, out) in outputs {
-        assert!(ok, "{out}");
-        // The CLI's last line on stdout lists the ids (stderr, after it, may hold polkadot.js's
-        // notes on RPC calls that failed during a reorganisation and were retried).
-        let listed = out
-            .lines()
-            .rev()
-            .map(|l| {
-                l.split_whitespace().map(|id| id.parse::<u64>()).collect::<Result<Vec<_>, _>>()
+        posts
+            .into_iter()
+            .flat_map(|p| {
+                let posted = p.join().expect("the CLI thread");
+                let ids = posted["jobs"].as_array().cloned().unwrap_or_default();
+                ids.into_iter().map(move |id| id.as_u64().expect("a job id"))
             })
-            .find_map(|ids| ids.ok().filter(|ids| !ids.is_empty()))
-            .unwrap_or_else(|| panic!("no line of job ids: {out}"));
-        if out
-            .lines()
-            .last()
-            .is_some_and(|l| l.split_whitespace().any(|w| w.parse::<u64>().is_err()))
-        {
-            eprintln!("[load] the CLI's stderr: {}", out.lines().last().unwrap_or_default());
-        }
-        ids.extend(listed);
-    }
+            .collect()
+    });
     assert_eq!(ids.len(), BURST as usize);
     ids
 }

@@ -22,7 +22,7 @@ use ergon_integration_tests::{
 };
 use ergon_protocol::{commitments::Verdict, evidence, Sketch};
 
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 /// The lazy seats: bonded and in the pool before the job exists, so the first draw takes them.
 const LAZY: [&str; 3] = ["//Eve", "//Ferdie", "//Charlie//stash"];
 

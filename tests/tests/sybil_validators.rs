@@ -17,7 +17,7 @@ use ergon_integration_tests::{
 use serde_json::{json, Value};
 
 /// One ERG in plancks.
-const ERG: u128 = 1_000_000_000_000;
+use ergon_protocol::units::ERG;
 
 /// A dev key's public key and SS58 address, as `ergon-node key inspect` gives them.
 fn inspect(scheme: &str, suri: &str) -> ([u8; 32], String) {

@@ -14,8 +14,8 @@
 //!    at the declared capacity, so accounts sharing one machine earn no more D than the machine does.
 //!    [`Pallet::prune_driller`] lets anyone remove one whose bond fell below the minimum.
 //! 3. **Synthetic tasks** ([`issuance`]): every `EpochLength` blocks the runtime snapshots the
-//!    eligible drillers; once randomness that began after the snapshot exists (BABE's, one to two
-//!    BABE epochs later) it orders them and cuts them into groups of `SyntheticReplication` (the last
+//!    eligible drillers; once randomness that began after the snapshot exists (the fresh-randomness
+//!    accumulator's VRF outputs of later blocks) it orders them and cuts them into groups of `SyntheticReplication` (the last
 //!    group takes the remainder), one matrix-chain task per group, seeded by that randomness. Every
 //!    eligible driller gets exactly one task per epoch; at most `MaxIssuePerBlock` are issued a block.
 //! 4. **Published tasks**: a task publisher registers with a deposit ([`Pallet::register_publisher`]),

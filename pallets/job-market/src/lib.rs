@@ -272,8 +272,9 @@ pub mod pallet {
         #[pallet::constant]
         type SegmentsPerRound: Get<u32>;
 
-        /// Fewest checkpoint segments a job's spec must have. With `10 × SegmentsPerRound`, a
-        /// verifier replays at most a tenth of the training steps.
+        /// Fewest checkpoint segments a job's spec must have. A verifier replays
+        /// `SegmentsPerRound` of them: with `MinSegments = 30` and 4 a round, at most 13 % of the
+        /// training steps.
         #[pallet::constant]
         type MinSegments: Get<u32>;
 

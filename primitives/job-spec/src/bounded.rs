@@ -82,7 +82,10 @@ impl<T: TypeInfo + 'static, const N: u32> TypeInfo for Bounded<T, N> {
     }
 }
 
-/// A UTF-8 string of at most `N` bytes (a URI, a name).
+/// A UTF-8 string of at most `N` bytes (a data URI: `N` is the `jobMarket.maxUriLength`
+/// constant). Encoded as its bytes (`Vec<u8>`; polkadot.js: give it as hex, `stringToHex(uri)`,
+/// so that a URI is never read as hex itself); JSON: a string. A longer one does not decode: the
+/// node refuses the whole transaction before it reaches the pool, so check the length first.
 #[derive(
     Clone,
     PartialEq,
@@ -95,6 +98,7 @@ impl<T: TypeInfo + 'static, const N: u32> TypeInfo for Bounded<T, N> {
     TypeInfo,
     MaxEncodedLen,
 )]
+#[scale_info(capture_docs = "always")]
 pub struct BoundedString<const N: u32>(pub Bounded<u8, N>);
 
 impl<const N: u32> BoundedString<N> {

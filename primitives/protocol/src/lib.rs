@@ -19,6 +19,7 @@
 //! - [`kernels`]: the revision of the worker's floating-point kernels that the chain pins each job
 //!   to (replay is exact only between identical kernels).
 //! - [`url`]: which URLs validators and daemons fetch on a live chain (http(s), public hosts only).
+//! - [`units`]: the token's unit (ERG) and the unit of work (ut).
 //! - [`traits`] (feature `frame`): what the pallets ask of each other (bonds, obligations,
 //!   slashing, computing power, fresh randomness), so that no pallet depends on another's crate.
 //!
@@ -39,6 +40,7 @@ pub mod seed;
 pub mod segments;
 #[cfg(feature = "frame")]
 pub mod traits;
+pub mod units;
 pub mod url;
 
 #[cfg(test)]

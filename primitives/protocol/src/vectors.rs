@@ -33,6 +33,10 @@ fn vectors() -> Value {
     let draw_seed = crate::hash::draw_seed(&random, &(b"ergon/job-market/draw", 7u64, 0u32));
     json!({
         "note": "Inputs are raw bytes as 0x-hex; accounts are raw 32-byte AccountId32 (alice = //Alice).",
+        "units": {
+            "planck_per_erg": crate::units::ERG.to_string(),
+            "micro_ut_per_ut": crate::units::MICRO_UT_PER_UT.to_string(),
+        },
         "alice": hex(&alice),
         "job_seed": [
             { "job": 0, "trainer": hex(&alice), "seed": hex(&seed::job_seed(0, &alice)) },

@@ -18,6 +18,8 @@ use tokio::{
 };
 use tracing::{info, warn};
 
+use ergon_protocol::units::ERG;
+
 use super::store::{Drill, Earning, Kind, Store, Training, Vote};
 
 /// Most scrapes served at once.
@@ -135,8 +137,8 @@ pub fn render(metrics: &Metrics, store: &Store) -> String {
                 "earned_erg",
                 "ERG earned, by kind (training after the burn, verifier fees).",
                 &[
-                    ("{kind=\"training\"}", format!("{:.6}", t.earned.0 as f64 / 1e12)),
-                    ("{kind=\"verification\"}", format!("{:.6}", t.earned.1 as f64 / 1e12)),
+                    ("{kind=\"training\"}", format!("{:.6}", t.earned.0 as f64 / ERG as f64)),
+                    ("{kind=\"verification\"}", format!("{:.6}", t.earned.1 as f64 / ERG as f64)),
                 ],
             );
             gauge(

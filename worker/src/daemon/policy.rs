@@ -14,8 +14,7 @@
 
 use ergon_job_spec::{DataFormat, JobSpec, SpecSummary};
 
-/// Plancks in one ERG.
-pub const ERG: u128 = 1_000_000_000_000;
+pub use ergon_protocol::units::ERG;
 /// Micro-ut in one ut.
 const MICRO: u128 = 1_000_000;
 

@@ -12,7 +12,7 @@ use super::{
 
 /// Plancks as ERG.
 fn erg(plancks: u128) -> String {
-    format!("{:.4} ERG", plancks as f64 / 1e12)
+    format!("{:.4} ERG", plancks as f64 / ergon_protocol::units::ERG as f64)
 }
 
 /// Where a job stands on chain, in a word.
