@@ -267,7 +267,8 @@ async function agree(ctx, tx, what, plan) {
     outcome = api.createType('ApplyExtrinsicResult', result);
     const full = outcome.isErr && outcome.asErr.isInvalid && outcome.asErr.asInvalid.isExhaustsResources;
     if (!full || attempt === 3) break;
-    await nextBest(api);
+    const best = (await api.rpc.chain.getHeader()).number.toNumber();
+    await nextHead(api.rpc.chain.subscribeNewHeads, best);
   }
   if (outcome.isErr) {
     throw new Error(`${what}: the chain would not take the transaction: ${outcome.asErr.toString()}`);
@@ -321,7 +322,7 @@ async function postJob(ctx) {
   const fee = api.consts.jobMarket.postingFee.toBigInt();
   const plan = [
     `post ${count > 1 ? `${count} jobs` : 'a job'} (${path}): ${erg(budget)} held in escrow${count > 1 ? ' each' : ''}, ${erg(fee)} posting fee burnt`,
-    `  bids until about block #${best + 1 + bidWindow} (${await blocksFrom(api, bidWindow + 1)}), bundle due by block #${deadline} (${await blocksFrom(api, blocks)})`,
+    `  bids until about block #${best + 1 + bidWindow} (${blocksFrom(api, bidWindow + 1)}), bundle due by block #${deadline} (${blocksFrom(api, blocks)})`,
   ];
   const pair = await agree(ctx, tx(), 'postJob', plan);
   if (!pair) return { jobs: [] };
@@ -436,21 +437,19 @@ async function watchJob({ api, args: [idText], say }) {
   return { job: id, outcome, reason: view.state.reason ?? null };
 }
 
-/** Resolves at the next new best block. */
-function nextBest(api) {
+/** Resolves with the number of the first head `subscribe` (a polkadot.js head subscription)
+ * announces above block `after`, and unsubscribes. */
+function nextHead(subscribe, after) {
   return new Promise((resolve, reject) => {
-    let seen = 0;
     let unsub = null;
     let done = false;
-    api.rpc.chain
-      .subscribeNewHeads(() => {
-        // The subscription starts with the current head.
-        seen += 1;
-        if (seen < 2 || done) return;
-        done = true;
-        if (unsub) unsub();
-        resolve();
-      })
+    subscribe((header) => {
+      const n = header.number.toNumber();
+      if (done || n <= after) return;
+      done = true;
+      if (unsub) unsub();
+      resolve(n);
+    })
       .then((u) => {
         unsub = u;
         if (done) u();
@@ -459,26 +458,8 @@ function nextBest(api) {
   });
 }
 
-/** Resolves with the number of the next finalized block after `after`. */
-function nextFinalized(api, after) {
-  return new Promise((resolve, reject) => {
-    let unsub = null;
-    let done = false;
-    api.rpc.chain
-      .subscribeFinalizedHeads((header) => {
-        const n = header.number.toNumber();
-        if (done || n <= after) return;
-        done = true;
-        if (unsub) unsub();
-        resolve(n);
-      })
-      .then((u) => {
-        unsub = u;
-        if (done) u();
-      })
-      .catch(reject);
-  });
-}
+/** The number of the next finalized block after `after`. */
+const nextFinalized = (api, after) => nextHead(api.rpc.chain.subscribeFinalizedHeads, after);
 
 function workerBinary(opts) {
   if (opts.worker) return opts.worker;
@@ -554,7 +535,7 @@ async function staking(ctx, action) {
       tx = api.tx.trainerStaking.unbond(value);
       plan = [
         `unbond ${erg(value)}: active bond ${erg(ledger.active)} → ${erg(ledger.active - value)}`,
-        `  withdrawable from block #${best + 1 + period} (${await blocksFrom(api, period + 1)}, after the unbonding period of ${period} blocks); slashable until then`,
+        `  withdrawable from block #${best + 1 + period} (${blocksFrom(api, period + 1)}, after the unbonding period of ${period} blocks); slashable until then`,
       ];
       break;
     case 'rebond':
@@ -595,7 +576,7 @@ async function account(ctx) {
   say(`  bond: ${erg(ledger.active)} active, ${erg(ledger.obligated)} of it collateral for ${ledger.obligations} open duties`);
   for (const c of ledger.unlocking) {
     const left = c.unlocksAt - best;
-    say(`    unbonding ${erg(c.value)}: ${left <= 1 ? 'withdrawable now (withdraw)' : `withdrawable from block #${c.unlocksAt} (${await blocksFrom(api, left)})`}`);
+    say(`    unbonding ${erg(c.value)}: ${left <= 1 ? 'withdrawable now (withdraw)' : `withdrawable from block #${c.unlocksAt} (${blocksFrom(api, left)})`}`);
   }
   say(`  ECP: ${Number(ecp.ecp) / 1e6} ut (drilling ${Number(ecp.drilling) / 1e6} ut, training ${Number(ecp.training) / 1e6} ut; lifetime ${Number(ecp.lifetime) / 1e6} ut)`);
   say(`  drilling: ${rate ? `${rate.tasks} tasks agreed, ${rate.utPerHour} ut/hour` : 'no record'}; ${tasks.length} unfinished tasks${tasks.length ? ` (${tasks.join(', ')})` : ''}`);

@@ -47,9 +47,9 @@ export class JsonValue {
 
 /**
  * The types of the `ergon_*` RPCs' answers, one per Rust view in `node/src/rpc/` (field for field,
- * camelCase; the live test `tests/tests/client.rs` checks each answer decodes to what the node
- * sent, so a field added there and not here fails). Balances and work amounts (micro-ut) are
- * `u128`: the node sends them as decimal strings, polkadot.js gives them back as numbers.
+ * camelCase; `scripts/client/test/rpc-types.mjs`, run by the daemon test, checks each answer
+ * decodes to what the node sent, so a field added there and not here fails). Balances and work
+ * amounts (micro-ut) are `u128`: the node sends them as decimal strings.
  */
 export const types = {
   ErgonJson: JsonValue,
