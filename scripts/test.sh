@@ -37,6 +37,7 @@ setup() {
         # The integration tests drive the user CLI (polkadot.js) too.
         source scripts/lib/client.sh
         install_client
+        install_web
     fi
 }
 
@@ -99,8 +100,15 @@ integration() {
     cargo test --release --locked -p ergon-integration-tests --lib
     ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
         "faults lazy_verifiers drilling dev_chain" \
-        "daemon dispute sybil_validators" \
+        "daemon dispute sybil_validators web" \
         "data_takedown diverge local_network collateral availability user_cli"
+}
+
+# The web page: the bundle check compiled to WebAssembly (and its native unit tests), the page built
+# with Vite into web/dist, which the web integration test serves to headless Chromium.
+web_page() {
+    cargo test --release --locked -p ergon-bundle-check
+    (cd web && npm run build)
 }
 
 chain_client() {
@@ -145,6 +153,7 @@ run_step "the worker's CUDA build (CUDA 13.0 from PyPI wheels, no GPU needed), o
     cuda_worker
 run_step "pallets (mock runtimes) and their benchmarks" pallets
 run_step "build ergon-node with the fast runtime (wasm32v1-none and native)" fast_node
+run_step "the web page (WebAssembly bundle check, Vite build)" web_page
 run_step "integration tests: real nodes and trainer daemons on loopback, in three lanes" integration
 run_step "chain client (subxt, generated from the runtime's metadata)" chain_client
 run_step "user client (polkadot.js), offline" js_client

@@ -232,6 +232,7 @@ impl_runtime_apis! {
         }
     }
 
+    #[api_version(2)]
     impl pallet_job_market_runtime_api::JobMarketApi<Block, AccountId, Balance, BlockNumber>
         for Runtime
     {
@@ -258,6 +259,12 @@ impl_runtime_apis! {
             pallet_job_market_runtime_api::SpecRejection,
         > {
             pallet_job_market::spec_check::check::<Runtime>(&spec)
+        }
+
+        fn least_budget(
+            spec: pallet_job_market_runtime_api::JobSpec,
+        ) -> Result<Balance, pallet_job_market_runtime_api::SpecRejection> {
+            JobMarket::least_budget(&spec)
         }
 
         fn jobs_of(who: AccountId, limit: u32) -> Vec<pallet_job_market::JobId> {

@@ -18,8 +18,9 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import {
-  blocksFrom, checkedSpec, connect, describeError, erg, keyFromFile, plancks, send, signer,
+  blocksFrom, checkedSpec, connect, describeError, erg, ergUp, followJob, nextHead, plancks, send, signer,
 } from './lib/ergon.mjs';
+import { keyFromFile } from './lib/key-file.mjs';
 
 /** A mistake in the command line (exit status 2, with a pointer to the help). */
 class UsageError extends Error {}
@@ -303,7 +304,15 @@ async function specFile(api, path) {
 async function checkSpec({ api, args: [path], say }) {
   const { check } = await specFile(api, path);
   say(`ok: ${Number(check.workMicroUt) / 1e6} ut of work, ${check.checkpoints} checkpoints, ${check.parameters} parameters, ${check.steps} optimizer steps`);
-  return { valid: true, workMicroUt: String(check.workMicroUt), checkpoints: check.checkpoints, parameters: check.parameters, steps: check.steps };
+  if (check.leastBudget != null) say(`least budget: ${ergUp(check.leastBudget)} (the least price of the work plus every possible verifier's fee)`);
+  return {
+    valid: true,
+    workMicroUt: String(check.workMicroUt),
+    checkpoints: check.checkpoints,
+    parameters: check.parameters,
+    steps: check.steps,
+    leastBudget: check.leastBudget == null ? null : String(check.leastBudget),
+  };
 }
 
 async function postJob(ctx) {
@@ -324,7 +333,16 @@ async function postJob(ctx) {
     `post ${count > 1 ? `${count} jobs` : 'a job'} (${path}): ${erg(budget)} held in escrow${count > 1 ? ' each' : ''}, ${erg(fee)} posting fee burnt`,
     `  bids until about block #${best + 1 + bidWindow} (${blocksFrom(api, bidWindow + 1)}), bundle due by block #${deadline} (${blocksFrom(api, blocks)})`,
   ];
-  const pair = await agree(ctx, tx(), 'postJob', plan);
+  let pair;
+  try {
+    pair = await agree(ctx, tx(), 'postJob', plan);
+  } catch (e) {
+    // The runtime names the rule; the chain's least budget for this spec says what would pass.
+    if (check.leastBudget != null && /Budget(TooLow|BelowWorkPrice)/.test(e.message)) {
+      e.message += `; the least budget this spec takes is ${ergUp(check.leastBudget)}`;
+    }
+    throw e;
+  }
   if (!pair) return { jobs: [] };
   // --count N: a burst, N copies sent at once with consecutive nonces, then awaited together.
   const first = (await api.rpc.system.accountNextIndex(pair.address)).toNumber();
@@ -363,71 +381,9 @@ async function listJobs({ api, opts, say }) {
 /** A job's id from the command line. */
 const jobId = (text) => whole(text, 'a job id');
 
-/** One line for a job's phase (what `watch-job` prints when it changes). */
-function phase(j) {
-  const s = j.state;
-  let line = s.status;
-  if (s.trainer) line += `: trainer ${s.trainer} at ${erg(s.price ?? 0)}`;
-  if (s.bundle && s.bundle.divergedAt != null) line += `, bundle ${s.bundle.root.slice(0, 10)}… (the spec diverged at step ${s.bundle.divergedAt})`;
-  else if (s.bundle) line += `, bundle ${s.bundle.root.slice(0, 10)}… (claimed accuracy ${(s.bundle.validationAccuracyPpm / 1e4).toFixed(2)} %)`;
-  if (s.reason) line += ` (${s.reason})`;
-  if (j.round) line += `; verification round ${j.round.number}, ${j.round.phase}`;
-  return line;
-}
-
-/** A job event in words. */
-function eventLine(e) {
-  const d = e.data;
-  const short = (a) => `${a.toString().slice(0, 8)}…`;
-  switch (e.method) {
-    case 'JobPosted': return `posted: ${erg(d.budget)} in escrow, bids until #${d.bidWindowEnd}, due by #${d.deadline}`;
-    case 'BidPlaced': return `bid ${erg(d.price)} by ${d.trainer.toString()}`;
-    case 'JobAssigned': return `assigned to ${d.trainer.toString()} at ${erg(d.price)}, due by #${d.deadline}`;
-    case 'BundleSubmitted': return `bundle committed: root ${d.root.toHex()}`;
-    case 'AvailabilityAttested': return `availability attested: ${d.available.isTrue ? 'available' : 'UNAVAILABLE'}`;
-    case 'VerifiersDrawn': return `round ${d.round} drew ${d.assignments.map(([v, s]) => `${short(v)} (segments ${s.join(',')})`).join('; ')}`;
-    case 'VerdictRevealed': return `${short(d.verifier)} revealed ${d.verdict.toString()}`;
-    case 'VerifierPaid': return `verifier ${short(d.verifier)} paid ${erg(d.amount)}`;
-    case 'JobCompleted': return `completed: trainer paid ${erg(d.price)} (${erg(d.burnt)} burnt), credited ${Number(d.workMicroUt) / 1e6} ut`;
-    case 'JobFailed': return `failed (${d.reason.toString()}): ${erg(d.refunded)} refunded`;
-    case 'TrainingDiverged': return `the spec diverged at step ${d.step} of ${d.steps} (confirmed): trainer paid ${erg(d.price)} for the steps trained, the rest refunded`;
-    default: return e.method;
-  }
-}
-
-const settled = (j) => j && (j.state.status === 'completed' || j.state.status === 'failed');
-
 async function watchJob({ api, args: [idText], say }) {
   const id = jobId(idText);
-  const head = await api.rpc.chain.getFinalizedHead();
-  let from = (await api.rpc.chain.getHeader(head)).number.toNumber();
-  let view = (await api.rpc.ergon.job(id, head)).toPrimitive();
-  if (!view) {
-    // Posted in a block not final yet?
-    if (!(await api.rpc.ergon.job(id)).toPrimitive()) throw new Error(`no job ${id}`);
-    say(`job ${id}: posted, waiting for its block to be finalized`);
-  } else {
-    say(`job ${id} at #${from}: ${phase(view)}`);
-  }
-  let last = view ? phase(view) : '';
-  // Every finalized block in order, each once (a finality notification can cover several).
-  while (!settled(view)) {
-    const target = await nextFinalized(api, from);
-    for (let n = from + 1; n <= target; n++) {
-      const hash = await api.rpc.chain.getBlockHash(n);
-      const events = await (await api.at(hash)).query.system.events();
-      for (const { event } of events) {
-        if (event.section === 'jobMarket' && event.data.job && event.data.job.toNumber() === id) say(`#${n} ${eventLine(event)}`);
-      }
-      view = (await api.rpc.ergon.job(id, hash)).toPrimitive();
-      if (!view) continue;
-      const line = phase(view);
-      if (line !== last) say(`#${n} ${line}`);
-      last = line;
-      if (settled(view)) break;
-    }
-    from = target;
-  }
+  const view = await followJob(api, id, say);
   const outcome = view.state.status;
   if (view.state.trainer) {
     const ecp = (await api.rpc.ergon.ecp(view.state.trainer)).toPrimitive();
@@ -436,30 +392,6 @@ async function watchJob({ api, args: [idText], say }) {
   say(`job ${id} ${outcome}${view.state.reason ? ` (${view.state.reason})` : ''}`);
   return { job: id, outcome, reason: view.state.reason ?? null };
 }
-
-/** Resolves with the number of the first head `subscribe` (a polkadot.js head subscription)
- * announces above block `after`, and unsubscribes. */
-function nextHead(subscribe, after) {
-  return new Promise((resolve, reject) => {
-    let unsub = null;
-    let done = false;
-    subscribe((header) => {
-      const n = header.number.toNumber();
-      if (done || n <= after) return;
-      done = true;
-      if (unsub) unsub();
-      resolve(n);
-    })
-      .then((u) => {
-        unsub = u;
-        if (done) u();
-      })
-      .catch(reject);
-  });
-}
-
-/** The number of the next finalized block after `after`. */
-const nextFinalized = (api, after) => nextHead(api.rpc.chain.subscribeFinalizedHeads, after);
 
 function workerBinary(opts) {
   if (opts.worker) return opts.worker;

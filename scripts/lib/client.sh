@@ -10,3 +10,16 @@ install_client() {
     fi
     (cd "$(dirname "${BASH_SOURCE[0]}")/../client" && npm ci --no-audit --no-fund --loglevel=error)
 }
+
+# Sourced by test.sh: what the web page's test needs: Debian's Chromium (driven headless by
+# Playwright; no browser is downloaded) and the page's locked dependencies (web/: Vite, polkadot.js).
+install_web() {
+    if [ ! -x /usr/bin/chromium ]; then
+        echo "installing chromium (the web page's test)"
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium
+    fi
+    (cd "$(dirname "${BASH_SOURCE[0]}")/../../web" && npm ci --no-audit --no-fund --loglevel=error)
+}

@@ -351,30 +351,38 @@ pub fn client_script(script: &str, rpc_port: u16, args: &[&str]) -> (bool, Strin
     (run.ok, format!("{}{}", run.stdout, run.stderr))
 }
 
-/// What a client script did.
-struct ClientRun {
-    ok: bool,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+/// What a Node.js script did.
+pub struct ClientRun {
+    /// Whether it exited with status 0.
+    pub ok: bool,
+    /// Its exit status (None if it was killed).
+    pub code: Option<i32>,
+    /// What it printed on stdout.
+    pub stdout: String,
+    /// What it printed on stderr (and a line saying it was killed, if it was).
+    pub stderr: String,
 }
 
 fn run_client(script: &str, rpc_port: u16, args: &[&str]) -> ClientRun {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/client").join(script);
+    let ws = format!("ws://127.0.0.1:{rpc_port}");
+    // Longer than the CLI's own wait for a transaction (5 minutes), so that its message shows.
+    run_node_script(&script, &[&["--ws", &ws][..], args].concat(), USER_CLI_TIMEOUT)
+}
+
+/// Runs `node SCRIPT ARGS` (with this build's worker as `$ERGON_WORKER`), killed after `timeout`.
+pub fn run_node_script(script: &Path, args: &[&str], timeout: Duration) -> ClientRun {
     let mut child = Command::new("node")
-        .arg(&script)
-        .arg("--ws")
-        .arg(format!("ws://127.0.0.1:{rpc_port}"))
+        .arg(script)
         .args(args)
         .env("ERGON_WORKER", worker_binary())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("nodejs runs the user CLI (install nodejs, and `npm ci` in scripts/client)");
+        .expect("nodejs runs the script (install nodejs, and `npm ci` in its package)");
     let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
-    // Longer than the CLI's own wait for a transaction (5 minutes), so that its message shows.
-    let deadline = Instant::now() + USER_CLI_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
@@ -388,7 +396,7 @@ fn run_client(script: &str, rpc_port: u16, args: &[&str]) -> ClientRun {
     };
     let mut stderr = stderr.join().unwrap_or_default();
     if status.is_none() {
-        stderr.push_str(&format!("\n[killed: the user CLI ran past {USER_CLI_TIMEOUT:?}]"));
+        stderr.push_str(&format!("\n[killed: {} ran past {timeout:?}]", script.display()));
     }
     ClientRun {
         ok: status.is_some_and(|s| s.success()),

@@ -118,7 +118,7 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     node.send(calls::bid(job, price), &bob, timeout);
     node.send(calls::accept_bid(job, &bob.public_key().0), &alice, timeout);
     let uri = format!("http://127.0.0.1:{}/job", server.port);
-    node.send(calls::submit_bundle(job, root, &uri, [6; 32]), &bob, timeout);
+    node.send(calls::submit_bundle(job, root, &uri, [6; 32], calls::NO_CLAIMS), &bob, timeout);
     let view = node.call("ergon_job", json!([job])).expect("ergon_job");
     assert_eq!(view["state"]["status"], "verifying", "{view}");
     let trainer_bond = ledger(&node, &bob).active;

@@ -91,6 +91,7 @@ fn the_user_command_line_does_every_command_and_refuses_clearly() {
         (&["rebond", "10"][..], "trainerStaking.NothingToRebond"),
         (&["withdraw"][..], "trainerStaking.NothingToWithdraw"),
         (&["post-job", &spec, "--budget", "1"][..], "(MinPricePerUt = 10 ERG per ut)"),
+        (&["post-job", &spec, "--budget", "1"][..], "the least budget this spec takes is "),
         (&["post-job", &spec, "--budget", "100", "--bid-window", "100000"][..], "MaxBidWindow = "),
     ] {
         let args = [args, &["--key", "//Ferdie", "--yes"]].concat();
@@ -132,7 +133,21 @@ fn the_user_command_line_does_every_command_and_refuses_clearly() {
 
     // A job: checked, posted, listed, cancelled by its owner only, watched to its end.
     let (ok, out) = user_cli(rpc, &["check-spec", &spec]);
-    assert!(ok && out.contains("ut of work"), "{out}");
+    assert!(ok && out.contains("ut of work") && out.contains("least budget: "), "{out}");
+    // The least budget the chain names is exactly the one it takes: a planck less is refused.
+    let checked = user_cli_json(rpc, &["check-spec", &spec]);
+    let least: u128 =
+        checked["leastBudget"].as_str().and_then(|s| s.parse().ok()).expect("leastBudget");
+    let as_erg = |planck: u128| format!("{}.{:012}", planck / ERG, planck % ERG);
+    let (code, out) = user_cli_status(
+        rpc,
+        &["post-job", &spec, "--budget", &as_erg(least - 1), "--key", "//Ferdie", "--yes"],
+    );
+    assert!(code == Some(1) && out.contains("would be refused"), "{out}");
+    let at_least =
+        user_cli_json(rpc, &["post-job", &spec, "--budget", &as_erg(least), "--key", "//Ferdie"]);
+    let least_job = at_least["jobs"][0].as_u64().expect("the least budget is taken").to_string();
+    user_cli_json(rpc, &["cancel-job", &least_job, "--key", "//Ferdie"]);
     let posted = user_cli_json(rpc, &["post-job", &spec, "--budget", "100", "--bid-window", "300"]);
     let job_id = posted["jobs"][0].as_u64().expect("a job id");
     let job = job_id.to_string();

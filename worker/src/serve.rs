@@ -275,7 +275,12 @@ async fn respond(
     status: &str,
     headers: &[(&str, String)],
 ) -> io::Result<()> {
-    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\nAccept-Ranges: bytes\r\n");
+    // Any page may read a bundle (the web page checks a delivered model in the browser): bundles
+    // are public, and a browser's same-origin rule guards nothing a plain download does not get.
+    let mut head = format!(
+        "HTTP/1.1 {status}\r\nConnection: close\r\nAccept-Ranges: bytes\r\n\
+         Access-Control-Allow-Origin: *\r\n"
+    );
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -326,6 +331,7 @@ mod tests {
 
         let (head, body) = get(addr, "/ckpt", None).await;
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(head.contains("Access-Control-Allow-Origin: *"), "{head}");
         assert_eq!(body, data);
         let (head, body) = get(addr, "/ckpt", Some("bytes=10-19")).await;
         assert!(head.starts_with("HTTP/1.1 206") && head.contains("bytes 10-19/200000"), "{head}");

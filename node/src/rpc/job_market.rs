@@ -10,9 +10,9 @@ use jsonrpsee::{core::RpcResult, proc_macros::rpc};
 use pallet_job_market::{BundleCommitment, JobState, Phase, Verdict};
 use pallet_job_market_runtime_api::{Job, JobId, JobMarketApi, RoundInfo, SpecRejection};
 use serde::Serialize;
-use sp_api::ProvideRuntimeApi;
+use sp_api::{ApiExt, ProvideRuntimeApi};
 use sp_blockchain::HeaderBackend;
-use sp_core::crypto::Ss58Codec;
+use sp_core::{crypto::Ss58Codec, Encode};
 
 use super::{check_limit, runtime_error};
 
@@ -229,6 +229,14 @@ pub struct SpecCheckView {
     pub parameters: Option<u64>,
     /// Optimizer steps, if valid.
     pub steps: Option<u64>,
+    /// The least budget `postJob` takes for it (planck, decimal string), if valid and the runtime
+    /// knows (`JobMarketApi` version 2): the market's floor for this work, with the reserve for
+    /// every possible verifier's fee.
+    pub least_budget: Option<String>,
+    /// The spec as `postJob`'s argument, SCALE-encoded (0x hex), if valid: what a client passes to
+    /// `jobMarket.postJob` (polkadot.js decodes it with the metadata's type), so that no client
+    /// maps the JSON to the chain's types itself.
+    pub encoded: Option<String>,
 }
 
 /// The view of a check's outcome.
@@ -244,6 +252,8 @@ pub fn spec_check_view(
             checkpoints: Some(s.checkpoints),
             parameters: Some(s.parameters),
             steps: Some(s.total_steps),
+            least_budget: None,
+            encoded: None,
         },
         Err(rejection) => {
             let error: &'static str =
@@ -256,6 +266,8 @@ pub fn spec_check_view(
                 checkpoints: None,
                 parameters: None,
                 steps: None,
+                least_budget: None,
+                encoded: None,
             }
         }
     }
@@ -321,8 +333,21 @@ where
 
     fn check_spec(&self, spec: JobSpec, at: Option<Hash>) -> RpcResult<SpecCheckView> {
         let at = at.unwrap_or_else(|| self.client.info().best_hash);
-        let result = self.client.runtime_api().check_spec(at, spec).map_err(runtime_error)?;
-        Ok(spec_check_view(result))
+        let api = self.client.runtime_api();
+        let knows_least_budget = api
+            .api_version::<dyn JobMarketApi<Block, AccountId, Balance, BlockNumber>>(at)
+            .map_err(runtime_error)?
+            .is_some_and(|v| v >= 2);
+        let result = api.check_spec(at, spec.clone()).map_err(runtime_error)?;
+        let mut view = spec_check_view(result);
+        if view.valid {
+            view.encoded = Some(sp_core::bytes::to_hex(&spec.encode(), false));
+        }
+        if view.valid && knows_least_budget {
+            let least = api.least_budget(at, spec).map_err(runtime_error)?;
+            view.least_budget = least.ok().map(|b| b.to_string());
+        }
+        Ok(view)
     }
 
     fn jobs_of(

@@ -130,6 +130,52 @@ pub fn max_price<T: Config>(
     price.saturating_sub(votes_possible::<T>()).saturated_into()
 }
 
+/// The least budget `post_job` takes for a job of `work_micro_ut`, `segments` segments and an
+/// overhead of `overhead_ppb`: `MinBudget`, or more where the least price of the work
+/// (`min_price`) plus the reserve for every possible vote needs it — the smallest budget whose
+/// [`max_price`] reaches `min_price`. `max_price` never falls as the budget grows, so a doubling
+/// then a binary search finds it; a work so large that no balance pays for it gives the largest
+/// balance.
+pub fn least_budget<T: Config>(
+    min_price: BalanceOf<T>,
+    work_micro_ut: u128,
+    segments: u64,
+    overhead_ppb: u64,
+) -> BalanceOf<T> {
+    let pays = |budget: u128| {
+        max_price::<T>(budget.saturated_into(), work_micro_ut, segments, overhead_ppb) >= min_price
+    };
+    let mut low: u128 = T::MinBudget::get().saturated_into();
+    if pays(low) {
+        return low.saturated_into();
+    }
+    // `low` does not pay; find a `high` that does.
+    let mut high = low.max(1);
+    loop {
+        if high == u128::MAX {
+            if !pays(high) {
+                return high.saturated_into();
+            }
+            break;
+        }
+        high = high.saturating_mul(2);
+        if pays(high) {
+            break;
+        }
+        low = high;
+    }
+    // Invariant: `low` does not pay, `high` does.
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if pays(mid) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    high.saturated_into()
+}
+
 /// What the owner has reserved for verification at `price`: every possible vote's fee.
 pub fn reserve<T: Config>(
     price: BalanceOf<T>,

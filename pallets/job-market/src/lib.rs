@@ -1254,6 +1254,20 @@ pub mod pallet {
             fees::max_price::<T>(job.budget, job.work_micro_ut, job.segments(), job.overhead_ppb())
         }
 
+        /// The least budget `post_job` takes for `spec` (what `ergon_checkSpec` shows a user before
+        /// posting): `MinBudget`, or the least price of its work plus the reserve for every possible
+        /// vote ([`fees::least_budget`]); the rule the spec breaks if `post_job` would refuse it.
+        pub fn least_budget(spec: &JobSpec) -> Result<BalanceOf<T>, spec_check::SpecRejection> {
+            let summary = spec_check::check::<T>(spec)?;
+            let work_micro_ut = summary.training_micro_ut();
+            Ok(fees::least_budget::<T>(
+                Self::min_price_for(work_micro_ut),
+                work_micro_ut,
+                summary.checkpoints.saturating_sub(1),
+                spec_overhead_ppb(spec),
+            ))
+        }
+
         /// Least price of `work_micro_ut` of training: `MinPricePerUt` per ut, rounded up.
         pub fn min_price_for(work_micro_ut: u128) -> BalanceOf<T> {
             use sp_runtime::traits::SaturatedConversion;

@@ -757,6 +757,35 @@ fn the_budget_reserves_every_possible_fee() {
     });
 }
 
+/// The least budget the chain reports for a spec is exactly the one `post_job` takes: a planck less
+/// is refused, with the reserve-bound rule or with `MinBudget`, whichever binds.
+#[test]
+fn the_least_budget_is_exactly_the_one_post_job_takes() {
+    run(|| {
+        for (min_price_per_ut, replay_price_per_ut) in [(0, 0), (1_000, 4_000), (50_000, 50_000)] {
+            MinPricePerUt::set(min_price_per_ut);
+            ReplayPricePerUt::set(replay_price_per_ut);
+            let least = JobMarket::least_budget(&example_spec()).expect("a valid spec");
+            let refused = if least
+                > <<Test as Config>::MinBudget as frame_support::traits::Get<u128>>::get()
+            {
+                Error::<Test>::BudgetBelowWorkPrice
+            } else {
+                Error::<Test>::BudgetTooLow
+            };
+            assert_noop!(
+                JobMarket::post_job(origin(OWNER), Box::new(example_spec()), least - 1, 5, 30),
+                refused
+            );
+            assert_ok!(JobMarket::post_job(origin(OWNER), Box::new(example_spec()), least, 5, 30));
+        }
+        // A spec `post_job` refuses has no least budget, but the rule it breaks.
+        let mut bad = example_spec();
+        bad.checkpoint_interval = u32::MAX;
+        assert!(JobMarket::least_budget(&bad).is_err());
+    });
+}
+
 #[test]
 fn attack_a_floor_bid_still_pays_its_verifiers_the_replay() {
     // Issue 34, item 2: fees were a share of the bid, so a forger bidding the market's floor

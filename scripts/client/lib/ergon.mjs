@@ -2,9 +2,8 @@
 // submission with the runtime's readable errors, and the job spec's JSON ↔ chain mapping.
 
 import { ApiPromise, Keyring, WsProvider } from '@polkadot/api';
-import { isHex, stringToHex } from '@polkadot/util';
+import { isHex, u8aToHex } from '@polkadot/util';
 import { keyExtractSuri, mnemonicValidate } from '@polkadot/util-crypto';
-import { readFileSync, statSync } from 'node:fs';
 
 /** Plancks per ERG (12 decimals). */
 export const ERG = 10n ** 12n;
@@ -35,7 +34,7 @@ export class JsonValue {
   get hash() { return this.registry.hash(this.toU8a()); }
   eq(other) { return JSON.stringify(this.#value) === JSON.stringify(other instanceof JsonValue ? other.value : other); }
   inspect() { return { outer: [this.toU8a()] }; }
-  toHex() { return `0x${Buffer.from(this.toU8a()).toString('hex')}`; }
+  toHex() { return u8aToHex(this.toU8a()); }
   toHuman() { return this.#value; }
   toJSON() { return this.#value; }
   toPrimitive() { return this.#value; }
@@ -109,6 +108,11 @@ export const types = {
     checkpoints: 'Option<u64>',
     parameters: 'Option<u64>',
     steps: 'Option<u64>',
+    // The least budget postJob takes for it (planck): MinBudget, or the least price of its work
+    // plus the reserve for every possible verifier's fee.
+    leastBudget: 'Option<u128>',
+    // The spec as postJob's argument, SCALE-encoded by the node.
+    encoded: 'Option<Bytes>',
   },
   ErgonComputePower: { drilling: 'u128', training: 'u128', ecp: 'u128', lifetime: 'u128' },
   ErgonTrainer: { account: 'AccountId', drilling: 'u128', training: 'u128', ecp: 'u128', lifetime: 'u128' },
@@ -159,7 +163,7 @@ export const signedExtensions = {
 };
 
 /** Connects to the node at `url` with the Ergon RPCs. */
-export async function connect(url = process.env.ERGON_WS || 'ws://127.0.0.1:9944') {
+export async function connect(url = globalThis.process?.env?.ERGON_WS || 'ws://127.0.0.1:9944') {
   const provider = new WsProvider(url);
   return ApiPromise.create({ provider, rpc, types, signedExtensions, noInitWarn: true, throwOnConnect: true });
 }
@@ -184,24 +188,6 @@ export function signer(uri) {
   }
   const keyring = new Keyring({ type: 'sr25519', ss58Format: 42 });
   return keyring.addFromUri(uri);
-}
-
-/** Reads a key file's secret URI (first non-comment line). */
-export function keyFromFile(path) {
-  // As ssh with a private key (and the worker, ergon_client::keys): a key file its group or others
-  // may access is as good as published on a shared machine.
-  const mode = statSync(path).mode & 0o777;
-  if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
-    throw new Error(
-      `${path} is accessible to its group or others (mode ${mode.toString(8).padStart(3, '0')}): run \`chmod 600 ${path}\``,
-    );
-  }
-  const line = readFileSync(path, 'utf8')
-    .split('\n')
-    .map((l) => l.trim())
-    .find((l) => l && !l.startsWith('#'));
-  if (!line) throw new Error(`${path} holds no key`);
-  return signer(line);
 }
 
 /**
@@ -293,7 +279,8 @@ async function findFinalized(api, txHash, from) {
 }
 
 /**
- * Signs and sends `tx` (with `nonce` when given: several transactions of one account sent at once);
+ * Signs and sends `tx` (with `nonce` when given: several transactions of one account sent at once;
+ * with a browser extension's signer `injected` for an address `who`);
  * resolves with its events once its block is finalized, rejects with the readable error, or after
  * `SEND_TIMEOUT_MS` without either, naming the statuses seen. Not at `InBlock`: that block may be
  * on a fork that loses (several authorities win some slots), where the events name a job id that
@@ -304,9 +291,10 @@ async function findFinalized(api, txHash, from) {
  * during a reorganisation; paritytech/polkadot-sdk#11034). So when the stream has been silent for
  * `STATUS_STALL_MS`, `send` also looks for the transaction in the finalized blocks since it sent it.
  */
-export function send(api, tx, who, what, nonce = undefined) {
+export function send(api, tx, who, what, nonce = undefined, injected = undefined) {
   return new Promise((resolve, reject) => {
-    const options = nonce === undefined ? {} : { nonce };
+    // `who`: a key pair, or an address whose key a browser extension holds (`injected`: its signer).
+    const options = { ...(nonce === undefined ? {} : { nonce }), ...(injected ? { signer: injected } : {}) };
     const seen = [];
     let done = false;
     let lastStatus = Date.now();
@@ -352,55 +340,33 @@ export function send(api, tx, who, what, nonce = undefined) {
   });
 }
 
-const camel = (s) => s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
-
-/** A serde-tagged enum value ({type: "Linear", in_features: …}) as polkadot.js wants it. */
-function variant(tagged, convert = (v) => v) {
-  const { type, ...fields } = tagged;
-  const entries = Object.entries(fields);
-  if (entries.length === 0) return type;
-  return { [type]: Object.fromEntries(entries.map(([k, v]) => [camel(k), convert(v)])) };
-}
-
-/** A real number as parts per billion (`Ppb`): how the chain stores learning rates and decays. */
-const ppb = (x) => Math.round(x * 1e9);
-
-/** The worker's JSON spec as the runtime's `JobSpec` argument of `jobMarket.postJob`: enum values
- * become `{ Variant: { camelCaseField } }`, data URIs hex strings, and the optimizer's real numbers
- * parts per billion (`lr: 0.001` → `1000000`). */
-function toChain(json) {
-  const dataset = (d) => ({
-    format: variant(d.format),
-    // URIs are byte strings on chain: give them as hex so they are not taken for hex themselves.
-    files: d.files.map((f) => stringToHex(f)),
-    contentRoot: d.content_root,
-    samples: d.samples,
-  });
-  return {
-    model: { layers: json.model.layers.map((l) => variant(l)) },
-    train: dataset(json.train),
-    validation: dataset(json.validation),
-    optimizer: variant(json.optimizer, ppb),
-    epochs: json.epochs,
-    batchSize: json.batch_size,
-    checkpointInterval: json.checkpoint_interval,
-  };
-}
-
 /**
  * The worker's JSON spec (what `ergon-worker check` reads and `ergon_job` returns) as the
  * `jobMarket.postJob` argument, checked: first against the limits the chain `api` publishes
  * (`specLimitProblems`: a spec beyond a length bound would not even decode on chain, and the node
  * would answer the transaction with a bare "wasm trap"), then by the runtime itself
- * (`ergon_checkSpec`). Resolves with `{ spec, check }` (`spec`: the argument, `check`: what
- * `ergon_checkSpec` said); throws an error naming each limit or the rule broken.
+ * (`ergon_checkSpec`). The argument is the node's own SCALE encoding of the spec (`encoded`),
+ * decoded with the metadata's type: no mapping of the JSON to the chain's types lives here.
+ * Resolves with `{ spec, check }` (`spec`: the argument, `check`: what `ergon_checkSpec` said);
+ * throws an error naming each limit or the rule broken.
  */
 export async function checkedSpec(api, json) {
   const problems = specLimitProblems(api, json);
   if (problems.length) throw new Error(`the spec is beyond the chain's limits: ${problems.join('; ')}`);
-  const check = (await api.rpc.ergon.checkSpec(json)).toPrimitive();
+  const answer = await api.rpc.ergon.checkSpec(json);
+  const check = answer.toPrimitive();
   if (!check.valid) throw new Error(`the chain would refuse this spec: jobMarket.${check.error}: ${check.reason}`);
-  return { spec: toChain(json), check };
+  if (answer.encoded.isNone) throw new Error('the node did not encode the spec (is it older than this client?)');
+  const encoded = answer.encoded.unwrap();
+  check.encoded = encoded.toHex();
+  const type = api.tx.jobMarket.postJob.meta.args[0].type.toString();
+  const spec = api.createType(type, encoded.toU8a(true));
+  // The metadata's type must read the node's bytes back exactly, or the transaction would carry
+  // another spec than the one checked.
+  if (spec.toHex() !== check.encoded) {
+    throw new Error(`polkadot.js reads the node's spec encoding as another spec (${type}): the metadata and the node disagree`);
+  }
+  return { spec, check };
 }
 
 /** [`checkedSpec`]'s argument alone: `api.tx.jobMarket.postJob(await jobSpec(json, api), …)`. */
@@ -428,7 +394,7 @@ export function specLimitProblems(api, json) {
       problems.push(`${name} lists ${files.length} files, at most ${n(c.maxDataFiles)} (jobMarket.maxDataFiles)`);
     }
     for (const f of files) {
-      const bytes = Buffer.byteLength(String(f));
+      const bytes = new TextEncoder().encode(String(f)).length;
       if (bytes > n(c.maxUriLength)) {
         problems.push(`${name} URI ${String(f).slice(0, 40)}… is ${bytes} bytes, at most ${n(c.maxUriLength)} (jobMarket.maxUriLength)`);
       }
@@ -439,12 +405,117 @@ export function specLimitProblems(api, json) {
   return problems;
 }
 
+// ---------------------------------------------------------------- following a job
+
+/** One line for a job's phase (an `ergon_job` view): what a watcher shows when it changes. */
+export function jobPhase(j) {
+  const s = j.state;
+  let line = s.status;
+  if (s.trainer) line += `: trainer ${s.trainer} at ${erg(s.price ?? 0)}`;
+  if (s.bundle && s.bundle.divergedAt != null) line += `, bundle ${s.bundle.root.slice(0, 10)}… (the spec diverged at step ${s.bundle.divergedAt})`;
+  else if (s.bundle) line += `, bundle ${s.bundle.root.slice(0, 10)}… (claimed accuracy ${(s.bundle.validationAccuracyPpm / 1e4).toFixed(2)} %)`;
+  if (s.reason) line += ` (${s.reason})`;
+  if (j.round) line += `; verification round ${j.round.number}, ${j.round.phase}`;
+  return line;
+}
+
+/** A job event in words. */
+export function jobEventLine(e) {
+  const d = e.data;
+  const short = (a) => `${a.toString().slice(0, 8)}…`;
+  switch (e.method) {
+    case 'JobPosted': return `posted: ${erg(d.budget)} in escrow, bids until #${d.bidWindowEnd}, due by #${d.deadline}`;
+    case 'BidPlaced': return `bid ${erg(d.price)} by ${d.trainer.toString()}`;
+    case 'JobAssigned': return `assigned to ${d.trainer.toString()} at ${erg(d.price)}, due by #${d.deadline}`;
+    case 'BundleSubmitted': return `bundle committed: root ${d.root.toHex()}`;
+    case 'AvailabilityAttested': return `availability attested: ${d.available.isTrue ? 'available' : 'UNAVAILABLE'}`;
+    case 'VerifiersDrawn': return `round ${d.round} drew ${d.assignments.map(([v, s]) => `${short(v)} (segments ${s.join(',')})`).join('; ')}`;
+    case 'VerdictRevealed': return `${short(d.verifier)} revealed ${d.verdict.toString()}`;
+    case 'VerifierPaid': return `verifier ${short(d.verifier)} paid ${erg(d.amount)}`;
+    case 'JobCompleted': return `completed: trainer paid ${erg(d.price)} (${erg(d.burnt)} burnt), credited ${Number(d.workMicroUt) / 1e6} ut`;
+    case 'JobFailed': return `failed (${d.reason.toString()}): ${erg(d.refunded)} refunded`;
+    case 'TrainingDiverged': return `the spec diverged at step ${d.step} of ${d.steps} (confirmed): trainer paid ${erg(d.price)} for the steps trained, the rest refunded`;
+    default: return e.method;
+  }
+}
+
+export const jobSettled = (j) => j && (j.state.status === 'completed' || j.state.status === 'failed');
+
+/** Resolves with the number of the first head `subscribe` (a polkadot.js head subscription)
+ * announces above block `after`, and unsubscribes. */
+export function nextHead(subscribe, after) {
+  return new Promise((resolve, reject) => {
+    let unsub = null;
+    let done = false;
+    subscribe((header) => {
+      const n = header.number.toNumber();
+      if (done || n <= after) return;
+      done = true;
+      if (unsub) unsub();
+      resolve(n);
+    })
+      .then((u) => {
+        unsub = u;
+        if (done) u();
+      })
+      .catch(reject);
+  });
+}
+
+/** The number of the next finalized block after `after`. */
+export const nextFinalized = (api, after) => nextHead(api.rpc.chain.subscribeFinalizedHeads, after);
+
+/**
+ * Follows job `id` to its end: says its phase at the finalized head at once, then, for every
+ * finalized block in order and each once (a finality notification can cover several), its job
+ * events and its phase when that changed (`say(line)`). Resolves with the job's last view
+ * (completed or failed); throws if there is no such job.
+ */
+export async function followJob(api, id, say) {
+  const head = await api.rpc.chain.getFinalizedHead();
+  let from = (await api.rpc.chain.getHeader(head)).number.toNumber();
+  let view = (await api.rpc.ergon.job(id, head)).toPrimitive();
+  if (!view) {
+    // Posted in a block not final yet?
+    if (!(await api.rpc.ergon.job(id)).toPrimitive()) throw new Error(`no job ${id}`);
+    say(`job ${id}: posted, waiting for its block to be finalized`);
+  } else {
+    say(`job ${id} at #${from}: ${jobPhase(view)}`);
+  }
+  let last = view ? jobPhase(view) : '';
+  while (!jobSettled(view)) {
+    const target = await nextFinalized(api, from);
+    for (let n = from + 1; n <= target; n++) {
+      const hash = await api.rpc.chain.getBlockHash(n);
+      const events = await (await api.at(hash)).query.system.events();
+      for (const { event } of events) {
+        if (event.section === 'jobMarket' && event.data.job && event.data.job.toNumber() === id) say(`#${n} ${jobEventLine(event)}`);
+      }
+      view = (await api.rpc.ergon.job(id, hash)).toPrimitive();
+      if (!view) continue;
+      const line = jobPhase(view);
+      if (line !== last) say(`#${n} ${line}`);
+      last = line;
+      if (jobSettled(view)) break;
+    }
+    from = target;
+  }
+  return view;
+}
+
 /** Plancks as ERG with up to 4 decimals. */
 export function erg(plancks) {
   const p = BigInt(plancks);
   const whole = p / ERG;
   const frac = ((p % ERG) * 10000n) / ERG;
   return frac === 0n ? `${whole} ERG` : `${whole}.${frac.toString().padStart(4, '0').replace(/0+$/, '')} ERG`;
+}
+
+/** Plancks as ERG with up to 4 decimals, rounded up: for a least amount (one rounded down would be
+ * refused). */
+export function ergUp(plancks) {
+  const unit = ERG / 10000n;
+  return erg(((BigInt(plancks) + unit - 1n) / unit) * unit);
 }
 
 /** ERG (a decimal string or number, at most 12 decimals) as plancks. */

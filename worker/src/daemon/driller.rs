@@ -7,7 +7,7 @@
 
 use std::{collections::BTreeMap, sync::Arc, time::Instant};
 
-use ergon_client::{runtime, H256};
+use ergon_client::{calls, runtime};
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
@@ -92,7 +92,7 @@ impl Driller {
             &d.result_bytes()?,
             &d.salt_bytes()?,
         );
-        let call = runtime::tx().drilling().commit_result(d.task, H256(commitment));
+        let call = calls::commit_result(d.task, commitment);
         ctx.send_duty(call, None, &format!("drill {} commitment", d.task)).await?;
         d.committed = true;
         ctx.store.put_drill(&d)?;
@@ -102,7 +102,7 @@ impl Driller {
     async fn reveal(&self, mut d: Drill) -> Result<(), RoleError> {
         let ctx = &self.ctx;
         let (result, salt) = (d.result_bytes()?, d.salt_bytes()?);
-        let call = runtime::tx().drilling().reveal_result(d.task, H256(result), H256(salt));
+        let call = calls::reveal_result(d.task, result, salt);
         ctx.send_duty(call, None, &format!("drill {} reveal", d.task)).await?;
         d.revealed = true;
         ctx.store.put_drill(&d)?;

@@ -18,8 +18,8 @@ use std::{
 };
 
 use ergon_client::{
+    calls,
     chain::{JobState, Phase, RoundInfo},
-    runtime, Static,
 };
 use ergon_protocol::Sketch;
 use tokio::task::JoinHandle;
@@ -73,14 +73,7 @@ impl Evidence {
                 (Phase::Drawing, _) => {}
                 (Phase::Reveal, Some(sketches)) => {
                     let given: Vec<u32> = sketches.iter().map(|(s, _)| *s).collect();
-                    use runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec;
-                    let evidence = sketches
-                        .into_iter()
-                        .map(|(s, k)| (s, BoundedVec(k.into_iter().map(Static).collect())))
-                        .collect();
-                    let call = runtime::tx()
-                        .job_market()
-                        .submit_trainer_evidence(id, BoundedVec(evidence));
+                    let call = calls::submit_trainer_evidence(id, &sketches);
                     match ctx.send_duty(call, Some(id), "trainer evidence").await {
                         Ok(()) => {
                             info!(job = id, round = round.number, segments = ?given, "evidence given")

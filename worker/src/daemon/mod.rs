@@ -28,7 +28,7 @@ pub mod verifier;
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use ergon_client::subxt::transactions::Payload;
-use ergon_client::{keys, runtime, AccountId32, Chain};
+use ergon_client::{calls, keys, runtime, AccountId32, Chain};
 use tracing::{debug, info, warn};
 
 pub use config::Config;
@@ -370,7 +370,7 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
     };
     let want = ctx.config.bond.saturating_mul(policy::ERG);
     if want > active {
-        let call = runtime::tx().trainer_staking().bond(want - active);
+        let call = calls::bond(want - active);
         ctx.send(call, None, "bond").await.map_err(Fatal::Chain)?;
         info!(bonded = want / policy::ERG, "bonded");
     }
@@ -395,12 +395,12 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
     match policy::pool_move(wanted, entry.map(|e| e.kernels), current) {
         policy::PoolMove::Stay => {}
         policy::PoolMove::Join => {
-            let call = runtime::tx().job_market().set_verifier(true);
+            let call = calls::set_verifier(true);
             ctx.send(call, None, "joining the verifier pool").await.map_err(Fatal::Chain)?;
             info!(kernels = ours, "joined the verifier pool");
         }
         policy::PoolMove::Leave => {
-            let call = runtime::tx().job_market().set_verifier(false);
+            let call = calls::set_verifier(false);
             ctx.send(call, None, "leaving the verifier pool").await.map_err(Fatal::Chain)?;
             if wanted {
                 warn!(
@@ -426,12 +426,12 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
     match (ctx.config.has(config::Role::Driller), drilling) {
         (true, false) => {
             let capacity = ctx.config.drill_capacity();
-            let call = runtime::tx().drilling().set_driller(Some(capacity));
+            let call = calls::set_driller(Some(capacity));
             ctx.send(call, None, "registering as a driller").await.map_err(Fatal::Chain)?;
             info!(ut_per_hour = capacity / 1_000_000, "drilling capacity declared");
         }
         (false, true) => {
-            let call = runtime::tx().drilling().set_driller(None);
+            let call = calls::set_driller(None);
             ctx.send(call, None, "leaving the drillers").await.map_err(Fatal::Chain)?;
         }
         _ => {}

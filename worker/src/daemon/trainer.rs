@@ -10,7 +10,7 @@ use std::{
     },
 };
 
-use ergon_client::{chain::JobState, runtime, H256};
+use ergon_client::{calls, chain::JobState, runtime};
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
@@ -124,7 +124,7 @@ impl Trainer {
             };
             let mut record = Training::new(id, price);
             ctx.store.put_training(&record)?;
-            match ctx.send(runtime::tx().job_market().bid(id, price), Some(id), "bid").await {
+            match ctx.send(calls::bid(id, price), Some(id), "bid").await {
                 Ok(()) => {
                     info!(job = id, price, work_micro_ut = job.work_micro_ut, "bid placed");
                     self.considered.insert(id);
@@ -176,22 +176,13 @@ impl Trainer {
                         continue;
                     };
                     let uri = format!("{}/job-{id}", ctx.config.public_url());
-                    let metrics =
-                        runtime::runtime_types::pallet_job_market::types::ClaimedMetrics {
-                            train_loss_micro: train_loss,
-                            validation_loss_micro: val_loss,
-                            validation_accuracy_ppm: accuracy,
-                            diverged_at: record.diverged_at,
-                        };
-                    let call = runtime::tx().job_market().submit_bundle(
-                        id,
-                        H256(root),
-                        runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec(
-                            uri.into_bytes(),
-                        ),
-                        H256(model),
-                        metrics,
-                    );
+                    let metrics = calls::ClaimedMetrics {
+                        train_loss_micro: train_loss,
+                        validation_loss_micro: val_loss,
+                        validation_accuracy_ppm: accuracy,
+                        diverged_at: record.diverged_at,
+                    };
+                    let call = calls::submit_bundle(id, root, &uri, model, metrics);
                     match ctx.send(call, Some(id), "bundle commitment").await {
                         Ok(()) => {
                             record.submitted = true;

@@ -8,8 +8,8 @@
 use std::{collections::BTreeMap, path::Path, sync::Arc};
 
 use ergon_client::{
+    calls,
     chain::{Job, JobState, Phase},
-    runtime, Static, H256,
 };
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
@@ -129,7 +129,7 @@ impl Verifier {
             &vote.report_bytes()?,
             &vote.salt_bytes()?,
         );
-        let call = runtime::tx().job_market().commit_verdict(vote.job, H256(commitment));
+        let call = calls::commit_verdict(vote.job, commitment);
         ctx.send_duty(call, Some(vote.job), "verdict commitment").await?;
         vote.committed = true;
         ctx.store.put_vote(&vote)?;
@@ -138,18 +138,12 @@ impl Verifier {
 
     async fn reveal(&self, mut vote: Vote) -> Result<(), RoleError> {
         let ctx = &self.ctx;
-        use runtime::runtime_types::bounded_collections::bounded_vec::BoundedVec;
-        let evidence = vote
-            .evidence()
-            .into_iter()
-            .map(|segment| BoundedVec(segment.into_iter().map(Static).collect()))
-            .collect();
-        let call = runtime::tx().job_market().reveal_verdict(
+        let call = calls::reveal_verdict(
             vote.job,
-            Static(vote.verdict()),
-            BoundedVec(evidence),
-            H256(vote.report_bytes()?),
-            H256(vote.salt_bytes()?),
+            vote.verdict(),
+            &vote.evidence(),
+            vote.report_bytes()?,
+            vote.salt_bytes()?,
         );
         ctx.send_duty(call, Some(vote.job), "verdict reveal").await?;
         info!(job = vote.job, round = vote.round, verdict = ?vote.verdict(), "revealed");
@@ -247,7 +241,7 @@ async fn verification(
         // data; a false abstention is slashed as silence).
         Ok(Err(e @ ergon_engine::Error::JobData(_))) => {
             warn!(job = id, round, error = %e, "the job's data cannot be fetched: abstaining");
-            let call = runtime::tx().job_market().abstain(id);
+            let call = calls::abstain(id);
             if let Err(e) = ctx.send_duty(call, Some(id), "abstention").await {
                 error!(job = id, round, error = %e, "the abstention was not accepted");
             }

@@ -11,7 +11,8 @@ pub use ergon_job_spec::{JobSpec, SpecSummary};
 pub use pallet_job_market::{spec_check::SpecRejection, Job, JobId, RoundInfo};
 
 sp_api::decl_runtime_apis! {
-    /// The training-job market.
+    /// The training-job market. Version 2 adds [`least_budget`](JobMarketApi::least_budget).
+    #[api_version(2)]
     pub trait JobMarketApi<AccountId: Codec, Balance: Codec, BlockNumber: Codec> {
         /// Jobs taking bids, lowest id first, at most `limit`.
         fn open_jobs(limit: u32) -> Vec<(JobId, Job<AccountId, Balance, BlockNumber>)>;
@@ -23,5 +24,9 @@ sp_api::decl_runtime_apis! {
         /// Whether `post_job` would take `spec` (as far as the spec goes: the budget, windows and
         /// caps are checked at posting): its summary (work, checkpoints), or the rule it breaks.
         fn check_spec(spec: JobSpec) -> Result<SpecSummary, SpecRejection>;
+        /// The least budget `post_job` takes for `spec`: `MinBudget`, or the least price of its work
+        /// plus the reserve for every possible verifier's fee; the rule the spec breaks if refused.
+        #[api_version(2)]
+        fn least_budget(spec: JobSpec) -> Result<Balance, SpecRejection>;
     }
 }
