@@ -105,8 +105,11 @@ pub extern "C" fn message_len() -> usize {
 
 /// [`crate::manifest_root`] of the `len` bytes at `ptr`: 0 and the root's hex as the message, or 1
 /// and why not.
+///
+/// # Safety
+/// `ptr` must point to `len` readable bytes (memory from [`alloc`]).
 #[no_mangle]
-pub extern "C" fn manifest_root(ptr: *const u8, len: usize) -> u32 {
+pub unsafe extern "C" fn manifest_root(ptr: *const u8, len: usize) -> u32 {
     let manifest = unsafe { core::slice::from_raw_parts(ptr, len) };
     match crate::manifest_root(manifest) {
         Ok((root, _)) => {
@@ -122,8 +125,11 @@ pub extern "C" fn manifest_root(ptr: *const u8, len: usize) -> u32 {
 
 /// [`crate::check_file`]: whether the `data_len` bytes at `data` are the checkpoint file named by
 /// the `name_len` bytes at `name` in the manifest at `manifest`: 0, or 1 and why not.
+///
+/// # Safety
+/// Each pointer must point to as many readable bytes as its length says (memory from [`alloc`]).
 #[no_mangle]
-pub extern "C" fn check_file(
+pub unsafe extern "C" fn check_file(
     manifest: *const u8,
     manifest_len: usize,
     name: *const u8,
