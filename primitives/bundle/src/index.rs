@@ -142,31 +142,8 @@ impl ManifestIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{to_hex, FileCommitment, CHUNK_SIZE};
-    use alloc::{format, vec};
-
-    fn manifest_json(files: &[(&str, &[u8])]) -> Vec<u8> {
-        let entries: Vec<String> = files
-            .iter()
-            .enumerate()
-            .map(|(i, (name, data))| {
-                let c = FileCommitment::of(data);
-                let chunks: Vec<String> =
-                    c.chunks.iter().map(|h| format!("\"{}\"", to_hex(h))).collect();
-                format!(
-                    r#"{{"step": {i}, "file": "{name}", "digest": "{}", "file_bytes": {}, "chunks": [{}], "losses": [0.5, 1e-3]}}"#,
-                    to_hex(&sha256(name.as_bytes())),
-                    c.bytes,
-                    chunks.join(",")
-                )
-            })
-            .collect();
-        format!(
-            r#"{{"format_version": 2, "checkpoints": [{}], "metrics": {{"x": 0.25}}}}"#,
-            entries.join(",")
-        )
-        .into_bytes()
-    }
+    use crate::{fixtures::manifest_json, CHUNK_SIZE};
+    use alloc::{string::String, vec};
 
     #[test]
     fn parses_a_manifest_and_commits_to_it() {

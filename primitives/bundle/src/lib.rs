@@ -17,6 +17,8 @@
 extern crate alloc;
 
 pub mod chunks;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod index;
 pub mod merkle;
 

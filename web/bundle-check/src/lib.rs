@@ -66,28 +66,7 @@ pub fn check_file(index: &ManifestIndex, file: &str, data: &[u8]) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ergon_bundle::CHUNK_SIZE;
-
-    /// A manifest of two checkpoint files with the given contents (digests made up: they are
-    /// Merkle leaves, checked by the worker against the tensors, not here).
-    fn manifest(files: &[(&str, &[u8])]) -> Vec<u8> {
-        let checkpoints: Vec<String> = files
-            .iter()
-            .enumerate()
-            .map(|(i, (name, data))| {
-                let c = FileCommitment::of(data);
-                let chunks: Vec<String> =
-                    c.chunks.iter().map(|h| format!("\"{}\"", to_hex(h))).collect();
-                format!(
-                    r#"{{"step":{i},"file":"{name}","digest":"{}","file_bytes":{},"chunks":[{}]}}"#,
-                    to_hex(&[i as u8; 32]),
-                    data.len(),
-                    chunks.join(",")
-                )
-            })
-            .collect();
-        format!(r#"{{"spec_hash":"x","checkpoints":[{}]}}"#, checkpoints.join(",")).into_bytes()
-    }
+    use ergon_bundle::{fixtures::manifest_json as manifest, CHUNK_SIZE};
 
     #[test]
     fn the_root_is_the_bundles_and_a_served_file_must_be_the_committed_one() {
