@@ -1,7 +1,12 @@
 // The page in headless Chromium against a live node and the market's daemons, as a user clicks it:
-// connect, sign as a dev key, check a spec beyond the chain's limits (refused, naming the limit) and
-// a good one (its least budget shown), post it, watch its phases to the end, download the model and
-// check it. A screenshot of each step goes to --out; the last line printed is the outcome as JSON.
+// connect (the dev keys offered), check a spec beyond the chain's limits (refused, naming the limit)
+// and a good one (its least budget shown), refuse a budget below it, sign with the browser extension,
+// post, watch the job's phases to the end, download the model and check it. A screenshot of each
+// step goes to --out; the last line printed is the outcome as JSON.
+//
+// The extension is a stand-in with the real one's interface (`window.injectedWeb3`, which
+// @polkadot/extension-dapp reads): the page enables it, lists its account and hands it each payload
+// to sign, as it would the polkadot.js extension; the signature is made here with Alice's dev key.
 //
 //   node test/e2e.mjs --ws ws://127.0.0.1:9944 --spec ../worker/examples/fashion-mnist-mlp.json \
 //     --out test-output [--chromium /usr/bin/chromium] [--timeout 900]
@@ -14,6 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { chromium } from 'playwright-core';
+
+import { connect, signer } from '../../scripts/client/lib/ergon.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const { values: opts } = parseArgs({
@@ -62,6 +69,29 @@ const shots = [];
 const outcome = {};
 let failed = null;
 const page = await browser.newPage({ viewport: { width: 1100, height: 1400 }, acceptDownloads: true });
+
+// The extension stand-in: the account it holds, and a signature for each payload the page sends it.
+const signerApi = await connect(opts.ws);
+const alice = signer('//Alice');
+const EXTENSION_ACCOUNT = 'Alice (test extension)';
+let extensionSignatures = 0;
+await page.exposeFunction('ergonTestExtensionSign', (payload) => {
+  extensionSignatures += 1;
+  const extrinsicPayload = signerApi.registry.createType('ExtrinsicPayload', payload, { version: payload.version });
+  return extrinsicPayload.sign(alice).signature;
+});
+await page.addInitScript(({ address, name }) => {
+  const accounts = [{ address, name, type: 'sr25519' }];
+  window.injectedWeb3 = {
+    'ergon-test-extension': {
+      version: '0.0.1',
+      enable: async () => ({
+        accounts: { get: async () => accounts, subscribe: (cb) => { cb(accounts); return () => {}; } },
+        signer: { signPayload: async (payload) => ({ id: 1, signature: await window.ergonTestExtensionSign(payload) }) },
+      }),
+    },
+  };
+}, { address: alice.address, name: EXTENSION_ACCOUNT });
 const console_lines = [];
 page.on('console', (m) => console_lines.push(`${m.type()}: ${m.text()}`));
 page.on('pageerror', (e) => console_lines.push(`pageerror: ${e.message}`));
@@ -111,10 +141,19 @@ try {
   await page.locator('#budget').fill('0.0001');
   await page.locator('#post').click();
   await until('#post-result', /below the least this spec takes/);
+
+  // Signed with the extension: enabled, its account chosen, the payload handed to it.
+  await page.locator('#extension').click();
+  await page.locator('#signer').selectOption({ value: alice.address });
+  const chosen = await page.locator('#signer option:checked').textContent();
+  if (!chosen.startsWith(EXTENSION_ACCOUNT)) throw new Error(`the extension's account is listed as ${chosen}`);
+  await until('#balance', new RegExp(`${alice.address}: .* ERG free`));
   await page.locator('#budget').fill('100');
   await page.locator('#post').click();
   await until('#post-result', /job \d+ posted by/, 120_000);
   outcome.job = Number((await page.locator('#post-result').textContent()).match(/job (\d+)/)[1]);
+  outcome.extension_signatures = extensionSignatures;
+  if (extensionSignatures !== 1) throw new Error(`the extension signed ${extensionSignatures} payloads, not the one post`);
   await shot('posted');
 
   await until('#phases', /assigned: trainer/, timeout);
@@ -140,6 +179,7 @@ try {
 } finally {
   writeFileSync(join(opts.out, 'console.log'), console_lines.join('\n'));
   await browser.close();
+  await signerApi.disconnect();
   server.close();
 }
 console.log(JSON.stringify({ ok: failed === null, error: failed, screenshots: shots, ...outcome }));
