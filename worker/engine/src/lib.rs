@@ -17,8 +17,8 @@
 //! - [`trajectory`]: the optimizer steps, checkpoint schedule, state save/load, evaluation;
 //! - [`train`]: the resumable training loop that writes a bundle;
 //! - [`bundle`]: checkpoints, manifest, Merkle root and inclusion proofs;
-//! - [`verify`]: the Proof-of-Training verifier (integrity, Init(seed), segment replay, metrics);
-//! - [`full_pass`]: the rules read on every checkpoint pair a verifier samples;
+//! - [`verify`]: the Proof-of-Training verifier (integrity, Init(seed), segment replay, metrics),
+//!   one file per check, and the full-pass rules it reads on the checkpoints it samples;
 //! - [`drill`]: Proof-of-Drilling tasks;
 //! - [`calibrate`]: this machine's training throughput, measured by training a reference model;
 //! - [`delivery`]: a completed job's model, fetched alone, checked against its root and evaluated;
@@ -34,7 +34,6 @@ pub mod delivery;
 pub mod device;
 pub mod drill;
 pub mod error;
-pub mod full_pass;
 pub mod model;
 pub mod ops;
 pub mod optim;

@@ -36,16 +36,20 @@
 //!    drawn for it (`replay[k]`, with a sketch) or else as the `divergence` check, and must diverge
 //!    where the manifest says; only the two rules about C0 apply.
 //!
-//! The files: `select.rs` (what is read and replayed), `replay.rs` (a segment's replay and its
-//! sketch), `rules.rs` (the full-pass rules and state sanity), `optimizer.rs` (the reachability of
-//! the optimizer state), `tail.rs` (a diverged bundle's tail), `report.rs` (checks, report,
-//! verdict); this module runs them in order.
+//! The files: `checks/` holds one file per check above (`checks/files.rs` … `checks/metrics.rs`),
+//! each a function that adds its outcome to the report; [`verify`] here runs them in order. What
+//! they use: `select.rs` (what is read and replayed), `replay.rs` (a segment's replay and its
+//! sketch), `rules.rs` and [`full_pass`] (the full-pass rules and state sanity), `optimizer.rs`
+//! (the reachability of the optimizer state), `tail.rs` (a diverged bundle's tail), `report.rs`
+//! (checks, report, verdict).
 //!
 //! Whatever a bundle holds (missing, truncated, altered, malformed or non-finite files) yields a
 //! failing check with its reason, never an error: errors are for what is not the trainer's fault
 //! (the spec or the data cannot be read). An error on chain would make the job inconclusive and
 //! spare a forger its slash.
 
+mod checks;
+pub mod full_pass;
 mod optimizer;
 mod replay;
 mod report;
@@ -68,8 +72,8 @@ use candle_core::{DType, Device};
 use ergon_job_spec::JobSpec;
 
 use crate::{
-    bundle::{self, checkpoint, CheckpointEntry, HostTensors, Manifest, OnChainMetrics},
-    data::{self, hex},
+    bundle::{CheckpointEntry, HostTensors, Manifest, OnChainMetrics},
+    data,
     error::Result,
     model::Model,
     optim::Optimizer,
@@ -127,7 +131,7 @@ pub struct VerifyOptions {
     pub kernels: u32,
     /// Device to replay on.
     pub device: Device,
-    /// Run the six full-pass rules ([`crate::full_pass`]).
+    /// Run the six full-pass rules ([`full_pass`]).
     pub full_pass: bool,
     /// Replay the segments (turning it off leaves the rules alone, to measure what they miss).
     pub replay: bool,
@@ -229,395 +233,44 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         sketches: vec![],
         replay_seconds: 0.0,
     };
-    let dir = &opts.bundle;
     let layout = trajectory::layout(spec)?;
-
-    // 1. Files against the manifest, and the root. Only the checkpoints the checks below read are
-    // re-hashed (the rules' sample, the replayed segments' ends, C0 and the last); the Merkle root
-    // over the manifest still commits to every one.
-    let mut chosen = Selection::default();
-    let select = |m: &Manifest| {
-        chosen = selection(opts, m);
-        chosen.read.clone()
-    };
-    let inspection = match bundle::inspect_selected(dir, select, Some(&layout)) {
-        Ok(i) => i,
-        Err(e) => {
-            report.push("files", false, e.to_string(), "a readable manifest");
-            return Ok(report);
-        }
-    };
-    report.root = Some(hex(&inspection.root));
-    let problems = inspection.problems.join("; ");
-    report.push(
-        "files",
-        inspection.problems.is_empty(),
-        if problems.is_empty() {
-            format!(
-                "{} of {} checkpoint files read; all files and tensors match",
-                chosen.read.len(),
-                inspection.manifest.checkpoints.len()
-            )
-        } else {
-            problems
-        },
-        "every file read matches the manifest's hashes",
-    );
-    if let Some(root) = opts.expected_root {
-        report.push(
-            "root",
-            inspection.root == root,
-            hex(&inspection.root),
-            &format!("the committed root {}", hex(&root)),
-        );
-    }
-    let m: &Manifest = &inspection.manifest;
-
-    // 2. The manifest describes this spec, this seed, and the prescribed checkpoint schedule.
-    let mut schedule = trajectory::checkpoint_steps(spec, &summary);
-    let mut trained_steps = summary.total_steps;
-    let steps: Vec<u64> = m.checkpoints.iter().map(|c| c.step).collect();
-    let seed = bundle::parse_hash(&m.seed);
-    let mut mismatches = Vec::new();
-    if m.spec_hash != hex(&trajectory::spec_hash(spec)) {
-        mismatches.push("spec hash".to_string());
-    }
-    if m.environment.kernels != opts.kernels {
-        mismatches.push(format!(
-            "kernels revision {} where the job pins {}",
-            m.environment.kernels, opts.kernels
-        ));
-    }
-    // A diverged bundle holds the checkpoints and losses before its divergence.
-    if let Some(step) = m.diverged_at {
-        if step > summary.total_steps {
-            mismatches.push(format!("diverged at step {step}, after the last"));
-        }
-        schedule.truncate(spec.checkpoints_before_divergence(step) as usize);
-        trained_steps = step.min(summary.total_steps);
-    }
-    if let Some(expected) = opts.expected_divergence {
-        if m.diverged_at != expected {
-            mismatches.push(format!(
-                "divergence {:?} where the commitment says {expected:?}",
-                m.diverged_at
-            ));
-        }
-    }
-    if m.batch_size != spec.batch_size
-        || m.checkpoint_interval != spec.checkpoint_interval
-        || m.steps_per_epoch != summary.steps_per_epoch
-        || m.total_steps != summary.total_steps
-        || m.losses.len() as u64 != trained_steps
-    {
-        mismatches.push("step schedule".into());
-    }
-    if steps != schedule {
-        mismatches.push(format!("checkpoint steps {steps:?}"));
-    }
-    // Jobs train in f32 on every device (a GPU with TF32 off): a bundle of another precision was
-    // not computed as the job asks, and the replay tolerances do not cover it.
-    if m.environment.precision != "f32" {
-        mismatches.push(format!("precision {:?} (jobs train in f32)", m.environment.precision));
-    }
-    // The claimed training loss is a function of the claimed losses (which the replays check):
-    // since format 4 the last epoch's mean, before it the last step's loss (a bundle of an older
-    // worker, trained before the change, is judged by its own rule; either is a value, not a
-    // choice).
-    let train_loss = if m.format_version >= 4 {
-        trajectory::final_train_loss(&m.losses, summary.steps_per_epoch, m.diverged_at)
-    } else {
-        m.losses.last().copied().unwrap_or_default()
-    };
-    if m.metrics.final_train_loss.to_bits() != train_loss.to_bits() {
-        mismatches.push(format!(
-            "final_train_loss {} where the losses give {train_loss}",
-            m.metrics.final_train_loss
-        ));
-    }
-    if let Some(committed) = opts.expected_metrics {
-        let claimed = m.metrics.on_chain();
-        if claimed != committed {
-            mismatches.push(format!("metrics {claimed:?} where the commitment says {committed:?}"));
-        }
-    }
-    match seed {
-        None => mismatches.push("seed is not 32 bytes of hex".into()),
-        Some(s) if s != opts.expected_seed => {
-            mismatches.push(format!("seed {} ≠ {}", hex(&s), hex(&opts.expected_seed)))
-        }
-        Some(_) => {}
-    }
-    report.push(
-        "manifest",
-        mismatches.is_empty(),
-        if mismatches.is_empty() { "matches".into() } else { mismatches.join("; ") },
-        "spec hash, batch size, step and checkpoint schedule, seed as prescribed, f32, the \
-         job's kernels revision, final_train_loss of the losses, the committed metrics",
-    );
-    let (Some(seed), true) = (seed, report.passed) else {
-        // Nothing below is meaningful on a bundle that is not what it claims to be.
+    let Some((inspection, chosen)) = checks::files::check(opts, &layout, &mut report) else {
         return Ok(report);
     };
-    let checkpoints = Checkpoints { dir, cached: &inspection.checkpoints };
-
-    // 3. Every checkpoint read holds a sane state.
-    // Each checkpoint read once for both checks: its sanity, and whether its optimizer state is
-    // one an honest run reaches (on its own and from the one read before it), wherever the
-    // segments were drawn.
-    let (mut bad, mut unreachable) = (Vec::new(), Vec::new());
-    let mut previous: Option<(u64, std::borrow::Cow<HostTensors>)> = None;
-    for &i in &chosen.read {
-        let entry = &m.checkpoints[i];
-        let host = match checkpoints.tensors(entry) {
-            Ok(host) => host,
-            Err(e) => {
-                bad.push(format!("step {}: {e}", entry.step));
-                continue;
-            }
-        };
-        bad.extend(state_defects(entry.step, &host));
-        unreachable.extend(optimizer::state_defects(&spec.optimizer, entry.step, &host));
-        if let Some((step, earlier)) = &previous {
-            let (earlier, later) = ((*step, earlier.as_ref()), (entry.step, host.as_ref()));
-            unreachable.extend(optimizer::decay_defects(&spec.optimizer, earlier, later));
-        }
-        previous = Some((entry.step, host));
-    }
-    drop(previous);
-    report.push(
-        "states",
-        bad.is_empty(),
-        if bad.is_empty() {
-            format!("{} checkpoints finite and not degenerate", chosen.read.len())
-        } else {
-            bad.join("; ")
-        },
-        "every value finite; not every weight zero",
-    );
-    if !report.passed {
+    let m = &inspection.manifest;
+    let Some(seed) = checks::manifest::check(spec, &summary, opts, m, &mut report) else {
+        return Ok(report);
+    };
+    let checkpoints = Checkpoints { dir: &opts.bundle, cached: &inspection.checkpoints };
+    let bundle = checks::Bundle {
+        spec,
+        summary: &summary,
+        opts,
+        root: inspection.root,
+        manifest: m,
+        chosen: &chosen,
+        seed,
+        checkpoints,
+    };
+    if !checks::states::check(&bundle, &mut report) {
         return Ok(report);
     }
-    report.push(
-        "optimizer",
-        unreachable.is_empty(),
-        if unreachable.is_empty() {
-            format!("{} optimizer states reachable", chosen.read.len())
-        } else {
-            unreachable.join("; ")
-        },
-        "each state one an honest run reaches: AdamW's m² within the bound v sets, an update \
-         direction of root mean square ≥ 1e-5, v decaying no faster than β₂; SGD's momentum not reset",
-    );
 
-    // 4. C0 == Init(seed).
     let cpu = Device::Cpu;
     let device = replay_device(&m.environment.device, &opts.device, &cpu);
-    let replayed_on = trajectory::environment(device).device;
     let model = Model::new(spec, &seed, device, DType::F32)?;
-    let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
-    let init = HostTensors::from_tensors(&trajectory::state_tensors(&model, &opt))?.hashes();
-    let init: BTreeMap<String, String> = init.iter().map(|(n, h)| (n.clone(), hex(h))).collect();
-    let differing =
-        init.iter().filter(|(n, h)| m.checkpoints[0].tensors.get(*n) != Some(h)).count()
-            + m.checkpoints[0].tensors.len().saturating_sub(init.len());
-    report.push(
-        "init",
-        differing == 0,
-        format!("{differing} of {} tensors differ from Init(seed)", init.len()),
-        "C0 equals Init(seed) bit for bit",
-    );
-
-    // The six full-pass rules: cheap screens before the replay.
+    let opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+    checks::init::check(&bundle, &model, &opt, &mut report)?;
     let data = load_job_data(spec, opts.datasets.as_deref())?;
-    let (train_set, val_set) = (data.train(), data.validation());
+    let replayed_on = trajectory::environment(device).device;
+    let mut replayer = checks::Replayer { model, opt, device, replayed_on, data };
     if opts.full_pass {
-        let sample = &chosen.rules_sample;
-        match full_pass_rules(
-            spec,
-            &checkpoints,
-            m,
-            sample,
-            &seed,
-            &model,
-            &mut opt,
-            val_set,
-            device,
-        ) {
-            Ok(checks) => {
-                // Four rules assume a converging run (accuracy, steps and distances settle): a
-                // diverged one is judged by its replay and the two rules about C0.
-                let about_c0 = ["rule:initial_distribution", "rule:initial_independence"];
-                let applies =
-                    |c: &Check| m.diverged_at.is_none() || about_c0.contains(&c.name.as_str());
-                for check in checks.into_iter().filter(applies) {
-                    report.passed &= check.passed;
-                    report.checks.push(check);
-                }
-            }
-            Err(e) => report.push("rules", false, e.to_string(), "checkpoints the rules can read"),
-        }
+        checks::rules::check(&bundle, &mut replayer, &mut report);
     }
-
-    // 5. Replay the challenged segments.
-    let segments = chosen.segments.clone();
-    if opts.replay {
-        report.segments = segments;
-    }
-    let started = std::time::Instant::now();
-    // A diverged bundle's tail (its last checkpoint to the divergence) is replayed by everyone: as
-    // a drawn segment with its evidence, or else as a check of the bundle as a whole.
-    let tail_index = m.diverged_at.map(|_| m.checkpoints.len().saturating_sub(1) as u32);
-    if let (Some(_), Some(cancel)) = (tail_index, &opts.cancel) {
-        cancel.check()?;
-    }
-    let tail = tail_index.map(|i| {
-        let key = ergon_protocol::evidence::key(&inspection.root, i);
-        let state = (&model, &mut opt);
-        check_tail(spec, &summary, &data, &seed, (m, &checkpoints), state, key, device)
-    });
-    let mut tail_replayed = false;
-    for &i in &report.segments.clone() {
-        if let Some(cancel) = &opts.cancel {
-            cancel.check()?;
-        }
-        let name = format!("replay[{i}]");
-        if let (Some(tail), true) = (&tail, Some(i) == tail_index) {
-            if let Some(sketch) = &tail.sketch {
-                report.sketches.push(sketch.clone());
-            }
-            report.push(name, tail.passed, tail.measured.clone(), &tail.threshold);
-            tail_replayed = true;
-            continue;
-        }
-        let (Some(from), Some(to)) =
-            (m.checkpoints.get(i as usize), m.checkpoints.get(i as usize + 1))
-        else {
-            report.push(name, false, "no such segment".into(), "a segment of the bundle");
-            continue;
-        };
-        let target = match checkpoints.tensors(to) {
-            Ok(t) => t,
-            Err(e) => {
-                report.push(name, false, e.to_string(), "a readable checkpoint");
-                continue;
-            }
-        };
-        if let Err(e) = checkpoints.load(from, &model, &mut opt) {
-            report.push(name, false, e.to_string(), "a readable checkpoint");
-            continue;
-        }
-        let threshold = format!(
-            "weights and each optimizer state slot: relative error ≤ {:e} and cosine ≥ {}; every \
-             step's loss within {LOSS_TOLERANCE:e} (trained on {}, replayed on {})",
-            opts.epsilon, opts.tau, m.environment.device, replayed_on
-        );
-        let segment = Segment {
-            from,
-            to,
-            target: &target,
-            claimed_losses: &m.losses,
-            evidence_key: ergon_protocol::evidence::key(&inspection.root, i),
-        };
-        match replay_segment(spec, &summary, train_set, &seed, &model, &mut opt, &segment, device) {
-            Ok(r) => {
-                report.sketches.push(SegmentSketch::new(i, r.probes.clone(), &r.sketches));
-                let within = |(rel, cos): (f64, f64)| rel <= opts.epsilon && cos >= opts.tau;
-                let passed = within(r.weights)
-                    && r.state.iter().all(|(_, s)| within(*s))
-                    && r.loss_gap <= LOSS_TOLERANCE
-                    && r.missing.is_empty();
-                let state: Vec<String> = r
-                    .state
-                    .iter()
-                    .map(|(slot, (rel, cos))| {
-                        format!("optimizer {slot} relative error {rel:.3e}, cosine {cos:.6}")
-                    })
-                    .collect();
-                let mut measured = format!(
-                    "steps {}..{}: relative error {:.3e}, cosine {:.6}; {}; max loss gap {:.2e}",
-                    from.step,
-                    to.step,
-                    r.weights.0,
-                    r.weights.1,
-                    state.join("; "),
-                    r.loss_gap
-                );
-                if !r.missing.is_empty() {
-                    measured.push_str(&format!(
-                        "; missing from the checkpoint: {}",
-                        r.missing.join(", ")
-                    ));
-                }
-                report.push(name, passed, measured, &threshold);
-            }
-            Err(e) => report.push(name, false, e.to_string(), &threshold),
-        }
-    }
-    if let (Some(tail), false) = (tail, tail_replayed) {
-        report.push("divergence", tail.passed, tail.measured, &tail.threshold);
-    }
-    report.replay_seconds = started.elapsed().as_secs_f64();
-
-    // 6. The device: a convolutional job trains on the CPU, where every verifier replays it (its
-    // GPU training replays off by more than ε). Checked after the replays so that they still
-    // measure how far another device's training lands (scripts/bench-gpu.sh).
-    report.push(
-        "device",
-        m.environment.device == "cpu" || crate::device::replays_across_devices(spec),
-        m.environment.device.clone(),
-        "the CPU for a convolutional model (any device otherwise)",
-    );
-
-    // 7. Final-model hash.
-    let Some(last) = m.checkpoints.last() else {
-        // The manifest check requires the schedule's checkpoints; kept as a check all the same.
-        report.push("final_model", false, "no checkpoint".into(), "a final checkpoint");
-        return Ok(report);
-    };
-    let weight_hashes: Vec<[u8; 32]> = last
-        .tensors
-        .iter()
-        .filter(|(n, _)| n.starts_with("param."))
-        .filter_map(|(_, h)| bundle::parse_hash(h))
-        .collect();
-    let final_hash = checkpoint::digest(weight_hashes.iter());
-    let committed_ok = opts.expected_final_model.is_none_or(|e| e == final_hash);
-    report.push(
-        "final_model",
-        hex(&final_hash) == m.final_model_hash && committed_ok,
-        hex(&final_hash),
-        "the manifest's (and the committed) final-model hash",
-    );
-
-    // 8. Claimed metrics of the final weights (a diverged bundle claims none: its tail decides).
-    if let Some(step) = m.diverged_at {
-        report.push(
-            "metrics",
-            true,
-            format!("none: diverged at step {step} of {}", summary.total_steps),
-            "the metrics of a bundle that did not diverge",
-        );
-        return Ok(report);
-    }
-    match checkpoints
-        .load(last, &model, &mut opt)
-        .and_then(|()| trajectory::evaluate(&model, val_set, device))
-    {
-        Ok((loss, accuracy)) => {
-            let gap_loss = (loss - m.metrics.validation_loss).abs() as f64;
-            let gap_acc = (accuracy - m.metrics.validation_accuracy).abs() as f64;
-            report.push(
-                "metrics",
-                gap_loss <= METRIC_TOLERANCE && gap_acc <= METRIC_TOLERANCE,
-                format!(
-                    "validation loss {loss:.6} (claimed {:.6}), accuracy {accuracy:.6} (claimed {:.6})",
-                    m.metrics.validation_loss, m.metrics.validation_accuracy
-                ),
-                &format!("both within {METRIC_TOLERANCE:e}"),
-            );
-        }
-        Err(e) => report.push("metrics", false, e.to_string(), "a readable final checkpoint"),
+    checks::replay::check(&bundle, &mut replayer, &mut report)?;
+    checks::device::check(&bundle, &mut report);
+    if checks::final_model::check(&bundle, &mut report) {
+        checks::metrics::check(&bundle, &mut replayer, &mut report);
     }
     Ok(report)
 }

@@ -1,4 +1,4 @@
-//! The full-pass rules on the bundle's sampled checkpoints ([`crate::full_pass`]), and the sanity of
+//! The full-pass rules on the bundle's sampled checkpoints ([`super::full_pass`]), and the sanity of
 //! every state read.
 
 use std::collections::BTreeMap;
@@ -7,12 +7,12 @@ use candle_core::{DType, Device};
 use ergon_job_spec::JobSpec;
 use sha2::{Digest, Sha256};
 
+use super::full_pass;
 use super::*;
 use crate::{
     bundle::{HostTensors, Manifest},
     data,
     error::Result,
-    full_pass,
     model::Model,
     optim::Optimizer,
     rng::Seed,

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::verify::Check;
+use super::Check;
 
 /// Weights of one checkpoint: parameter name → values (parameters only, no optimizer state).
 pub type Weights = BTreeMap<String, Vec<f32>>;
