@@ -18,7 +18,7 @@ use crate::{
     model::Model,
     optim::Optimizer,
     rng::Seed,
-    trajectory,
+    trajectory::{self, Trajectory},
 };
 
 /// The attacks of the suite.
@@ -210,25 +210,22 @@ fn continue_chain(
     let summary = spec.validate()?;
     let train_set = data::load(&data_spec.train, "training data")?;
     let device = Device::Cpu;
-    trajectory::run_steps(
-        data_spec,
-        &summary,
-        &train_set,
+    let run = Trajectory {
+        spec: data_spec,
+        summary: &summary,
         seed,
-        model,
-        opt,
-        steps,
-        &device,
-        |model, opt, done, loss| {
-            STEPS.with(|s| s.set(s.get() + 1));
-            tamper(model)?;
-            losses.push(loss);
-            if trajectory::is_checkpoint_step(spec, &summary, done) {
-                entries.push(trajectory::write_checkpoint(out, done, model, opt)?);
-            }
-            Ok(true)
-        },
-    )
+        train_set: &train_set,
+        device: &device,
+    };
+    run.run_steps(model, opt, steps, |model, opt, done, loss| {
+        STEPS.with(|s| s.set(s.get() + 1));
+        tamper(model)?;
+        losses.push(loss);
+        if trajectory::is_checkpoint_step(spec, &summary, done) {
+            entries.push(trajectory::write_checkpoint(out, done, model, opt)?);
+        }
+        Ok(true)
+    })
 }
 
 /// Parameters of `model` as host vectors, by name.
@@ -293,11 +290,10 @@ fn finish_forgery(
     let val_set = data::load(&spec.validation, "validation data")?;
     let (validation_loss, validation_accuracy) =
         trajectory::evaluate(model, &val_set, &Device::Cpu)?;
-    let manifest = trajectory::build_manifest(
-        spec,
-        &summary,
-        seed,
-        &Device::Cpu,
+    let train_set = data::load(&spec.train, "training data")?;
+    let run =
+        Trajectory { spec, summary: &summary, seed, train_set: &train_set, device: &Device::Cpu };
+    let manifest = run.manifest(
         match spec.optimizer {
             OptimizerSpec::Sgd { lr, .. } | OptimizerSpec::AdamW { lr, .. } => lr.0 as f32 / 1e9,
         },

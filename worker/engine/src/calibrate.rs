@@ -86,24 +86,21 @@ pub fn training_flops_per_second(
         let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
         // The clock starts after the first step: it allocates what the later ones reuse.
         let (mut started, mut steps) = (Instant::now(), 0u64);
-        trajectory::run_steps(
-            &spec,
-            &summary,
-            &samples,
-            &seed,
-            &model,
-            &mut opt,
-            0..summary.total_steps,
+        let run = trajectory::Trajectory {
+            spec: &spec,
+            summary: &summary,
+            seed: &seed,
+            train_set: &samples,
             device,
-            |_, _, done, _| {
-                if done == 1 {
-                    started = Instant::now();
-                } else {
-                    steps += 1;
-                }
-                Ok(steps < 5 || started.elapsed().as_secs_f64() < seconds)
-            },
-        )?;
+        };
+        run.run_steps(&model, &mut opt, 0..summary.total_steps, |_, _, done, _| {
+            if done == 1 {
+                started = Instant::now();
+            } else {
+                steps += 1;
+            }
+            Ok(steps < 5 || started.elapsed().as_secs_f64() < seconds)
+        })?;
         let per_step = 3 * summary.forward_flops_per_sample * BATCH as u128;
         Ok(steps as f64 * per_step as f64 / started.elapsed().as_secs_f64().max(1e-9))
     })

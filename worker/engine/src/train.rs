@@ -22,8 +22,8 @@ use crate::{
     rng::Seed,
     run::{self, Cancel, OnStep, Step, Threads},
     trajectory::{
-        build_manifest, evaluate, final_train_loss, host_state, is_checkpoint_step,
-        load_checkpoint, run_steps, spec_hash, write_checkpoint, write_host_checkpoint,
+        evaluate, final_train_loss, host_state, is_checkpoint_step, load_checkpoint, spec_hash,
+        write_checkpoint, write_host_checkpoint, Trajectory,
     },
 };
 
@@ -224,15 +224,11 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
     let mut halted = None;
     let mut writer = BackgroundWriter::start(dir, progress.clone())?;
 
-    let run = run_steps(
-        spec,
-        &summary,
-        train_set,
-        &opts.seed,
+    let trajectory = Trajectory { spec, summary: &summary, seed: &opts.seed, train_set, device };
+    let run = trajectory.run_steps(
         &model,
         &mut opt,
         start_step..summary.total_steps,
-        device,
         |model, opt, done, loss_value| {
             progress.losses.push(loss_value);
             if is_checkpoint_step(spec, &summary, done) {
@@ -297,16 +293,8 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
             final_train_loss: 0.0, // set from the losses below
         },
     };
-    let mut manifest = build_manifest(
-        spec,
-        &summary,
-        &opts.seed,
-        device,
-        opt.lr() as f32,
-        progress.losses,
-        progress.checkpoints,
-        metrics,
-    )?;
+    let mut manifest =
+        trajectory.manifest(opt.lr() as f32, progress.losses, progress.checkpoints, metrics)?;
     manifest.diverged_at = diverged_at;
     manifest.metrics.final_train_loss =
         final_train_loss(&manifest.losses, summary.steps_per_epoch, diverged_at);

@@ -268,50 +268,6 @@ pub fn final_train_loss(losses: &[f32], steps_per_epoch: u64, diverged_at: Optio
     (tail.iter().map(|l| *l as f64).sum::<f64>() / tail.len() as f64) as f32
 }
 
-/// The manifest of a bundle with these checkpoints and per-step losses (the final-model hash is taken
-/// from the last checkpoint, the final training loss from the losses: [`final_train_loss`]).
-#[allow(clippy::too_many_arguments)]
-pub fn build_manifest(
-    spec: &JobSpec,
-    summary: &SpecSummary,
-    seed: &Seed,
-    device: &Device,
-    lr: f32,
-    losses: Vec<f32>,
-    checkpoints: Vec<CheckpointEntry>,
-    metrics: Metrics,
-) -> Result<Manifest> {
-    let last = checkpoints.last().ok_or_else(|| Error::Bundle {
-        path: PathBuf::new(),
-        reason: "no checkpoint written".into(),
-    })?;
-    let weight_hashes = last
-        .tensors
-        .iter()
-        .filter(|(n, _)| n.starts_with("param."))
-        .filter_map(|(_, h)| bundle::parse_hash(h))
-        .collect::<Vec<_>>();
-    Ok(Manifest {
-        format_version: bundle::manifest::FORMAT_VERSION,
-        spec_hash: hex(&spec_hash(spec)),
-        seed: hex(seed),
-        environment: environment(device),
-        batch_size: spec.batch_size,
-        checkpoint_interval: spec.checkpoint_interval,
-        steps_per_epoch: summary.steps_per_epoch,
-        total_steps: summary.total_steps,
-        learning_rates: vec![lr; summary.total_steps as usize],
-        final_model_hash: hex(&checkpoint::digest(weight_hashes.iter())),
-        metrics: Metrics {
-            final_train_loss: final_train_loss(&losses, summary.steps_per_epoch, None),
-            ..metrics
-        },
-        losses,
-        checkpoints,
-        diverged_at: None,
-    })
-}
-
 /// The batch of each optimizer step: the samples the seed's PRF orders for the step's epoch,
 /// `batch_size` of them from the step's place in it (the epoch's order is kept between steps).
 pub struct Batches<'a> {
@@ -348,37 +304,101 @@ impl<'a> Batches<'a> {
     }
 }
 
-/// Runs the optimizer steps `steps` (global step numbers) of `spec` on `model` and `opt`, each on the
-/// batch the seed's PRF assigns to it, and calls `after(model, opt, steps_done, loss)` after each step;
-/// `after` returning `false` stops early. Training and the verifier's replay both go through here, so
-/// they compute the same thing (on a GPU, each step through a CUDA graph: [`Stepper`]).
-#[allow(clippy::too_many_arguments)]
-pub fn run_steps(
-    spec: &JobSpec,
-    summary: &SpecSummary,
-    train_set: &Samples,
-    seed: &Seed,
-    model: &Model,
-    opt: &mut Optimizer,
-    steps: std::ops::Range<u64>,
-    device: &Device,
-    mut after: impl FnMut(&Model, &Optimizer, u64, f32) -> Result<bool>,
-) -> Result<()> {
-    let mut batches = Batches::new(spec, summary, train_set, seed);
-    let mut stepper = Stepper::new(device);
-    for step in steps {
-        let (x, y) = batches.of(step, device)?;
+/// One job's run as a value: the spec (and what validating it derived), the seed, the training
+/// samples and the device — what every optimizer step, every batch and the manifest depend on.
+/// Training, the verifier's replays, the attack suite and the calibration each build one and call
+/// its methods, so that the same arguments do not travel through every signature.
+#[derive(Clone, Copy)]
+pub struct Trajectory<'a> {
+    /// The job's spec (for a forgery, the spec whose data it trains on).
+    pub spec: &'a JobSpec,
+    /// What [`JobSpec::validate`] derived from the spec: steps, epochs.
+    pub summary: &'a SpecSummary,
+    /// The seed: Init(seed) and the batch order.
+    pub seed: &'a Seed,
+    /// The training samples the seed's PRF orders into batches.
+    pub train_set: &'a Samples,
+    /// Where the steps run.
+    pub device: &'a Device,
+}
 
-        let layouts = crate::device::cache_layouts(device);
-        let loss = stepper.step(model, opt, &x, &y)?;
-        drop(layouts);
-        let loss_value = loss.to_scalar::<f32>()?;
-        if !loss_value.is_finite() {
-            return Err(Error::Diverged { step, loss: loss_value });
-        }
-        if !after(model, opt, step + 1, loss_value)? {
-            break;
-        }
+impl<'a> Trajectory<'a> {
+    /// The batch of each step ([`Batches`]).
+    pub fn batches(&self) -> Batches<'a> {
+        Batches::new(self.spec, self.summary, self.train_set, self.seed)
     }
-    Ok(())
+
+    /// Runs the optimizer steps `steps` (global step numbers) on `model` and `opt`, each on the
+    /// batch the seed's PRF assigns to it, and calls `after(model, opt, steps_done, loss)` after each
+    /// step; `after` returning `false` stops early. Training and the verifier's replay both go
+    /// through here, so they compute the same thing (on a GPU, each step through a CUDA graph:
+    /// [`Stepper`]).
+    pub fn run_steps(
+        &self,
+        model: &Model,
+        opt: &mut Optimizer,
+        steps: std::ops::Range<u64>,
+        mut after: impl FnMut(&Model, &Optimizer, u64, f32) -> Result<bool>,
+    ) -> Result<()> {
+        let device = self.device;
+        let mut batches = self.batches();
+        let mut stepper = Stepper::new(device);
+        for step in steps {
+            let (x, y) = batches.of(step, device)?;
+
+            let layouts = crate::device::cache_layouts(device);
+            let loss = stepper.step(model, opt, &x, &y)?;
+            drop(layouts);
+            let loss_value = loss.to_scalar::<f32>()?;
+            if !loss_value.is_finite() {
+                return Err(Error::Diverged { step, loss: loss_value });
+            }
+            if !after(model, opt, step + 1, loss_value)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The manifest of a bundle of this run with these checkpoints and per-step losses (the
+    /// final-model hash is taken from the last checkpoint, the final training loss from the losses:
+    /// [`final_train_loss`]).
+    pub fn manifest(
+        &self,
+        lr: f32,
+        losses: Vec<f32>,
+        checkpoints: Vec<CheckpointEntry>,
+        metrics: Metrics,
+    ) -> Result<Manifest> {
+        let (spec, summary) = (self.spec, self.summary);
+        let last = checkpoints.last().ok_or_else(|| Error::Bundle {
+            path: PathBuf::new(),
+            reason: "no checkpoint written".into(),
+        })?;
+        let weight_hashes = last
+            .tensors
+            .iter()
+            .filter(|(n, _)| n.starts_with("param."))
+            .filter_map(|(_, h)| bundle::parse_hash(h))
+            .collect::<Vec<_>>();
+        Ok(Manifest {
+            format_version: bundle::manifest::FORMAT_VERSION,
+            spec_hash: hex(&spec_hash(spec)),
+            seed: hex(self.seed),
+            environment: environment(self.device),
+            batch_size: spec.batch_size,
+            checkpoint_interval: spec.checkpoint_interval,
+            steps_per_epoch: summary.steps_per_epoch,
+            total_steps: summary.total_steps,
+            learning_rates: vec![lr; summary.total_steps as usize],
+            final_model_hash: hex(&checkpoint::digest(weight_hashes.iter())),
+            metrics: Metrics {
+                final_train_loss: final_train_loss(&losses, summary.steps_per_epoch, None),
+                ..metrics
+            },
+            losses,
+            checkpoints,
+            diverged_at: None,
+        })
+    }
 }

@@ -1,17 +1,12 @@
 //! The replay of a segment `Cᵢ → Cᵢ₊₁`: the same steps on the same batches from `Cᵢ`, compared with
 //! what `Cᵢ₊₁` and the manifest claim, and sketched at a probe step (the replay evidence).
 
-use candle_core::Device;
-use ergon_job_spec::JobSpec;
-
 use crate::{
     bundle::{CheckpointEntry, HostTensors},
-    data,
     error::Result,
     model::Model,
     optim::Optimizer,
-    rng::Seed,
-    trajectory,
+    trajectory::Trajectory,
 };
 
 /// All weights of `model`, flattened in parameter order.
@@ -177,39 +172,24 @@ impl Sketcher {
 
 /// Replays `segment` from its start (already loaded into `model` and `opt`) and compares every
 /// state it produces with the claimed end.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn replay_segment(
-    spec: &JobSpec,
-    summary: &ergon_job_spec::SpecSummary,
-    train_set: &data::Samples,
-    seed: &Seed,
+    run: &Trajectory,
     model: &Model,
     opt: &mut Optimizer,
     segment: &Segment,
-    device: &Device,
 ) -> Result<ReplayOutcome> {
     let (from, to) = (segment.from, segment.to);
     let before = flat_weights(model)?;
     let mut sketcher =
         Sketcher::new(&segment.evidence_key, (from.step, to.step), &evidence_weights(model)?);
     let mut losses = Vec::new();
-    trajectory::run_steps(
-        spec,
-        summary,
-        train_set,
-        seed,
-        model,
-        opt,
-        from.step..to.step,
-        device,
-        |model, _, done, loss| {
-            losses.push(loss);
-            if sketcher.wants(done) {
-                sketcher.take(&evidence_weights(model)?);
-            }
-            Ok(true)
-        },
-    )?;
+    run.run_steps(model, opt, from.step..to.step, |model, _, done, loss| {
+        losses.push(loss);
+        if sketcher.wants(done) {
+            sketcher.take(&evidence_weights(model)?);
+        }
+        Ok(true)
+    })?;
     let mut missing = Vec::new();
     let mut claimed_of = |name: String, out: &mut Vec<f32>| match segment.target.0.get(&name) {
         Some((_, values)) => out.extend_from_slice(values),
@@ -228,7 +208,7 @@ pub(super) fn replay_segment(
     let sketches = sketcher.finish(&checkpoint_evidence_weights(segment.target));
     // Optimizer state: what the next segment would start from, each slot on its own.
     let mut state = Vec::new();
-    for slot in crate::optim::slot_names(&spec.optimizer) {
+    for slot in crate::optim::slot_names(&run.spec.optimizer) {
         let (mut claimed, mut replayed) = (Vec::new(), Vec::new());
         for (name, tensor) in opt.named_state(&model.params) {
             if name.rsplit('.').next() == Some(*slot) {

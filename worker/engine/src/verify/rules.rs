@@ -7,17 +7,10 @@ use candle_core::{DType, Device};
 use ergon_job_spec::JobSpec;
 use sha2::{Digest, Sha256};
 
+use super::checks::{Bundle, Replayer};
 use super::full_pass;
 use super::*;
-use crate::{
-    bundle::{HostTensors, Manifest},
-    data,
-    error::Result,
-    model::Model,
-    optim::Optimizer,
-    rng::Seed,
-    trajectory,
-};
+use crate::{bundle::HostTensors, error::Result, model::Model, rng::Seed, trajectory};
 
 /// Fresh initializations rule 6 compares the final model with.
 pub const RULE_RANDOM_INITS: usize = 3;
@@ -56,18 +49,11 @@ pub(super) fn derived_seed(seed: &Seed, label: &str) -> Seed {
 }
 
 /// Runs the six full-pass rules over every checkpoint of the bundle.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn full_pass_rules(
-    spec: &JobSpec,
-    checkpoints: &Checkpoints,
-    m: &Manifest,
-    (picks, grid): &(Vec<usize>, Vec<usize>),
-    seed: &Seed,
-    model: &Model,
-    opt: &mut Optimizer,
-    val_set: &data::Samples,
-    device: &Device,
-) -> Result<Vec<Check>> {
+pub(super) fn full_pass_rules(b: &Bundle, r: &mut Replayer) -> Result<Vec<Check>> {
+    let (spec, checkpoints, m, seed) = (b.spec, &b.checkpoints, b.manifest, &b.seed);
+    let (picks, grid) = &b.chosen.rules_sample;
+    let (model, opt, device) = (&r.model, &mut r.opt, r.device);
+    let val_set = r.data.validation();
     let mut chain = Vec::new();
     let mut evenly = Vec::new();
     let mut accuracies = Vec::new();

@@ -4,9 +4,6 @@
 //! replay refutes. The tail is the bundle's last segment (`checkpoints.len() - 1`) in draws and
 //! disputes, and every verifier of a diverged bundle replays it.
 
-use candle_core::Device;
-use ergon_job_spec::{JobSpec, SpecSummary};
-
 use super::*;
 use crate::{
     bundle::{CheckpointEntry, HostTensors},
@@ -14,8 +11,7 @@ use crate::{
     error::{Error, Result},
     model::Model,
     optim::Optimizer,
-    rng::Seed,
-    trajectory,
+    trajectory::{self, Trajectory},
 };
 
 /// Steps a replay's divergence may lie from the claimed one. A divergence is an overflow of a
@@ -51,47 +47,34 @@ pub(super) struct Tail<'a> {
 /// Replays the tail from its checkpoint to a few steps past the claimed divergence, stopping where
 /// the replay diverges (a step's loss, or a checkpoint step's state, not finite; at the last step,
 /// the final model's validation loss).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn replay(
-    spec: &JobSpec,
-    summary: &SpecSummary,
-    (train_set, val_set): (&Samples, &Samples),
-    seed: &Seed,
+    run: &Trajectory,
+    val_set: &Samples,
     model: &Model,
     opt: &mut Optimizer,
     tail: &Tail,
-    device: &Device,
 ) -> Result<TailOutcome> {
+    let (spec, summary, device) = (run.spec, run.summary, run.device);
     let (from, claimed) = (tail.from.step, tail.claimed);
     let until = claimed.saturating_add(DIVERGENCE_TOLERANCE + 1).min(summary.total_steps);
     let start = evidence_weights(model)?;
     let mut sketcher = Sketcher::new(&tail.evidence_key, (from, claimed), &start);
     let (mut losses, mut before_divergence) = (Vec::new(), None);
-    let run = trajectory::run_steps(
-        spec,
-        summary,
-        train_set,
-        seed,
-        model,
-        opt,
-        from..until,
-        device,
-        |model, opt, done, loss| {
-            losses.push(loss);
-            if sketcher.wants(done) {
-                sketcher.take(&evidence_weights(model)?);
-            }
-            if done == claimed {
-                before_divergence = Some(evidence_weights(model)?);
-            }
-            if trajectory::is_checkpoint_step(spec, summary, done) {
-                let host = HostTensors::from_tensors(&trajectory::state_tensors(model, opt))?;
-                trajectory::ensure_finite_state(done, &host)?;
-            }
-            Ok(true)
-        },
-    );
-    let diverged_at = match run {
+    let replayed = run.run_steps(model, opt, from..until, |model, opt, done, loss| {
+        losses.push(loss);
+        if sketcher.wants(done) {
+            sketcher.take(&evidence_weights(model)?);
+        }
+        if done == claimed {
+            before_divergence = Some(evidence_weights(model)?);
+        }
+        if trajectory::is_checkpoint_step(spec, summary, done) {
+            let host = HostTensors::from_tensors(&trajectory::state_tensors(model, opt))?;
+            trajectory::ensure_finite_state(done, &host)?;
+        }
+        Ok(true)
+    });
+    let diverged_at = match replayed {
         Err(Error::Diverged { step, .. }) => Some(step),
         Err(e) => return Err(e),
         Ok(()) if until == summary.total_steps => {
@@ -133,17 +116,14 @@ pub(super) struct TailCheck {
 
 /// Replays the tail of the diverged bundle `checkpoints` (from its last checkpoint) and says
 /// whether the training diverges where the manifest claims.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn check_tail(
-    spec: &JobSpec,
-    summary: &ergon_job_spec::SpecSummary,
-    data: &data::JobData,
-    seed: &Seed,
+    run: &Trajectory,
+    val_set: &Samples,
     (m, checkpoints): (&Manifest, &Checkpoints),
     (model, opt): (&Model, &mut Optimizer),
     evidence_key: [u8; 32],
-    device: &Device,
 ) -> TailCheck {
+    let summary = run.summary;
     let claimed = m.diverged_at.unwrap_or(summary.total_steps);
     let threshold = format!(
         "the replay diverges within {DIVERGENCE_TOLERANCE} steps of step {claimed}; every step \
@@ -158,10 +138,9 @@ pub(super) fn check_tail(
         };
     };
     let tail = tail::Tail { from, claimed, claimed_losses: &m.losses, evidence_key };
-    let outcome = checkpoints.load(from, model, opt).and_then(|()| {
-        let sets = (data.train(), data.validation());
-        tail::replay(spec, summary, sets, seed, model, opt, &tail, device)
-    });
+    let outcome = checkpoints
+        .load(from, model, opt)
+        .and_then(|()| tail::replay(run, val_set, model, opt, &tail));
     match outcome {
         Ok(r) => TailCheck {
             passed: r.confirms(),

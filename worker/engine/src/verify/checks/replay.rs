@@ -11,7 +11,7 @@
 
 use super::super::{check_tail, replay_segment, Report, Segment, SegmentSketch, LOSS_TOLERANCE};
 use super::{Bundle, Replayer};
-use crate::error::Result;
+use crate::{error::Result, trajectory::Trajectory};
 
 /// Replays the chosen segments (when `opts.replay`) and a diverged bundle's tail; errors only for
 /// a cancelled verification.
@@ -27,11 +27,18 @@ pub(in crate::verify) fn check(b: &Bundle, r: &mut Replayer, report: &mut Report
     if let (Some(_), Some(cancel)) = (tail_index, &opts.cancel) {
         cancel.check()?;
     }
+    let run = Trajectory {
+        spec,
+        summary: b.summary,
+        seed: &b.seed,
+        train_set: r.data.train(),
+        device: r.device,
+    };
+    let val_set = r.data.validation();
     let tail = tail_index.map(|i| {
         let key = ergon_protocol::evidence::key(&b.root, i);
         let state = (&r.model, &mut r.opt);
-        let bundle = (m, &b.checkpoints);
-        check_tail(spec, b.summary, &r.data, &b.seed, bundle, state, key, r.device)
+        check_tail(&run, val_set, (m, &b.checkpoints), state, key)
     });
     let mut tail_replayed = false;
     for &i in &report.segments.clone() {
@@ -76,10 +83,7 @@ pub(in crate::verify) fn check(b: &Bundle, r: &mut Replayer, report: &mut Report
             claimed_losses: &m.losses,
             evidence_key: ergon_protocol::evidence::key(&b.root, i),
         };
-        let train_set = r.data.train();
-        let replayed = replay_segment(
-            spec, b.summary, train_set, &b.seed, &r.model, &mut r.opt, &segment, r.device,
-        );
+        let replayed = replay_segment(&run, &r.model, &mut r.opt, &segment);
         match replayed {
             Ok(out) => {
                 report.sketches.push(SegmentSketch::new(i, out.probes.clone(), &out.sketches));

@@ -7,11 +7,7 @@ use super::{Bundle, Replayer};
 
 pub(in crate::verify) fn check(b: &Bundle, r: &mut Replayer, report: &mut Report) {
     let m = b.manifest;
-    let val_set = r.data.validation();
-    let sample = &b.chosen.rules_sample;
-    let (model, opt) = (&r.model, &mut r.opt);
-    let checks =
-        full_pass_rules(b.spec, &b.checkpoints, m, sample, &b.seed, model, opt, val_set, r.device);
+    let checks = full_pass_rules(b, r);
     match checks {
         Ok(checks) => {
             let about_c0 = ["rule:initial_distribution", "rule:initial_independence"];
