@@ -1,7 +1,7 @@
 //! This machine's training throughput, measured by training: a daemon prices bids and checks
 //! deadlines with it. The reference is the shape of the Fashion-MNIST MLP example (784 → 128 → 10,
 //! batch 64, SGD with momentum) on synthetic data in memory, trained through the same
-//! [`trajectory::run_steps`] as every job, on the caller's threads.
+//! [`trajectory::Trajectory::run_steps`] as every job, on the caller's threads.
 
 use std::time::Instant;
 

@@ -1,4 +1,4 @@
-//! The trajectory of a training: the optimizer steps on the seed's batches ([`run_steps`]), the
+//! The trajectory of a training: the optimizer steps on the seed's batches ([`Trajectory::run_steps`]), the
 //! checkpoint schedule, a state's save and load, evaluation and the manifest. A training writes it,
 //! a verifier replays pieces of it, both through these functions, so they compute the same thing.
 
@@ -160,7 +160,7 @@ pub fn host_state(step: u64, model: &Model, opt: &Optimizer) -> Result<HostTenso
 }
 
 /// `Err(Error::Diverged { step })` when the state after `step` steps holds a non-finite value
-/// (weights or optimizer state). With the non-finite loss [`run_steps`] reports, this is the one
+/// (weights or optimizer state). With the non-finite loss [`Trajectory::run_steps`] reports, this is the one
 /// definition of "the training diverged at step s" that a trainer writing a bundle and a verifier
 /// replaying its tail share: a checkpoint step whose state is not finite, or a step whose loss is
 /// not.
