@@ -430,7 +430,12 @@ export function jobEventLine(e) {
     case 'BundleSubmitted': return `bundle committed: root ${d.root.toHex()}`;
     case 'AvailabilityAttested': return `availability attested: ${d.available.isTrue ? 'available' : 'UNAVAILABLE'}`;
     case 'VerifiersDrawn': return `round ${d.round} drew ${d.assignments.map(([v, s]) => `${short(v)} (segments ${s.join(',')})`).join('; ')}`;
+    case 'VerdictCommitted': return `${short(d.verifier)} committed its verdict (round ${d.round})`;
     case 'VerdictRevealed': return `${short(d.verifier)} revealed ${d.verdict.toString()}`;
+    case 'TrainerEvidenceSubmitted': return `the trainer gave its own sketches of segments ${d.segments.map((x) => x.toString()).join(',')}`;
+    case 'RoundSettled': return `round ${d.round} settled: ${d.pass} pass, ${d.fail} fail, ${d.silent} silent${d.decisive.isTrue ? '' : ' (not decisive)'}`;
+    case 'DisputeOpened': return `dispute: round ${d.round} replays segments ${d.segments.map((x) => x.toString()).join(',')}`;
+    case 'VerifierAbstained': return `${short(d.verifier)} abstained (the job's data)${d.openedDataCheck.isTrue ? ': the data is being checked' : ''}`;
     case 'VerifierPaid': return `verifier ${short(d.verifier)} paid ${erg(d.amount)}`;
     case 'JobCompleted': return `completed: trainer paid ${erg(d.price)} (${erg(d.burnt)} burnt), credited ${Number(d.workMicroUt) / 1e6} ut`;
     case 'JobFailed': return `failed (${d.reason.toString()}): ${erg(d.refunded)} refunded`;
