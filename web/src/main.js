@@ -8,7 +8,7 @@
 import { web3Accounts, web3Enable, web3FromAddress } from '@polkadot/extension-dapp';
 
 import {
-  checkedSpec, connect, erg, ergUp, followJob, jobSettled, plancks, send, signer,
+  checkedSpec, connect, erg, ergUp, followJob, plancks, send, signer,
 } from '../../scripts/client/lib/ergon.mjs';
 import { checkFile, manifestRoot } from './bundle-check.js';
 
@@ -194,10 +194,10 @@ async function watchJob(id) {
   };
   const view = await followJob(state.api, id, say);
   if (state.watching !== token) return;
+  // followJob returns the job's view once it is completed or failed.
   const s = view.state;
-  const ended = jobSettled(view) ? s.status : 'unknown';
-  show('job-status', `job ${id} ${ended}${s.reason ? ` (${s.reason})` : ''}`, ended === 'completed' ? 'ok' : 'error');
-  if (ended === 'completed' && s.bundle && s.bundle.divergedAt == null) {
+  show('job-status', `job ${id} ${s.status}${s.reason ? ` (${s.reason})` : ''}`, s.status === 'completed' ? 'ok' : 'error');
+  if (s.status === 'completed' && s.bundle && s.bundle.divergedAt == null) {
     $('model-section').hidden = false;
     $('fetch-model').dataset.job = String(id);
   }

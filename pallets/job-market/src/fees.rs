@@ -149,20 +149,14 @@ pub fn least_budget<T: Config>(
     if pays(low) {
         return low.saturated_into();
     }
-    // `low` does not pay; find a `high` that does.
+    // `low` does not pay; double until a `high` does (none at all: the largest balance).
     let mut high = low.max(1);
-    loop {
+    while !pays(high) {
         if high == u128::MAX {
-            if !pays(high) {
-                return high.saturated_into();
-            }
-            break;
-        }
-        high = high.saturating_mul(2);
-        if pays(high) {
-            break;
+            return high.saturated_into();
         }
         low = high;
+        high = high.saturating_mul(2);
     }
     // Invariant: `low` does not pay, `high` does.
     while high - low > 1 {

@@ -1,5 +1,6 @@
-// What every Ergon polkadot.js script needs: the `ergon_*` RPC definitions, a connection, keys,
-// submission with the runtime's readable errors, and the job spec's JSON ↔ chain mapping.
+// What every Ergon polkadot.js script (and the web page) needs: the `ergon_*` RPC definitions, a
+// connection, keys, submission with the runtime's readable errors, the job spec checked and encoded
+// by the node, and a job followed in finalized blocks. Browser-safe: key files are in key-file.mjs.
 
 import { ApiPromise, Keyring, WsProvider } from '@polkadot/api';
 import { isHex, u8aToHex } from '@polkadot/util';
@@ -468,7 +469,7 @@ export function nextHead(subscribe, after) {
 }
 
 /** The number of the next finalized block after `after`. */
-export const nextFinalized = (api, after) => nextHead(api.rpc.chain.subscribeFinalizedHeads, after);
+const nextFinalized = (api, after) => nextHead(api.rpc.chain.subscribeFinalizedHeads, after);
 
 /**
  * Follows job `id` to its end: says its phase at the finalized head at once, then, for every
