@@ -42,7 +42,7 @@ use crate::{
     AllowPrivateUrls, Attestations, AttesterSetId, Attesters, Call, Config, DataReports, JobId,
     JobState, Jobs, Pallet,
 };
-use ergon_job_spec::{Dataset, JobSpec};
+use ergon_job_spec::{BoundedString, Hash32, JobSpec};
 
 /// Key type of the attesters' session keys.
 pub const KEY_TYPE: KeyTypeId = KeyTypeId(*b"ergn");
@@ -324,11 +324,11 @@ pub fn url_allowed<T: Config>(uri: &[u8]) -> bool {
     UrlPolicy::of::<T>().check(&url).is_ok()
 }
 
-/// Whether every data file of `spec` passes [`url_allowed`].
+/// Whether every file `spec` commits to (data, initial weights) passes [`url_allowed`].
 pub fn data_urls_allowed<T: Config>(spec: &JobSpec) -> bool {
-    [&spec.train, &spec.validation]
+    spec.committed_files()
         .iter()
-        .all(|d| d.files.as_slice().iter().all(|f| url_allowed::<T>(f.0.as_slice())))
+        .all(|(files, _)| files.iter().all(|f| url_allowed::<T>(f.0.as_slice())))
 }
 
 /// Which hosts an offchain worker fetches from.
@@ -353,34 +353,39 @@ impl UrlPolicy {
     }
 }
 
-/// Downloads every file of the spec's training and validation datasets and checks that their
-/// digests give the committed content roots. Every file must be served over HTTP(S) from a host
-/// `policy` allows: a trainer can only report data whose availability the attesters can check.
+/// Downloads every file the spec commits to (training and validation data, initial weights) and
+/// checks that their digests give the committed content roots. Every file must be served over
+/// HTTP(S) from a host `policy` allows: a trainer can only report data whose availability the
+/// attesters can check.
 pub fn check_data(spec: &JobSpec, policy: UrlPolicy) -> Result<(), Unavailable> {
-    for dataset in [&spec.train, &spec.validation] {
-        check_dataset(dataset, policy)?;
+    for (files, root) in spec.committed_files() {
+        check_file_set(files, root, policy)?;
     }
     Ok(())
 }
 
-fn check_dataset(dataset: &Dataset, policy: UrlPolicy) -> Result<(), Unavailable> {
+fn check_file_set(
+    files: &[BoundedString<{ ergon_job_spec::MAX_URI_LEN }>],
+    root: &Hash32,
+    policy: UrlPolicy,
+) -> Result<(), Unavailable> {
     let mut digests = Vec::new();
-    for file in dataset.files.as_slice() {
+    for file in files {
         let url = http_base(file.0.as_slice()).ok_or(Unavailable::NotHttp)?;
         policy.check(&url)?;
         digests.push(digest_of(&url)?);
     }
-    if ergon_job_spec::content_root(digests) != dataset.content_root.0 {
+    if ergon_job_spec::content_root(digests) != root.0 {
         return Err(Unavailable::ContentMismatch);
     }
     Ok(())
 }
 
-/// Whether every data file of `spec` is served over HTTP(S), so that attesters can check it.
+/// Whether every file `spec` commits to is served over HTTP(S), so that attesters can check it.
 pub fn data_is_checkable(spec: &JobSpec) -> bool {
-    [&spec.train, &spec.validation]
+    spec.committed_files()
         .iter()
-        .all(|d| d.files.as_slice().iter().all(|f| http_base(f.0.as_slice()).is_some()))
+        .all(|(files, _)| files.iter().all(|f| http_base(f.0.as_slice()).is_some()))
 }
 
 /// SHA-256 of the body of `GET url`, streamed (at most [`ergon_job_spec::MAX_DATA_FILE_BYTES`]).

@@ -11,8 +11,8 @@ use crate::verification::verdict_commitment;
 use alloc::{boxed::Box, vec, vec::Vec};
 use codec::Encode;
 use ergon_job_spec::{
-    Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model, Optimizer, Ppb,
-    MAX_LAYERS, MAX_URI_LEN,
+    Bounded, BoundedString, DataFormat, Dataset, Hash32, InitialWeights, JobSpec, Layer, Model,
+    Optimizer, Ppb, Schedule, TokenWidth, WeightNaming, MAX_DATA_FILES, MAX_LAYERS, MAX_URI_LEN,
 };
 use ergon_protocol::traits::{BenchmarkTrainers, Obligation, Obligations};
 use frame_benchmarking::v2::*;
@@ -35,10 +35,12 @@ fn long_uri() -> BoundedString<MAX_URI_LEN> {
     BoundedString(Bounded::new(uri).expect("MAX_URI_LEN bytes fit"))
 }
 
-fn text(samples: u64) -> Dataset {
+/// Token shards in the most files a dataset may name, each URI of the longest length: the
+/// largest spec to decode and check.
+fn tokens(samples: u64) -> Dataset {
     Dataset {
-        format: DataFormat::Text { seq_len: 32 },
-        files: Bounded::new(vec![long_uri()]).expect("one file fits"),
+        format: DataFormat::Tokens { width: TokenWidth::U16, vocab_size: 256, seq_len: 32 },
+        files: Bounded::new(vec![long_uri(); MAX_DATA_FILES as usize]).expect("MAX_DATA_FILES fit"),
         content_root: Hash32([7; 32]),
         samples,
     }
@@ -57,14 +59,24 @@ fn spec(layers: u32) -> JobSpec {
     model.push(Layer::Linear { in_features: 32, out_features: 256, bias: true });
     JobSpec {
         model: Model { layers: Bounded::new(model).expect("at most MAX_LAYERS layers") },
-        train: text(10_000),
-        validation: text(1_000),
+        init: InitialWeights::Safetensors {
+            file: long_uri(),
+            content_root: Hash32([8; 32]),
+            naming: WeightNaming::Ergon,
+        },
+        train: tokens(10_000),
+        validation: tokens(1_000),
         optimizer: Optimizer::AdamW {
             lr: Ppb(1_000_000),
             beta1: Ppb(900_000_000),
             beta2: Ppb(999_000_000),
             eps: Ppb(10),
             weight_decay: Ppb(10_000_000),
+        },
+        schedule: Schedule::WarmupStableDecay {
+            warmup_steps: 10,
+            decay_steps: 100,
+            min_ratio: Ppb(100_000_000),
         },
         epochs: 1,
         batch_size: 16,

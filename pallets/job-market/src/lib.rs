@@ -73,6 +73,7 @@ pub mod availability;
 mod benchmarking;
 pub mod data_check;
 pub mod fees;
+pub mod migrations;
 pub mod queries;
 pub mod spec_check;
 pub mod types;
@@ -129,7 +130,11 @@ pub mod pallet {
         Perbill, Permill,
     };
 
+    /// 1: job specs v2 ([`crate::migrations::SpecV2`]).
+    const STORAGE_VERSION: StorageVersion = StorageVersion::new(1);
+
     #[pallet::pallet]
+    #[pallet::storage_version(STORAGE_VERSION)]
     pub struct Pallet<T>(_);
 
     /// Why this pallet holds balance.
@@ -752,6 +757,12 @@ pub mod pallet {
         /// which the validators of a live chain do not fetch (`AllowPrivateUrls` is off): a bundle
         /// there would be attested unavailable, data there could not be checked.
         UrlNotPublic,
+        /// The spec's learning-rate schedule does not fit its run (warmup and decay steps longer
+        /// than the run, or a ratio above 1).
+        ScheduleTooLong,
+        /// The spec's initial weights name their tensors in a way its model does not fit (Hugging
+        /// Face GPT-2 naming needs a GPT-2-shaped model).
+        WeightNamingMismatch,
     }
 
     /// The job spec's limits (`ergon_job_spec`), in the metadata so that clients check a spec

@@ -103,6 +103,8 @@ impl<T> From<SpecRejection> for Error<T> {
                 SpecError::TooManyCheckpoints => Error::TooManyCheckpoints,
                 SpecError::BadHyperParameter => Error::BadHyperParameter,
                 SpecError::Overflow => Error::WorkOverflow,
+                SpecError::ScheduleTooLong => Error::ScheduleTooLong,
+                SpecError::WeightNamingMismatch => Error::WeightNamingMismatch,
             },
         }
     }

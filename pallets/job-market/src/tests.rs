@@ -263,6 +263,28 @@ fn post_job_validates_and_holds_the_budget() {
             JobMarket::post_job(origin(OWNER), Box::new(private), 1_000, 5, 30),
             Error::<Test>::UrlNotPublic
         );
+        // So do initial weights there (a fine-tune's base is one of the files the job commits to).
+        let mut private_base = example_spec();
+        private_base.init = ergon_job_spec::InitialWeights::Safetensors {
+            file: ergon_job_spec::BoundedString::from_str("http://10.0.0.5/base.safetensors")
+                .unwrap(),
+            content_root: ergon_job_spec::Hash32([1; 32]),
+            naming: ergon_job_spec::WeightNaming::Ergon,
+        };
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(private_base), 1_000, 5, 30),
+            Error::<Test>::UrlNotPublic
+        );
+        // A schedule longer than the run is refused with its own error.
+        let mut long_warmup = example_spec();
+        long_warmup.schedule = ergon_job_spec::Schedule::WarmupCosine {
+            warmup_steps: 100_000,
+            min_ratio: ergon_job_spec::Ppb(0),
+        };
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(long_warmup), 1_000, 5, 30),
+            Error::<Test>::ScheduleTooLong
+        );
         // 938 steps checkpointed every 50: 19 segments, fewer than the 20 a verifier needs to replay
         // at most a tenth of them.
         let mut coarse = example_spec();

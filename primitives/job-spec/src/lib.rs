@@ -4,14 +4,21 @@
 //! (JSON, candle) read the same way:
 //!
 //! - [`Layer`]: a small sequential layer DSL (Linear, Conv2d, MaxPool2d, Flatten, ReLU, GELU, LayerNorm,
-//!   Embedding, PositionalEmbedding, TransformerBlock with causal self-attention);
+//!   Embedding, PositionalEmbedding, TransformerBlock with causal self-attention, an output head tied
+//!   to the token embedding) — a GPT-2 is `Embedding, PositionalEmbedding, TransformerBlock × n,
+//!   LayerNorm, TiedEmbeddingHead`;
 //! - [`Dataset`]: training and validation data (format, URIs, content root, sample count);
-//! - [`Optimizer`]: SGD with momentum or AdamW, hyper-parameters in parts per billion ([`Ppb`]) so the
-//!   runtime never touches floats;
+//! - [`InitialWeights`]: C0 from the job seed, or from a safetensors file committed by its content
+//!   root (fine-tuning), in Ergon's or Hugging Face's GPT-2 tensor naming;
+//! - [`Optimizer`] and [`Schedule`]: SGD with momentum or AdamW, hyper-parameters in parts per billion
+//!   ([`Ppb`]) so the runtime never touches floats, and a learning-rate schedule in integer steps;
 //! - [`JobSpec::validate`]: bounds and shape compatibility, and the exact integer FLOP count of the whole
 //!   training run ([`flops`]), from which the chain credits training work in micro-ut.
 //!
 //! Bounds live in the types ([`Bounded`]), so decoding an oversized spec fails before allocating.
+//!
+//! Versions: v1 (no `init`, no `schedule`) is [`v1::JobSpec`]; its JSON still reads as a v2 spec
+//! (seeded weights, constant learning rate) and the job market migrates stored v1 jobs.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 
@@ -19,7 +26,9 @@ extern crate alloc;
 
 pub mod bounded;
 pub mod flops;
+pub mod schedule;
 pub mod shape;
+pub mod v1;
 
 pub use bounded::{Bounded, BoundedString};
 pub use shape::{Activation, SpecError};
@@ -31,8 +40,8 @@ use scale_info::TypeInfo;
 pub const MAX_LAYERS: u32 = 64;
 /// Longest data URI, in bytes.
 pub const MAX_URI_LEN: u32 = 256;
-/// Most files a dataset is made of (IDX: images + labels).
-pub const MAX_DATA_FILES: u32 = 2;
+/// Most files a dataset is made of (IDX: images + labels; token shards: up to this many).
+pub const MAX_DATA_FILES: u32 = 64;
 /// Most trainable parameters in a model (2^28 ≈ 268 M).
 pub const MAX_PARAMETERS: u64 = 1 << 28;
 /// Most checkpoints in a bundle.
@@ -186,6 +195,9 @@ pub enum Layer {
         /// Hidden width of the MLP.
         hidden: u32,
     },
+    /// Output head tied to the token embedding (layer 0, `[vocab, dim]`): `[T, dim] → [T, vocab]`,
+    /// `y = x·Eᵀ`, no bias and no parameters of its own (GPT-2's `lm_head`).
+    TiedEmbeddingHead,
 }
 
 /// A sequential model.
@@ -231,6 +243,110 @@ pub enum DataFormat {
         /// Context length.
         seq_len: u32,
     },
+    /// Pre-tokenized shards: each file a flat array of little-endian token ids (nanoGPT's
+    /// `train.bin`, what `ergon-worker tokenize` writes), 1 to [`MAX_DATA_FILES`] files in order.
+    /// A file of `n` tokens holds `⌊(n − 1) / seq_len⌋` samples: sample `j` is the `seq_len` tokens at
+    /// `j·seq_len`, its targets the same window shifted by one token (causal LM); windows never
+    /// cross files. Samples are numbered through the files in order.
+    Tokens {
+        /// Bytes per token id.
+        width: TokenWidth,
+        /// Token ids are `< vocab_size`; the model's output is `[seq_len, vocab_size]`.
+        vocab_size: u32,
+        /// Context length.
+        seq_len: u32,
+    },
+}
+
+/// Bytes per token id in a token shard.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[scale_info(capture_docs = "always")]
+pub enum TokenWidth {
+    /// `u16`, little-endian (vocabularies up to 65,536: GPT-2's 50,257).
+    U16,
+    /// `u32`, little-endian.
+    U32,
+}
+
+impl TokenWidth {
+    /// Bytes per id.
+    pub fn bytes(self) -> usize {
+        match self {
+            TokenWidth::U16 => 2,
+            TokenWidth::U32 => 4,
+        }
+    }
+}
+
+/// Where C0's weights come from.
+#[derive(
+    Clone,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
+pub enum InitialWeights {
+    /// Drawn from the job seed, one stream per parameter (training from scratch).
+    #[default]
+    Seed,
+    /// Read from one safetensors file (fine-tuning): C0's parameters equal its tensors bit for bit
+    /// (f16 and bf16 tensors widened exactly to f32); the optimizer state starts at zero. Every
+    /// parameter must be in the file with its shape; a tensor the model has no place for is an error.
+    Safetensors {
+        /// Path or http(s) URL of the file.
+        file: BoundedString<MAX_URI_LEN>,
+        /// Content root of the file as a one-file set: `SHA-256(SHA-256(bytes))` ([`content_root`]).
+        content_root: Hash32,
+        /// How the file names its tensors.
+        naming: WeightNaming,
+    },
+}
+
+/// How a weights file names its tensors.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[scale_info(capture_docs = "always")]
+pub enum WeightNaming {
+    /// Ergon's parameter names (`layers.3.attn.qkv.weight`), as in a bundle's checkpoints
+    /// (`param.` prefixes and `opt.` tensors allowed): a job continues from another's final model.
+    Ergon,
+    /// Hugging Face `transformers`' GPT-2 (`wte`, `wpe`, `h.N.attn.c_attn`, …, `ln_f`, with or
+    /// without the `transformer.` prefix; `Conv1D` weights stored `[in, out]`). The model must be
+    /// `Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm` and then
+    /// `TiedEmbeddingHead` or a bias-free `Linear` (`lm_head.weight`).
+    HfGpt2,
 }
 
 /// A dataset: its format, where its files are, and what their content must hash to.
@@ -251,7 +367,8 @@ pub struct Dataset {
     pub samples: u64,
 }
 
-/// The optimizer and its hyper-parameters. The learning rate is constant over the run.
+/// The optimizer and its hyper-parameters. `lr` is the peak learning rate; [`Schedule`] scales it
+/// per step.
 #[derive(
     Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
 )]
@@ -283,6 +400,48 @@ pub enum Optimizer {
     },
 }
 
+/// How the learning rate changes over the run: the factor applied to [`Optimizer::lr`] at each
+/// optimizer step, from integer step counts and ppb only ([`schedule`] computes it).
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
+pub enum Schedule {
+    /// The same learning rate at every step.
+    #[default]
+    Constant,
+    /// Linear warmup over `warmup_steps` (step `s` < warmup: factor `(s + 1) / warmup_steps`), then
+    /// cosine decay to `min_ratio` at the last step (GPT-2 and Llama recipes).
+    WarmupCosine {
+        /// Steps of linear warmup.
+        warmup_steps: u32,
+        /// Factor at the end of the decay (≤ 1).
+        min_ratio: Ppb,
+    },
+    /// Warmup, a stable phase at the peak, then linear decay to `min_ratio` over the last
+    /// `decay_steps` steps (warmup-stable-decay, as MiniCPM and DeepSeek train).
+    WarmupStableDecay {
+        /// Steps of linear warmup.
+        warmup_steps: u32,
+        /// Steps of linear decay at the end of the run.
+        decay_steps: u32,
+        /// Factor at the last step (≤ 1).
+        min_ratio: Ppb,
+    },
+}
+
 /// A training job.
 #[derive(
     Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
@@ -293,12 +452,18 @@ pub enum Optimizer {
 pub struct JobSpec {
     /// The model to train.
     pub model: Model,
+    /// Where C0's weights come from (JSON: optional, the seed by default).
+    #[cfg_attr(feature = "std", serde(default))]
+    pub init: InitialWeights,
     /// Training data.
     pub train: Dataset,
     /// Validation data (same format as `train`).
     pub validation: Dataset,
     /// Optimizer and hyper-parameters.
     pub optimizer: Optimizer,
+    /// Learning-rate schedule (JSON: optional, constant by default).
+    #[cfg_attr(feature = "std", serde(default))]
+    pub schedule: Schedule,
     /// Passes over the training data.
     pub epochs: u32,
     /// Samples per optimizer step (the last batch of an epoch may be smaller).
@@ -348,6 +513,20 @@ impl JobSpec {
             0 => 1,
             interval => step.div_ceil(interval as u64).max(1),
         }
+    }
+
+    /// The sets of files the job names and the content root each must hash to: the training and
+    /// validation data and, when fine-tuning, the initial weights. What the owner must keep
+    /// available and what attesters fetch — the one list every such check iterates.
+    pub fn committed_files(&self) -> alloc::vec::Vec<(&[BoundedString<MAX_URI_LEN>], &Hash32)> {
+        let mut sets = alloc::vec![
+            (self.train.files.as_slice(), &self.train.content_root),
+            (self.validation.files.as_slice(), &self.validation.content_root),
+        ];
+        if let InitialWeights::Safetensors { file, content_root, .. } = &self.init {
+            sets.push((core::slice::from_ref(file), content_root));
+        }
+        sets
     }
 
     /// Optimizer steps in one epoch (the last batch may be partial).

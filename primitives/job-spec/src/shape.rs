@@ -5,8 +5,9 @@ use codec::{Decode, Encode};
 use scale_info::TypeInfo;
 
 use crate::{
-    flops, DataFormat, Dataset, JobSpec, Layer, Optimizer, Ppb, SpecSummary, BYTE_VOCAB,
-    MAX_BATCH_SIZE, MAX_CHECKPOINTS, MAX_EPOCHS, MAX_PARAMETERS,
+    flops, DataFormat, Dataset, InitialWeights, JobSpec, Layer, Optimizer, Ppb, SpecSummary,
+    WeightNaming, BYTE_VOCAB, MAX_BATCH_SIZE, MAX_CHECKPOINTS, MAX_DATA_FILES, MAX_EPOCHS,
+    MAX_PARAMETERS,
 };
 
 /// Why a spec is invalid. Each variant names what is wrong; `layer` is the 0-based layer index.
@@ -45,6 +46,12 @@ pub enum SpecError {
     BadHyperParameter,
     /// The FLOP count overflows 128 bits.
     Overflow,
+    /// The learning-rate schedule is longer than the run (warmup and decay steps), or a ratio is
+    /// above 1.
+    ScheduleTooLong,
+    /// The initial weights' naming does not fit the model (Hugging Face GPT-2 naming needs
+    /// `Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm` and a tied or bias-free head).
+    WeightNamingMismatch,
 }
 
 #[cfg(feature = "std")]
@@ -53,7 +60,7 @@ impl core::fmt::Display for SpecError {
         match self {
             SpecError::EmptyModel => write!(f, "the model has no layers"),
             SpecError::OutOfBounds => write!(f, "a size, count or hyper-parameter is zero or too large"),
-            SpecError::WrongFileCount => write!(f, "wrong number of dataset files for the format (IDX: images, labels; CSV and text: one)"),
+            SpecError::WrongFileCount => write!(f, "wrong number of dataset files for the format (IDX: images, labels; CSV and text: one; tokens: 1 to {MAX_DATA_FILES})"),
             SpecError::BadUri => write!(f, "a dataset URI is empty, not UTF-8, or neither a path nor an http(s) URL"),
             SpecError::FormatMismatch => write!(f, "training and validation data have different formats"),
             SpecError::NoSamples => write!(f, "a dataset has no samples"),
@@ -64,6 +71,8 @@ impl core::fmt::Display for SpecError {
             SpecError::TooManyCheckpoints => write!(f, "more than {MAX_CHECKPOINTS} checkpoints: raise checkpoint_interval"),
             SpecError::BadHyperParameter => write!(f, "a hyper-parameter is out of range (lr > 0, momentum and betas < 1, eps > 0)"),
             SpecError::Overflow => write!(f, "the FLOP count overflows"),
+            SpecError::ScheduleTooLong => write!(f, "the learning-rate schedule does not fit the run (warmup + decay steps ≤ total steps, warmup < total steps for a cosine, min_ratio ≤ 1)"),
+            SpecError::WeightNamingMismatch => write!(f, "the initial weights' naming does not fit the model (hf_gpt2: Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm, then TiedEmbeddingHead or a Linear without bias)"),
         }
     }
 }
@@ -74,18 +83,24 @@ impl std::error::Error for SpecError {}
 /// The per-sample activation flowing between layers.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Activation {
-    /// Token ids of a sequence of this length (before an embedding).
-    Tokens(u32),
+    /// Token ids of a sequence (before an embedding).
+    Tokens {
+        /// Sequence length.
+        len: u32,
+        /// Token ids are below this.
+        vocab: u32,
+    },
     /// A float tensor of this shape.
     Float(Vec<u32>),
 }
 
 impl DataFormat {
-    /// Number of files the format is made of.
-    pub fn file_count(&self) -> usize {
+    /// Whether a dataset of this format may be made of `files` files.
+    pub fn takes_files(&self, files: usize) -> bool {
         match self {
-            DataFormat::Idx { .. } => 2,
-            DataFormat::Csv { .. } | DataFormat::Text { .. } => 1,
+            DataFormat::Idx { .. } => files == 2,
+            DataFormat::Csv { .. } | DataFormat::Text { .. } => files == 1,
+            DataFormat::Tokens { .. } => (1..=MAX_DATA_FILES as usize).contains(&files),
         }
     }
 
@@ -96,7 +111,10 @@ impl DataFormat {
                 Activation::Float(alloc::vec![1, *height, *width])
             }
             DataFormat::Csv { features, .. } => Activation::Float(alloc::vec![*features]),
-            DataFormat::Text { seq_len } => Activation::Tokens(*seq_len),
+            DataFormat::Text { seq_len } => Activation::Tokens { len: *seq_len, vocab: BYTE_VOCAB },
+            DataFormat::Tokens { seq_len, vocab_size, .. } => {
+                Activation::Tokens { len: *seq_len, vocab: *vocab_size }
+            }
         }
     }
 
@@ -107,6 +125,7 @@ impl DataFormat {
                 alloc::vec![*classes]
             }
             DataFormat::Text { seq_len } => alloc::vec![*seq_len, BYTE_VOCAB],
+            DataFormat::Tokens { seq_len, vocab_size, .. } => alloc::vec![*seq_len, *vocab_size],
         }
     }
 }
@@ -140,7 +159,7 @@ fn check_uri(uri: &crate::BoundedString<{ crate::MAX_URI_LEN }>) -> Result<(), S
 }
 
 fn check_dataset(data: &Dataset) -> Result<(), SpecError> {
-    if data.files.len() != data.format.file_count() {
+    if !data.format.takes_files(data.files.len()) {
         return Err(SpecError::WrongFileCount);
     }
     data.files.iter().try_for_each(check_uri)?;
@@ -151,6 +170,12 @@ fn check_dataset(data: &Dataset) -> Result<(), SpecError> {
         DataFormat::Idx { height, width, classes } => positive(&[height, width, classes])?,
         DataFormat::Csv { features, classes } => positive(&[features, classes])?,
         DataFormat::Text { seq_len } => positive(&[seq_len])?,
+        DataFormat::Tokens { seq_len, vocab_size, width } => {
+            positive(&[seq_len, vocab_size])?;
+            if width == crate::TokenWidth::U16 && vocab_size > 1 << 16 {
+                return Err(SpecError::OutOfBounds);
+            }
+        }
     }
     match data.format {
         DataFormat::Idx { classes, .. } | DataFormat::Csv { classes, .. } if classes < 2 => {
@@ -171,17 +196,48 @@ fn check_optimizer(opt: &Optimizer) -> Result<(), SpecError> {
     ok.then_some(()).ok_or(SpecError::BadHyperParameter)
 }
 
+/// The initial weights' file is a valid URI and their naming fits the model.
+fn check_init(spec: &JobSpec) -> Result<(), SpecError> {
+    let InitialWeights::Safetensors { file, naming, .. } = &spec.init else {
+        return Ok(());
+    };
+    check_uri(file)?;
+    match naming {
+        WeightNaming::Ergon => Ok(()),
+        WeightNaming::HfGpt2 => {
+            is_gpt2(&spec.model.layers).then_some(()).ok_or(SpecError::WeightNamingMismatch)
+        }
+    }
+}
+
+/// Whether `layers` is a GPT-2: `Embedding, PositionalEmbedding, TransformerBlock × n (n ≥ 1),
+/// LayerNorm`, then a tied head or a bias-free `Linear` — the models Hugging Face's GPT-2 names fit.
+pub fn is_gpt2(layers: &[Layer]) -> bool {
+    use Layer::*;
+    let [Embedding { .. }, PositionalEmbedding { .. }, middle @ .., LayerNorm { .. }, head] =
+        layers
+    else {
+        return false;
+    };
+    !middle.is_empty()
+        && middle.iter().all(|l| matches!(l, TransformerBlock { .. }))
+        && matches!(head, TiedEmbeddingHead | Linear { bias: false, .. })
+}
+
 /// Shape, parameter count and forward FLOPs of one layer on `input`.
+/// `embedding` is the model's token embedding (`vocab`, `dim`) when layer 0 is one: what a tied head
+/// projects onto.
 fn apply_layer(
     index: u32,
     layer: &Layer,
     input: &Activation,
+    embedding: Option<(u32, u32)>,
 ) -> Result<(Activation, u128, u128), SpecError> {
     use Activation::*;
     let mismatch = SpecError::ShapeMismatch { layer: index };
     let overflow = |v: Option<u128>| v.ok_or(SpecError::Overflow);
 
-    if let (Tokens(_), l) = (input, layer) {
+    if let (Tokens { .. }, l) = (input, layer) {
         if !matches!(l, Layer::Embedding { .. }) {
             return Err(SpecError::TokenInputMismatch { layer: index });
         }
@@ -189,11 +245,11 @@ fn apply_layer(
     match layer {
         Layer::Embedding { vocab_size, dim } => {
             positive(&[*vocab_size, *dim])?;
-            let Tokens(t) = input else {
+            let Tokens { len: t, vocab } = input else {
                 return Err(SpecError::TokenInputMismatch { layer: index });
             };
-            // Byte-level text: every byte value must have an embedding row.
-            if *vocab_size < BYTE_VOCAB {
+            // Every token id of the data must have an embedding row.
+            if vocab_size < vocab {
                 return Err(mismatch);
             }
             let params = (*vocab_size as u128) * (*dim as u128);
@@ -306,6 +362,17 @@ fn apply_layer(
                     let f = flops::transformer_block(t as u128, d, heads as u128, h);
                     Ok((input.clone(), params, overflow(f)?))
                 }
+                Layer::TiedEmbeddingHead => {
+                    let (vocab, dim) = embedding.ok_or(mismatch)?;
+                    let [t, d] = shape[..] else {
+                        return Err(mismatch);
+                    };
+                    if d != dim {
+                        return Err(mismatch);
+                    }
+                    let f = flops::linear(t as u128, dim as u128, vocab as u128, false);
+                    Ok((Float(alloc::vec![t, vocab]), 0, overflow(f)?))
+                }
                 Layer::Embedding { .. } => unreachable!("handled above"),
             }
         }
@@ -316,8 +383,12 @@ fn apply_layer(
 pub fn infer(layers: &[Layer], input: Activation) -> Result<(Activation, u128, u128), SpecError> {
     let mut act = input;
     let (mut params, mut fwd) = (0u128, 0u128);
+    let embedding = match layers.first() {
+        Some(Layer::Embedding { vocab_size, dim }) => Some((*vocab_size, *dim)),
+        _ => None,
+    };
     for (i, layer) in layers.iter().enumerate() {
-        let (next, p, f) = apply_layer(i as u32, layer, &act)?;
+        let (next, p, f) = apply_layer(i as u32, layer, &act, embedding)?;
         params = params.checked_add(p).ok_or(SpecError::Overflow)?;
         fwd = fwd.checked_add(f).ok_or(SpecError::Overflow)?;
         act = next;
@@ -335,6 +406,7 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
         return Err(SpecError::FormatMismatch);
     }
     check_optimizer(&spec.optimizer)?;
+    check_init(spec)?;
     if spec.epochs == 0 || spec.epochs > MAX_EPOCHS {
         return Err(SpecError::OutOfBounds);
     }
@@ -369,6 +441,7 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
     if checkpoints > MAX_CHECKPOINTS {
         return Err(SpecError::TooManyCheckpoints);
     }
+    crate::schedule::check(&spec.schedule, total_steps)?;
     let training_flops = [3u128, forward, spec.train.samples as u128, spec.epochs as u128]
         .iter()
         .try_fold(1u128, |acc, v| acc.checked_mul(*v))

@@ -21,6 +21,7 @@ fn idx_data(samples: u64) -> Dataset {
 fn spec(layers: Vec<Layer>, train: Dataset, validation: Dataset) -> JobSpec {
     JobSpec {
         model: Model { layers: Bounded::new(layers).unwrap() },
+        init: InitialWeights::Seed,
         train,
         validation,
         optimizer: Optimizer::Sgd {
@@ -28,6 +29,7 @@ fn spec(layers: Vec<Layer>, train: Dataset, validation: Dataset) -> JobSpec {
             momentum: Ppb(900_000_000),
             weight_decay: Ppb(0),
         },
+        schedule: Schedule::Constant,
         epochs: 1,
         batch_size: 64,
         checkpoint_interval: 100,
@@ -333,4 +335,167 @@ fn a_diverged_bundle_holds_the_checkpoints_before_the_divergence() {
     assert_eq!(counts, vec![1, 1, 1, 2, 2, 3]);
     // Diverging at the very end (a non-finite validation loss) keeps all but the final checkpoint.
     assert_eq!(spec.checkpoints_before_divergence(summary.total_steps), summary.checkpoints - 1);
+}
+
+fn token_data(files: usize, samples: u64) -> Dataset {
+    Dataset {
+        format: DataFormat::Tokens { width: TokenWidth::U16, vocab_size: 50_257, seq_len: 64 },
+        files: Bounded::new((0..files).map(|i| uri(&format!("/shards/{i}.bin"))).collect())
+            .unwrap(),
+        content_root: Hash32([2; 32]),
+        samples,
+    }
+}
+
+/// A 2-block GPT-2 on 64 tokens of GPT-2's vocabulary, head tied to the embedding.
+fn gpt2() -> JobSpec {
+    let (v, d) = (50_257, 64);
+    spec(
+        vec![
+            Layer::Embedding { vocab_size: v, dim: d },
+            Layer::PositionalEmbedding { max_len: 128, dim: d },
+            Layer::TransformerBlock { dim: d, heads: 4, hidden: 4 * d },
+            Layer::TransformerBlock { dim: d, heads: 4, hidden: 4 * d },
+            Layer::LayerNorm { dim: d },
+            Layer::TiedEmbeddingHead,
+        ],
+        token_data(40, 10_000),
+        token_data(1, 100),
+    )
+}
+
+#[test]
+fn a_gpt2_on_token_shards_costs_its_formula_and_its_head_has_no_parameters_of_its_own() {
+    let s = gpt2().validate().unwrap();
+    let (t, d, v) = (64u128, 64u128, 50_257u128);
+    let block = flops::transformer_block(t, d, 4, 4 * d).unwrap();
+    let forward = t * d + 2 * block + 8 * t * d + 2 * t * d * v + 5 * t * v;
+    assert_eq!(s.forward_flops_per_sample, forward);
+    let block_params = 4 * d + 3 * d * d + 3 * d + d * d + d + 8 * d * d + 4 * d + d;
+    assert_eq!(s.parameters as u128, v * d + 128 * d + 2 * block_params + 2 * d);
+    // The same model with an untied head has vocab·dim more parameters.
+    let mut untied = gpt2();
+    let head = Layer::Linear { in_features: 64, out_features: 50_257, bias: false };
+    untied.model.layers = Bounded::new(
+        untied.model.layers.as_slice().iter().take(5).cloned().chain([head]).collect(),
+    )
+    .unwrap();
+    assert_eq!(untied.validate().unwrap().parameters - s.parameters, 50_257 * 64);
+}
+
+#[test]
+fn token_shards_take_one_to_max_files_and_ids_must_fit_the_embedding() {
+    let mut s = gpt2();
+    s.train = token_data(MAX_DATA_FILES as usize, 10_000);
+    assert!(s.validate().is_ok());
+    assert!(Bounded::<BoundedString<MAX_URI_LEN>, MAX_DATA_FILES>::new(vec![
+        uri("/x");
+        MAX_DATA_FILES
+            as usize
+            + 1
+    ])
+    .is_err());
+    // An embedding smaller than the data's vocabulary: some ids would have no row.
+    let mut s = gpt2();
+    let mut layers = s.model.layers.as_slice().to_vec();
+    layers[0] = Layer::Embedding { vocab_size: 50_000, dim: 64 };
+    s.model.layers = Bounded::new(layers).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::ShapeMismatch { layer: 0 }));
+    // u16 ids cannot name a vocabulary past 65,536.
+    let mut s = gpt2();
+    s.train.format = DataFormat::Tokens { width: TokenWidth::U16, vocab_size: 70_000, seq_len: 64 };
+    assert_eq!(s.validate(), Err(SpecError::OutOfBounds));
+}
+
+#[test]
+fn a_tied_head_needs_a_token_embedding_of_its_width() {
+    let mut s = mlp();
+    s.model.layers = Bounded::new(vec![Layer::Flatten, Layer::TiedEmbeddingHead]).unwrap();
+    assert_eq!(s.validate(), Err(SpecError::ShapeMismatch { layer: 1 }));
+}
+
+#[test]
+fn hf_gpt2_weights_need_a_gpt2_shaped_model() {
+    let weights = |naming| InitialWeights::Safetensors {
+        file: uri("https://example.org/gpt2.safetensors"),
+        content_root: Hash32([3; 32]),
+        naming,
+    };
+    let mut s = gpt2();
+    s.init = weights(WeightNaming::HfGpt2);
+    assert!(s.validate().is_ok());
+    let mut c = char_transformer();
+    c.init = weights(WeightNaming::HfGpt2);
+    assert_eq!(c.validate(), Err(SpecError::WeightNamingMismatch), "its head has a bias");
+    c.init = weights(WeightNaming::Ergon);
+    assert!(c.validate().is_ok());
+    let mut m = mlp();
+    m.init = weights(WeightNaming::HfGpt2);
+    assert_eq!(m.validate(), Err(SpecError::WeightNamingMismatch));
+    let mut bad_uri = gpt2();
+    bad_uri.init = InitialWeights::Safetensors {
+        file: uri("ftp://x/w"),
+        content_root: Hash32([3; 32]),
+        naming: WeightNaming::HfGpt2,
+    };
+    assert_eq!(bad_uri.validate(), Err(SpecError::BadUri));
+    // The weights file is one of the files the owner commits to.
+    assert_eq!(s.committed_files().len(), 3);
+    assert_eq!(gpt2().committed_files().len(), 2);
+}
+
+#[test]
+fn a_schedule_longer_than_the_run_is_refused_by_validate() {
+    let mut s = gpt2(); // 157 steps
+    s.schedule = Schedule::WarmupCosine { warmup_steps: 157, min_ratio: Ppb(0) };
+    assert_eq!(s.validate(), Err(SpecError::ScheduleTooLong));
+    s.schedule = Schedule::WarmupCosine { warmup_steps: 20, min_ratio: Ppb(100_000_000) };
+    assert!(s.validate().is_ok());
+}
+
+/// A v1 job, as stored before v2, decodes as [`v1::JobSpec`] and upgrades to the same job with
+/// seeded weights and a constant rate; a v1 JSON spec reads as v2 directly.
+#[test]
+fn v1_specs_upgrade_in_scale_and_read_in_json() {
+    let v2 = char_transformer();
+    let v1 = v1::JobSpec {
+        model: v2.model.clone(),
+        train: v2.train.clone(),
+        validation: v2.validation.clone(),
+        optimizer: v2.optimizer.clone(),
+        epochs: v2.epochs,
+        batch_size: v2.batch_size,
+        checkpoint_interval: v2.checkpoint_interval,
+    };
+    let stored = v1.encode();
+    assert!(JobSpec::decode(&mut &stored[..]).is_err(), "v2 does not read v1 bytes");
+    assert_eq!(v1::JobSpec::decode(&mut &stored[..]).unwrap().upgrade(), v2);
+
+    let mut json: serde_json::Value = serde_json::to_value(&v2).unwrap();
+    let fields = json.as_object_mut().unwrap();
+    fields.remove("init");
+    fields.remove("schedule");
+    assert_eq!(serde_json::from_value::<JobSpec>(json).unwrap(), v2);
+}
+
+#[test]
+fn v2_json_names_its_new_parts() {
+    let mut s = gpt2();
+    s.init = InitialWeights::Safetensors {
+        file: uri("https://example.org/gpt2.safetensors"),
+        content_root: Hash32([3; 32]),
+        naming: WeightNaming::HfGpt2,
+    };
+    s.schedule = Schedule::WarmupCosine { warmup_steps: 20, min_ratio: Ppb(100_000_000) };
+    let json = serde_json::to_string(&s).unwrap();
+    for part in [
+        r#""init":{"type":"Safetensors","file":"https://example.org/gpt2.safetensors""#,
+        r#""naming":"HfGpt2""#,
+        r#""schedule":{"type":"WarmupCosine","warmup_steps":20,"min_ratio":0.1}"#,
+        r#""format":{"type":"Tokens","width":"U16","vocab_size":50257,"seq_len":64}"#,
+        r#"{"type":"TiedEmbeddingHead"}"#,
+    ] {
+        assert!(json.contains(part), "{part} in {json}");
+    }
+    assert_eq!(serde_json::from_str::<JobSpec>(&json).unwrap(), s);
 }

@@ -67,6 +67,8 @@ fn task(dir: &Path) -> JobSpec {
             momentum: Ppb(900_000_000),
             weight_decay: Ppb(0),
         },
+        init: Default::default(),
+        schedule: Default::default(),
         epochs: 6,
         batch_size: 32,
         checkpoint_interval: 10,

@@ -175,7 +175,7 @@ fn train_chain(
     until: u64,
     tamper: impl Fn(&Model) -> Result<()>,
 ) -> Result<(Vec<CheckpointEntry>, Vec<f32>, Optimizer)> {
-    let mut opt = Optimizer::new(data_spec.optimizer.clone(), &model.params)?;
+    let mut opt = Optimizer::new(data_spec, &model.params)?;
     let mut entries = vec![trajectory::write_checkpoint(out, 0, model, &opt)?];
     let mut losses = Vec::new();
     continue_chain(
@@ -423,8 +423,8 @@ pub fn forge(
             relabel(spec, seed, &model, &opt, out, entries, losses)?;
         }
         Attack::ResetOptimizerState => {
-            let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
-            let reset = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+            let mut opt = Optimizer::new(spec, &model.params)?;
+            let reset = Optimizer::new(spec, &model.params)?;
             let zeros = reset.named_state(&model.params);
             let mut entries = vec![trajectory::write_checkpoint(out, 0, &model, &opt)?];
             let mut losses = Vec::new();
@@ -469,7 +469,7 @@ pub fn forge(
             let pick = other_seed(seed, variant, "lazy");
             chosen.sort_by_key(|i| other_seed(&pick, *i as u64, "lazy-order"));
             chosen.truncate(faked.min(segments));
-            let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+            let mut opt = Optimizer::new(spec, &model.params)?;
             let mut entries = vec![trajectory::write_checkpoint(out, 0, &model, &opt)?];
             let mut losses = Vec::new();
             let mut last_update: Option<BTreeMap<String, Vec<f32>>> = None;
@@ -561,7 +561,7 @@ pub fn forge(
             let (mut entries, losses, opt) =
                 train_chain(spec, spec, &other_seed, &other, out, summary.total_steps, none)?;
             // ...relabelled: C0 is this job's Init(seed), the manifest names this job's seed.
-            let init_opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+            let init_opt = Optimizer::new(spec, &model.params)?;
             entries[0] = trajectory::write_checkpoint(out, 0, &model, &init_opt)?;
             relabel(spec, seed, &other, &opt, out, entries, losses)?;
         }

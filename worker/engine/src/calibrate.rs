@@ -50,6 +50,8 @@ fn reference() -> Option<JobSpec> {
             momentum: Ppb(900_000_000),
             weight_decay: Ppb(0),
         },
+        init: Default::default(),
+        schedule: Default::default(),
         epochs: 1_000,
         batch_size: BATCH,
         checkpoint_interval: 1_000,
@@ -83,7 +85,7 @@ pub fn training_flops_per_second(
         };
         let seed = [0x5a; 32];
         let model = Model::new(&spec, &seed, device, DType::F32)?;
-        let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+        let mut opt = Optimizer::new(&spec, &model.params)?;
         // The clock starts after the first step: it allocates what the later ones reuse.
         let (mut started, mut steps) = (Instant::now(), 0u64);
         let run = trajectory::Trajectory {

@@ -67,7 +67,7 @@ pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> R
     let host = trajectory::read_checkpoint(into, last)?;
     let device = Device::Cpu;
     let model = Model::new(spec, &[0; 32], &device, DType::F32)?;
-    let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+    let mut opt = Optimizer::new(spec, &model.params)?;
     trajectory::load_state(&into.join(&last.file), &host, last.step, &model, &mut opt)?;
     let data = data::JobData::load(spec)?;
     let (validation_loss, validation_accuracy) =
@@ -79,4 +79,34 @@ pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> R
         validation_loss,
         validation_accuracy,
     })
+}
+
+/// Writes the final model of the bundle in `dir` (a trainer's bundle, or what [`fetch_model`]
+/// downloaded) into `out` in Hugging Face's layout ([`crate::weights::export_hf`]): the final
+/// checkpoint is first checked against the manifest's digests and the spec's layout. Returns the
+/// checkpoint's step.
+pub fn export_hf(spec: &JobSpec, dir: &Path, out: &Path, tokenizer: Option<&Path>) -> Result<u64> {
+    spec.validate()?;
+    let layout = trajectory::layout(spec)?;
+    let final_only = |m: &Manifest| m.checkpoints.len().checked_sub(1).into_iter().collect();
+    let inspection = bundle::inspect_selected(dir, final_only, Some(&layout))?;
+    let manifest_path = dir.join(MANIFEST_FILE);
+    if inspection.manifest.spec_hash != hex(&trajectory::spec_hash(spec)) {
+        return Err(Error::Bundle { path: manifest_path, reason: "trained another spec".into() });
+    }
+    let last = inspection.manifest.checkpoints.last().ok_or_else(|| Error::Bundle {
+        path: manifest_path.clone(),
+        reason: "no checkpoint".into(),
+    })?;
+    let host = match inspection.checkpoints.get(&last.step) {
+        Some(host) => host.clone(),
+        None => trajectory::read_checkpoint(dir, last)?,
+    };
+    let params = host
+        .0
+        .into_iter()
+        .filter_map(|(name, t)| name.strip_prefix("param.").map(|n| (n.to_string(), t)))
+        .collect();
+    crate::weights::export_hf(spec, &params, out, tokenizer)?;
+    Ok(last.step)
 }

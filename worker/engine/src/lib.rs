@@ -43,6 +43,7 @@ pub mod step;
 pub mod train;
 pub mod trajectory;
 pub mod verify;
+pub mod weights;
 
 pub use ergon_protocol::kernels::KERNELS_REVISION;
 pub use error::{Error, Result};

@@ -1,4 +1,5 @@
-//! A candle model built from a spec's layer list, with parameters initialized from the job seed.
+//! A candle model built from a spec's layer list, with parameters initialized from the job seed or
+//! read from the spec's initial weights ([`crate::weights`]).
 //!
 //! Everything differentiable is written with candle's primitive ops (matmul, conv2d, exp, sum, …):
 //! candle's fused softmax / layer-norm kernels do not propagate gradients, so they are not used here.
@@ -13,6 +14,7 @@ use crate::{
     error::Result,
     ops,
     rng::{Seed, Stream},
+    weights::InitialWeights,
 };
 
 /// ε of every LayerNorm.
@@ -39,14 +41,30 @@ enum Init {
 /// One layer, holding indices into [`Model::params`].
 enum Block {
     Linear(Lin),
-    Conv2d { w: usize, b: Option<usize>, stride: usize, padding: usize },
-    MaxPool2d { kernel: usize, stride: usize },
+    Conv2d {
+        w: usize,
+        b: Option<usize>,
+        stride: usize,
+        padding: usize,
+    },
+    MaxPool2d {
+        kernel: usize,
+        stride: usize,
+    },
     Flatten,
     Relu,
     Gelu,
     LayerNorm(Norm),
-    Embedding { w: usize },
-    Positional { w: usize },
+    Embedding {
+        w: usize,
+    },
+    Positional {
+        w: usize,
+    },
+    /// The output head tied to the embedding `w` (`[vocab, dim]`): `x·wᵀ`.
+    TiedHead {
+        w: usize,
+    },
     Transformer(Box<TransformerBlock>),
 }
 
@@ -81,6 +99,8 @@ pub struct Model {
 
 struct Builder<'a> {
     seed: &'a Seed,
+    /// Values read from a weights file, used instead of the seed's draws.
+    preset: Option<&'a InitialWeights>,
     device: &'a Device,
     dtype: DType,
     params: Vec<Param>,
@@ -97,6 +117,16 @@ impl Builder<'_> {
             return Ok(self.shapes.len() - 1);
         }
         let n: usize = shape.iter().product();
+        if let Some(preset) = self.preset {
+            let (_, values) = preset.get(&name).filter(|(s, _)| s == shape).ok_or_else(|| {
+                crate::Error::Candle(candle_core::Error::Msg(format!(
+                    "the initial weights have no {name} of shape {shape:?}"
+                )))
+            })?;
+            let t = Tensor::from_slice(values, shape, self.device)?.to_dtype(self.dtype)?;
+            self.params.push(Param { name, var: Var::from_tensor(&t)? });
+            return Ok(self.params.len() - 1);
+        }
         let mut rng = Stream::new(self.seed, "init", name.as_bytes());
         let values: Vec<f32> = match init {
             Init::FanIn(fan_in) => {
@@ -133,8 +163,22 @@ impl Model {
     /// Builds the model of `spec` with weights drawn from `seed` (C0 = Init(seed), bit for bit).
     /// The spec must have been validated.
     pub fn new(spec: &JobSpec, seed: &Seed, device: &Device, dtype: DType) -> Result<Model> {
+        Self::initial(spec, seed, None, device, dtype)
+    }
+
+    /// Builds C0 of `spec`: its parameters from `weights` when the spec names a weights file (its
+    /// content loaded by [`crate::weights::load`]), else drawn from `seed`. The spec must have been
+    /// validated.
+    pub fn initial(
+        spec: &JobSpec,
+        seed: &Seed,
+        weights: Option<&InitialWeights>,
+        device: &Device,
+        dtype: DType,
+    ) -> Result<Model> {
         let mut b = Builder {
             seed,
+            preset: weights,
             device,
             dtype,
             params: Vec::new(),
@@ -151,6 +195,7 @@ impl Model {
     pub fn layout(spec: &JobSpec) -> Result<Vec<(String, Vec<usize>)>> {
         let mut b = Builder {
             seed: &[0; 32],
+            preset: None,
             device: &Device::Cpu,
             dtype: DType::F32,
             params: Vec::new(),
@@ -206,6 +251,14 @@ impl Model {
                         &[max_len as usize, dim as usize],
                         Init::Normal(0.02),
                     )?,
+                },
+                Layer::TiedEmbeddingHead => match blocks.first() {
+                    Some(Block::Embedding { w }) => Block::TiedHead { w: *w },
+                    _ => {
+                        return Err(crate::Error::Spec(ergon_job_spec::SpecError::ShapeMismatch {
+                            layer: i as u32,
+                        }))
+                    }
                 },
                 Layer::TransformerBlock { dim, heads, hidden } => {
                     let (d, h) = (dim as usize, hidden as usize);
@@ -314,6 +367,7 @@ impl Model {
                     let t = x.dim(1)?;
                     x.broadcast_add(&self.p(*w).narrow(0, 0, t)?)?
                 }
+                Block::TiedHead { w } => self.linear(&x, Lin { w: *w, b: None })?,
                 Block::Transformer(blk) => {
                     let x1 = (&x + self.attention(&self.layer_norm(&x, &blk.ln1)?, blk)?)?;
                     let hdn = ops::gelu(&self.linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?)?;
@@ -379,7 +433,8 @@ mod tests {
 
     /// A spec around `layers` whose data has `format` (the data itself is not read here).
     pub(crate) fn spec_of(layers: Vec<Layer>, format: DataFormat) -> JobSpec {
-        let files = vec![BoundedString::from_str("/x").unwrap(); format.file_count()];
+        let files =
+            vec![BoundedString::from_str("/x").unwrap(); if format.takes_files(2) { 2 } else { 1 }];
         let data = Dataset {
             format,
             files: Bounded::new(files).unwrap(),
@@ -395,6 +450,8 @@ mod tests {
                 momentum: Ppb(0),
                 weight_decay: Ppb(0),
             },
+            init: Default::default(),
+            schedule: Default::default(),
             epochs: 1,
             batch_size: 2,
             checkpoint_interval: 1,

@@ -1,10 +1,11 @@
 //! Our own optimizers, with their whole state in named tensors so a checkpoint captures it exactly
-//! (candle's AdamW keeps its moments private). The learning rate is constant over the run.
+//! (candle's AdamW keeps its moments private). The learning rate at each step is the spec's peak
+//! times its schedule's factor ([`ergon_job_spec::schedule::factor`]).
 
 use std::collections::BTreeMap;
 
 use candle_core::Tensor;
-use ergon_job_spec::Optimizer as OptimizerSpec;
+use ergon_job_spec::{JobSpec, Optimizer as OptimizerSpec, Schedule};
 
 use crate::{
     error::{Error, Result},
@@ -24,6 +25,9 @@ pub fn slot_names(spec: &OptimizerSpec) -> &'static [&'static str] {
 /// An optimizer and its state.
 pub struct Optimizer {
     spec: OptimizerSpec,
+    schedule: Schedule,
+    /// Optimizer steps of the whole run (what the schedule spans).
+    total_steps: u64,
     /// Optimizer steps taken.
     pub step: u64,
     /// Per-parameter state, in parameter order: `[momentum]` for SGD, `[m, v]` for AdamW.
@@ -31,8 +35,10 @@ pub struct Optimizer {
 }
 
 impl Optimizer {
-    /// Fresh state (zeros) for `params`.
-    pub fn new(spec: OptimizerSpec, params: &[Param]) -> Result<Optimizer> {
+    /// Fresh state (zeros) for `params`, with the optimizer and schedule of `job`.
+    pub fn new(job: &JobSpec, params: &[Param]) -> Result<Optimizer> {
+        let spec = job.optimizer.clone();
+        let total_steps = job.steps_per_epoch().saturating_mul(job.epochs as u64);
         let slots = match spec {
             OptimizerSpec::Sgd { .. } => 1,
             OptimizerSpec::AdamW { .. } => 2,
@@ -43,7 +49,7 @@ impl Optimizer {
                 (0..slots).map(|_| p.var.as_tensor().zeros_like()).collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Optimizer { spec, step: 0, state })
+        Ok(Optimizer { spec, schedule: job.schedule, total_steps, step: 0, state })
     }
 
     /// Names of the state slots of one parameter.
@@ -51,9 +57,14 @@ impl Optimizer {
         slot_names(&self.spec)
     }
 
-    /// The learning rate.
+    /// The peak learning rate.
     pub fn lr(&self) -> f64 {
         self.spec.lr().to_f64()
+    }
+
+    /// The learning rate of 0-based optimizer step `step`: the peak times the schedule's factor.
+    pub fn lr_at(&self, step: u64) -> f64 {
+        self.lr() * ergon_job_spec::schedule::factor(&self.schedule, step, self.total_steps)
     }
 
     /// One update of every parameter from its gradient in `grads` (in parameter order). A parameter
@@ -67,6 +78,7 @@ impl Optimizer {
                 params.len()
             ))));
         }
+        let lr = self.lr_at(self.step);
         self.step += 1;
         for ((param, state), grad) in params.iter().zip(self.state.iter_mut()).zip(grads) {
             // Detached: the gradient's op graph would otherwise keep the step's activations alive.
@@ -76,22 +88,17 @@ impl Optimizer {
             };
             // In place, the same arithmetic on either device ([`ops::update`]).
             match self.spec {
-                OptimizerSpec::Sgd { lr, momentum, weight_decay } => ops::update::sgd(
+                OptimizerSpec::Sgd { momentum, weight_decay, .. } => ops::update::sgd(
                     param.var.as_tensor(),
                     &state[0],
                     &g,
-                    lr.to_f64(),
+                    lr,
                     momentum.to_f64(),
                     weight_decay.to_f64(),
                 )?,
-                OptimizerSpec::AdamW { lr, beta1, beta2, eps, weight_decay } => {
-                    let hyper = (
-                        lr.to_f64(),
-                        beta1.to_f64(),
-                        beta2.to_f64(),
-                        eps.to_f64(),
-                        weight_decay.to_f64(),
-                    );
+                OptimizerSpec::AdamW { beta1, beta2, eps, weight_decay, .. } => {
+                    let hyper =
+                        (lr, beta1.to_f64(), beta2.to_f64(), eps.to_f64(), weight_decay.to_f64());
                     let (m, v) = (&state[0], &state[1]);
                     ops::update::adamw(param.var.as_tensor(), m, v, &g, hyper, self.step as i32)?
                 }

@@ -244,7 +244,7 @@ mod tests {
             serde_json::from_str(include_str!("../../examples/char-transformer.json")).unwrap();
         spec.validate().unwrap();
         let model = Model::new(&spec, &[7; 32], device, DType::F32).unwrap();
-        let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params).unwrap();
+        let mut opt = Optimizer::new(&spec, &model.params).unwrap();
         let mut stepper = Stepper::with_graphs(device, graphs);
         let mut losses = vec![];
         for (i, rows) in [32, 32, 32, 32, 5, 32, 32].into_iter().enumerate() {

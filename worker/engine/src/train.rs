@@ -178,8 +178,8 @@ fn train_here(spec: &JobSpec, opts: &TrainOptions) -> Result<Outcome> {
 
     let spec_hash = hex(&spec_hash(spec));
     let seed_hex = hex(&opts.seed);
-    let model = Model::new(spec, &opts.seed, device, DType::F32)?;
-    let mut opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
+    let model = Model::initial(spec, &opts.seed, data.weights(), device, DType::F32)?;
+    let mut opt = Optimizer::new(spec, &model.params)?;
 
     // Resume, or start with C0 = Init(seed).
     let progress_path = dir.join(PROGRESS_FILE);

@@ -5,6 +5,7 @@ mod check;
 mod content_root;
 mod daemon;
 mod drill;
+mod export;
 mod fetch_model;
 mod inspect;
 mod serve;
@@ -48,6 +49,9 @@ enum Command {
     /// Download a completed job's model (the bundle's manifest and final checkpoint), check it
     /// against the committed root, and evaluate it on the spec's validation set.
     FetchModel(fetch_model::Args),
+    /// Write a bundle's final model in Hugging Face's layout (`config.json`, `model.safetensors`)
+    /// for `transformers` to load without Ergon.
+    Export(export::Args),
     /// Validate a job spec and print its parameter count and FLOPs.
     Check(check::Args),
     /// Print the content root of data files (for writing specs).
@@ -68,6 +72,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Verify(args) => verify::run(args),
         Command::FetchModel(args) => fetch_model::run(args),
+        Command::Export(args) => export::run(args),
         Command::Check(args) => check::run(args),
         Command::ContentRoot(args) => content_root::run(args),
         Command::Drill(args) => drill::run(args),

@@ -130,7 +130,7 @@ fn sample_bytes(format: &DataFormat) -> u64 {
     match format {
         DataFormat::Idx { height, width, .. } => 4 * (*height as u64 * *width as u64 + 1),
         DataFormat::Csv { features, .. } => 4 * (*features as u64 + 1),
-        DataFormat::Text { seq_len } => 8 * *seq_len as u64,
+        DataFormat::Text { seq_len } | DataFormat::Tokens { seq_len, .. } => 8 * *seq_len as u64,
     }
 }
 
@@ -140,6 +140,11 @@ fn sample_bytes(format: &DataFormat) -> u64 {
 pub fn memory_estimate(spec: &JobSpec, summary: &SpecSummary) -> u64 {
     let weights = summary.parameters.saturating_mul(4);
     let state = weights.saturating_mul(5);
+    // A weights file is read whole, then decoded next to it.
+    let file = match spec.init {
+        ergon_job_spec::InitialWeights::Seed => 0,
+        ergon_job_spec::InitialWeights::Safetensors { .. } => weights.saturating_mul(2),
+    };
     let data = [&spec.train, &spec.validation]
         .iter()
         .map(|d| d.samples.saturating_mul(sample_bytes(&d.format)))
@@ -149,7 +154,11 @@ pub fn memory_estimate(spec: &JobSpec, summary: &SpecSummary) -> u64 {
     let activations = (spec.batch_size as u64)
         .saturating_mul(width.max(sample_bytes(&spec.train.format)))
         .saturating_mul(2 * 4 * 4);
-    state.saturating_add(data).saturating_add(activations).saturating_add(64 << 20)
+    state
+        .saturating_add(file)
+        .saturating_add(data)
+        .saturating_add(activations)
+        .saturating_add(64 << 20)
 }
 
 impl Policy {

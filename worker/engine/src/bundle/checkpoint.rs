@@ -71,6 +71,13 @@ impl HostTensors {
     /// Writes the tensors to `path` atomically (temporary file, fsync, rename); returns what the file
     /// commits to (hash, length, chunk hashes).
     pub fn write(&self, path: &Path) -> Result<FileCommitment> {
+        let data = self.to_safetensors(path)?;
+        write_atomic(path, &data)?;
+        Ok(FileCommitment::of(&data))
+    }
+
+    /// The tensors as safetensors bytes (f32); `path` names the file in errors.
+    pub fn to_safetensors(&self, path: &Path) -> Result<Vec<u8>> {
         let bytes_le: Vec<(String, Vec<usize>, Vec<u8>)> = self
             .0
             .iter()
@@ -86,10 +93,8 @@ impl HostTensors {
                     .map_err(|e| Error::Bundle { path: path.into(), reason: e.to_string() })
             })
             .collect::<Result<Vec<_>>>()?;
-        let data = safetensors::serialize(views, None)
-            .map_err(|e| Error::Bundle { path: path.into(), reason: e.to_string() })?;
-        write_atomic(path, &data)?;
-        Ok(FileCommitment::of(&data))
+        safetensors::serialize(views, None)
+            .map_err(|e| Error::Bundle { path: path.into(), reason: e.to_string() })
     }
 
     /// Reads the checkpoint at `path`; a truncated, corrupted or non-f32 file is an error, not a panic.

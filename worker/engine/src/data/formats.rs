@@ -1,4 +1,5 @@
-//! Decoders for the dataset formats of the spec: IDX (gzip or raw), CSV and byte-level text.
+//! Decoders for the dataset formats of the spec: IDX (gzip or raw), CSV, byte-level text and
+//! pre-tokenized shards.
 
 use std::io::Read;
 
@@ -148,9 +149,84 @@ pub fn text(file: &(String, Vec<u8>), seq_len: usize) -> Samples {
     }
 }
 
+/// Pre-tokenized shards: each file a flat array of little-endian ids of `width` bytes, all below
+/// `vocab`. A file of `n` tokens gives `⌊(n − 1) / seq_len⌋` samples (windows of `seq_len` and their
+/// next tokens, never across files), numbered through the files in order.
+pub fn tokens(
+    files: &[(String, Vec<u8>)],
+    width: ergon_job_spec::TokenWidth,
+    vocab: u32,
+    seq_len: usize,
+) -> Result<Samples> {
+    let (mut inputs, mut targets, mut len) = (Vec::new(), Vec::new(), 0);
+    for (file, bytes) in files {
+        let w = width.bytes();
+        if bytes.len() % w != 0 {
+            return Err(bad(
+                file,
+                format!("{} bytes is not a whole number of {w}-byte token ids", bytes.len()),
+            ));
+        }
+        let ids: Vec<u32> = match width {
+            ergon_job_spec::TokenWidth::U16 => {
+                bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as u32).collect()
+            }
+            ergon_job_spec::TokenWidth::U32 => bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        };
+        if let Some((at, id)) = ids.iter().enumerate().find(|(_, id)| **id >= vocab) {
+            return Err(bad(
+                file,
+                format!("token {at} is id {id}, outside the vocabulary of {vocab}"),
+            ));
+        }
+        let windows = ids.len().saturating_sub(1) / seq_len;
+        for i in 0..windows {
+            let start = i * seq_len;
+            inputs.extend_from_slice(&ids[start..start + seq_len]);
+            targets.extend_from_slice(&ids[start + 1..start + seq_len + 1]);
+        }
+        len += windows;
+    }
+    Ok(Samples {
+        sample_shape: vec![seq_len],
+        inputs: Inputs::Tokens(inputs),
+        targets,
+        targets_per_sample: seq_len,
+        len,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_shards_window_per_file_and_refuse_ids_past_the_vocabulary() {
+        use ergon_job_spec::TokenWidth;
+        let shard = |ids: &[u16]| ids.iter().flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>();
+        // 7 tokens: 2 windows of 3; 4 tokens: 1 window; nothing crosses from file a to file b.
+        let files = vec![
+            ("a".to_string(), shard(&[1, 2, 3, 4, 5, 6, 7])),
+            ("b".to_string(), shard(&[10, 11, 12, 13])),
+        ];
+        let s = tokens(&files, TokenWidth::U16, 50_257, 3).unwrap();
+        assert_eq!(s.len, 3);
+        let Inputs::Tokens(x) = &s.inputs else { panic!("token inputs") };
+        assert_eq!(x, &[1, 2, 3, 4, 5, 6, 10, 11, 12]);
+        assert_eq!(s.targets, vec![2, 3, 4, 5, 6, 7, 11, 12, 13]);
+        // u32 ids read the same.
+        let wide: Vec<u8> = [1u32, 2, 3, 4].iter().flat_map(|i| i.to_le_bytes()).collect();
+        let s = tokens(&[("w".into(), wide)], TokenWidth::U32, 5, 3).unwrap();
+        assert_eq!(s.targets, vec![2, 3, 4]);
+
+        let err = tokens(&[("c".into(), shard(&[1, 50_257]))], TokenWidth::U16, 50_257, 1);
+        assert!(err.unwrap_err().to_string().contains("id 50257, outside the vocabulary"));
+        let err = tokens(&[("d".into(), vec![1, 2, 3])], TokenWidth::U16, 10, 1);
+        assert!(err.unwrap_err().to_string().contains("not a whole number"));
+    }
 
     fn idx_file(magic_rank: u8, dims: &[u32], data: &[u8]) -> Vec<u8> {
         let mut v = vec![0, 0, 8, magic_rank];

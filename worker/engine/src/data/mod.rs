@@ -58,11 +58,14 @@ impl Samples {
     }
 }
 
-/// A job's training and validation sets, loaded once each: a spec that validates on its training data
-/// names the same dataset twice, and it is fetched, hashed and decoded once.
+/// A job's training and validation sets, loaded once each (a spec that validates on its training data
+/// names the same dataset twice, and it is fetched, hashed and decoded once), and its initial
+/// weights when it fine-tunes.
 pub struct JobData {
     train: Arc<Samples>,
     validation: Option<Arc<Samples>>,
+    /// The initial weights, when the spec names a file ([`crate::weights::load`]).
+    weights: Option<Arc<crate::weights::InitialWeights>>,
 }
 
 impl JobData {
@@ -86,7 +89,13 @@ impl JobData {
         } else {
             Some(get(&spec.validation, "validation data")?)
         };
-        Ok(JobData { train, validation })
+        let weights = crate::weights::load(spec)?.map(Arc::new);
+        Ok(JobData { train, validation, weights })
+    }
+
+    /// The initial weights read from the spec's file, `None` when C0 is drawn from the seed.
+    pub fn weights(&self) -> Option<&crate::weights::InitialWeights> {
+        self.weights.as_deref()
     }
 
     /// The training set.
@@ -222,6 +231,9 @@ pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
             formats::csv(&files[0], features as usize, classes)?
         }
         DataFormat::Text { seq_len } => formats::text(&files[0], seq_len as usize),
+        DataFormat::Tokens { width, vocab_size, seq_len } => {
+            formats::tokens(&files, width, vocab_size, seq_len as usize)?
+        }
     };
     if samples.len as u64 != data.samples {
         return Err(Error::Data {

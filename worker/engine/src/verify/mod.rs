@@ -258,10 +258,10 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
 
     let cpu = Device::Cpu;
     let device = replay_device(&m.environment.device, &opts.device, &cpu);
-    let model = Model::new(spec, &seed, device, DType::F32)?;
-    let opt = Optimizer::new(spec.optimizer.clone(), &model.params)?;
-    checks::init::check(&bundle, &model, &opt, &mut report)?;
     let data = load_job_data(spec, opts.datasets.as_deref())?;
+    let model = Model::initial(spec, &seed, data.weights(), device, DType::F32)?;
+    let opt = Optimizer::new(spec, &model.params)?;
+    checks::init::check(&bundle, &model, &opt, &mut report)?;
     let replayed_on = trajectory::environment(device).device;
     let mut replayer = checks::Replayer { model, opt, device, replayed_on, data };
     if opts.full_pass {

@@ -1,4 +1,5 @@
-//! 4. **init**: C0 is Init(seed) bit for bit, weights and optimizer state.
+//! 4. **init**: C0 is Init bit for bit, weights and optimizer state: the seed's draws, or the
+//!    spec's weights file (fine-tuning) with the optimizer state at zero.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +9,7 @@ use crate::{
     bundle::HostTensors, data::hex, error::Result, model::Model, optim::Optimizer, trajectory,
 };
 
-/// Compares C0's tensor hashes with those of `model` and `opt` fresh from Init(seed).
+/// Compares C0's tensor hashes with those of `model` and `opt` fresh from Init.
 pub(in crate::verify) fn check(
     b: &Bundle,
     model: &Model,
@@ -23,8 +24,8 @@ pub(in crate::verify) fn check(
     report.push(
         "init",
         differing == 0,
-        format!("{differing} of {} tensors differ from Init(seed)", init.len()),
-        "C0 equals Init(seed) bit for bit",
+        format!("{differing} of {} tensors differ from Init", init.len()),
+        "C0 equals Init (the seed's draws or the spec's weights file) bit for bit",
     );
     Ok(())
 }

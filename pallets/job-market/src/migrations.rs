@@ -1,0 +1,147 @@
+//! Storage migrations of the job market.
+//!
+//! Version 1: job specs v2 ([`ergon_job_spec::v1`] → [`ergon_job_spec::JobSpec`], which added the
+//! initial weights and the learning-rate schedule). Each stored [`crate::types::Job`] is rewritten
+//! in place: its owner and everything after the spec are kept byte for byte, the spec is read as v1
+//! and upgraded (seeded weights, constant rate — what v1 trained). `Jobs`' counter is untouched:
+//! no job is added or removed.
+
+use alloc::vec::Vec;
+use codec::{Decode, Encode};
+use frame_support::{
+    migrations::VersionedMigration,
+    storage::unhashed,
+    traits::{Get, UncheckedOnRuntimeUpgrade},
+    weights::Weight,
+};
+
+use crate::{pallet::Jobs, Config, JobOf, Pallet, LOG_TARGET};
+
+/// Jobs' specs v1 → v2, run once when the pallet's storage version is 0.
+pub type SpecV2<T> =
+    VersionedMigration<0, 1, UpgradeSpecs<T>, Pallet<T>, <T as frame_system::Config>::DbWeight>;
+
+/// The unversioned step of [`SpecV2`].
+pub struct UpgradeSpecs<T>(core::marker::PhantomData<T>);
+
+/// A stored job's bytes with its spec upgraded, or `None` if they do not read as a v1 job.
+pub fn upgrade_job<T: Config>(stored: &[u8]) -> Option<Vec<u8>> {
+    let mut input = stored;
+    let owner = T::AccountId::decode(&mut input).ok()?;
+    let spec = ergon_job_spec::v1::JobSpec::decode(&mut input).ok()?;
+    let mut out = (owner, spec.upgrade()).encode();
+    out.extend_from_slice(input);
+    // What is written back must read as a job of this version.
+    JobOf::<T>::decode(&mut &out[..]).ok()?;
+    Some(out)
+}
+
+impl<T: Config> UncheckedOnRuntimeUpgrade for UpgradeSpecs<T> {
+    fn on_runtime_upgrade() -> Weight {
+        let (mut upgraded, mut unreadable) = (0u64, 0u64);
+        let keys: Vec<_> = Jobs::<T>::iter_keys().collect();
+        for id in &keys {
+            let key = Jobs::<T>::hashed_key_for(id);
+            let Some(stored) = unhashed::get_raw(&key) else { continue };
+            match upgrade_job::<T>(&stored) {
+                Some(bytes) => {
+                    unhashed::put_raw(&key, &bytes);
+                    upgraded += 1;
+                }
+                None => {
+                    // Left as it was: nothing is deleted (its escrow stays held, try-runtime flags it).
+                    log::error!(target: LOG_TARGET, "job {id}: stored record does not read as a v1 job");
+                    unreadable += 1;
+                }
+            }
+        }
+        log::info!(target: LOG_TARGET, "job specs v1 → v2: {upgraded} jobs upgraded, {unreadable} unreadable");
+        let n = keys.len() as u64;
+        T::DbWeight::get().reads_writes(n.saturating_mul(2).saturating_add(1), upgraded)
+    }
+
+    #[cfg(feature = "try-runtime")]
+    fn pre_upgrade() -> Result<Vec<u8>, sp_runtime::TryRuntimeError> {
+        Ok((Jobs::<T>::count() as u64).encode())
+    }
+
+    #[cfg(feature = "try-runtime")]
+    fn post_upgrade(state: Vec<u8>) -> Result<(), sp_runtime::TryRuntimeError> {
+        let before = u64::decode(&mut &state[..]).map_err(|_| "pre-upgrade state")?;
+        frame_support::ensure!(Jobs::<T>::count() as u64 == before, "jobs were added or lost");
+        frame_support::ensure!(
+            Jobs::<T>::iter_values().count() as u64 == before,
+            "a stored job does not read as v2"
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::*;
+    use frame_support::traits::{GetStorageVersion, OnRuntimeUpgrade, StorageVersion};
+
+    /// A job stored under spec v1 by the runtime before: its bytes are the v2 job's with the v1
+    /// spec in place of the v2 one.
+    fn as_stored_by_v1(job: &JobOf<Test>) -> Vec<u8> {
+        let s = job.spec.clone();
+        let v1 = ergon_job_spec::v1::JobSpec {
+            model: s.model,
+            train: s.train,
+            validation: s.validation,
+            optimizer: s.optimizer,
+            epochs: s.epochs,
+            batch_size: s.batch_size,
+            checkpoint_interval: s.checkpoint_interval,
+        };
+        let v2 = job.encode();
+        let rest = &v2[(job.owner, &job.spec).encode().len()..];
+        let mut out = (job.owner, v1).encode();
+        out.extend_from_slice(rest);
+        out
+    }
+
+    #[test]
+    fn v1_jobs_read_as_v2_after_the_upgrade_and_none_is_lost() {
+        new_test_ext().execute_with(|| {
+            run_to_block(1);
+            let budget = ENDOWMENT / 10;
+            for _ in 0..3 {
+                frame_support::assert_ok!(crate::Pallet::<Test>::post_job(
+                    frame_system::RawOrigin::Signed(1).into(),
+                    alloc::boxed::Box::new(example_spec()),
+                    budget,
+                    5,
+                    21,
+                ));
+            }
+            let jobs: Vec<_> = Jobs::<Test>::iter().collect();
+            assert_eq!(jobs.len(), 3);
+            for (id, job) in &jobs {
+                unhashed::put_raw(&Jobs::<Test>::hashed_key_for(id), &as_stored_by_v1(job));
+                assert!(Jobs::<Test>::get(id).is_none(), "v1 bytes do not read as v2");
+            }
+            StorageVersion::new(0).put::<Pallet<Test>>();
+
+            SpecV2::<Test>::on_runtime_upgrade();
+
+            assert_eq!(Pallet::<Test>::on_chain_storage_version(), 1);
+            assert_eq!(Jobs::<Test>::count(), 3);
+            for (id, job) in jobs {
+                assert_eq!(Jobs::<Test>::get(id), Some(job), "job {id} upgraded unchanged");
+            }
+            // Run again (version 1 now): nothing to do, nothing touched.
+            SpecV2::<Test>::on_runtime_upgrade();
+            assert_eq!(Jobs::<Test>::count(), 3);
+        });
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_v1_job_are_left_alone() {
+        new_test_ext().execute_with(|| {
+            assert_eq!(upgrade_job::<Test>(&[1, 2, 3]), None);
+        });
+    }
+}

@@ -1,0 +1,330 @@
+//! Fine-tuning a GPT-2 from Hugging Face weights: the weights load into Ergon's model with the
+//! logits `transformers` computes, training starts from them bit for bit (the verifier's `init`
+//! check), replays and verifies with a learning-rate schedule on token shards, and the trained model
+//! exports back into a directory `transformers` loads with the same logits.
+//!
+//! The `transformers` side runs `scripts/lib/hf_gpt2.py` with the Python named by
+//! `ERGON_HF_PYTHON` (`scripts/test.sh` installs torch and transformers into a venv and sets it);
+//! without it those two comparisons are skipped and say so, everything else runs.
+
+mod common;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use candle_core::{DType, Device, Tensor};
+use ergon_engine::{
+    bundle::{HostTensors, Manifest, MANIFEST_FILE},
+    data::{self, hex},
+    delivery,
+    model::Model,
+    optim::Optimizer,
+    train::{self, Outcome, TrainOptions},
+    trajectory,
+    verify::{self, VerifyOptions},
+    weights,
+};
+use ergon_job_spec::{
+    Bounded, BoundedString, DataFormat, Dataset, Hash32, InitialWeights, JobSpec, Layer,
+    Model as ModelSpec, Optimizer as OptimizerSpec, Ppb, Schedule, TokenWidth, WeightNaming,
+};
+
+const SEED: [u8; 32] = [5; 32];
+const VOCAB: u32 = 97;
+const SEQ: u32 = 16;
+
+/// `n` token ids below [`VOCAB`] from a small LCG, as a u16 shard.
+fn shard(n: usize, salt: u32) -> Vec<u8> {
+    let mut x = 12345u32.wrapping_add(salt);
+    (0..n)
+        .flat_map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (((x >> 16) % VOCAB) as u16).to_le_bytes()
+        })
+        .collect()
+}
+
+fn uri(path: &Path) -> BoundedString<{ ergon_job_spec::MAX_URI_LEN }> {
+    BoundedString::from_str(path.to_str().unwrap()).unwrap()
+}
+
+/// Token shards in `files` files of `windows` samples each.
+fn shards(dir: &Path, name: &str, files: usize, windows: usize) -> Dataset {
+    let bytes: Vec<Vec<u8>> = (0..files)
+        .map(|i| shard(windows * SEQ as usize + 1, i as u32 + name.len() as u32))
+        .collect();
+    let paths: Vec<PathBuf> = (0..files).map(|i| dir.join(format!("{name}-{i}.bin"))).collect();
+    for (p, b) in paths.iter().zip(&bytes) {
+        std::fs::write(p, b).unwrap();
+    }
+    Dataset {
+        format: DataFormat::Tokens { width: TokenWidth::U16, vocab_size: VOCAB, seq_len: SEQ },
+        files: Bounded::new(paths.iter().map(|p| uri(p)).collect()).unwrap(),
+        content_root: Hash32(data::content_root(bytes.iter().map(|b| b.as_slice()))),
+        samples: (files * windows) as u64,
+    }
+}
+
+/// The tiny GPT-2 of `hf_gpt2.py` (2 blocks, width 32, 4 heads, MLP 64, 24 positions, tied head),
+/// fine-tuned from `init` with AdamW and a warmup-cosine schedule: 2 epochs of 5 steps, a
+/// checkpoint every 2 steps.
+fn gpt2_spec(dir: &Path, init: InitialWeights) -> JobSpec {
+    let d = 32;
+    let layers = vec![
+        Layer::Embedding { vocab_size: VOCAB, dim: d },
+        Layer::PositionalEmbedding { max_len: 24, dim: d },
+        Layer::TransformerBlock { dim: d, heads: 4, hidden: 64 },
+        Layer::TransformerBlock { dim: d, heads: 4, hidden: 64 },
+        Layer::LayerNorm { dim: d },
+        Layer::TiedEmbeddingHead,
+    ];
+    let spec = JobSpec {
+        model: ModelSpec { layers: Bounded::new(layers).unwrap() },
+        init,
+        train: shards(dir, "train", 2, 20),
+        validation: shards(dir, "valid", 1, 8),
+        optimizer: OptimizerSpec::AdamW {
+            lr: Ppb(10_000_000),
+            beta1: Ppb(900_000_000),
+            beta2: Ppb(990_000_000),
+            eps: Ppb(10),
+            weight_decay: Ppb(10_000_000),
+        },
+        schedule: Schedule::WarmupCosine { warmup_steps: 3, min_ratio: Ppb(100_000_000) },
+        epochs: 2,
+        batch_size: 8,
+        checkpoint_interval: 2,
+    };
+    spec.validate().expect("the test spec is valid");
+    spec
+}
+
+/// Initial weights from the safetensors file at `path` in `naming`.
+fn from_file(path: &Path, naming: WeightNaming) -> InitialWeights {
+    let bytes = std::fs::read(path).unwrap();
+    InitialWeights::Safetensors {
+        file: uri(path),
+        content_root: Hash32(data::content_root([bytes.as_slice()])),
+        naming,
+    }
+}
+
+/// A GPT-2 file in Hugging Face's naming written by Ergon's exporter from the draws of `seed`.
+fn hf_file(dir: &Path, seed: [u8; 32]) -> PathBuf {
+    let spec = gpt2_spec(dir, InitialWeights::Seed);
+    let model = Model::new(&spec, &seed, &Device::Cpu, DType::F32).unwrap();
+    let params = model
+        .params
+        .iter()
+        .map(|p| {
+            let t = p.var.as_tensor();
+            (p.name.clone(), (t.dims().to_vec(), t.flatten_all().unwrap().to_vec1().unwrap()))
+        })
+        .collect();
+    let out = dir.join(format!("hf-{}", seed[0]));
+    weights::export_hf(&spec, &params, &out, None).unwrap();
+    out.join("model.safetensors")
+}
+
+fn train(spec: &JobSpec, out: &Path) -> [u8; 32] {
+    match train::train(spec, &TrainOptions::new(out.into(), SEED)).expect("training works") {
+        Outcome::Finished(r) => r.root,
+        Outcome::Halted(_) => unreachable!("no halt requested"),
+    }
+}
+
+fn verify_all(spec: &JobSpec, out: &Path) -> verify::Report {
+    let mut opts = VerifyOptions::new(out.into(), SEED);
+    opts.segments = (0..5).collect();
+    verify::verify(spec, &opts).unwrap()
+}
+
+fn check<'a>(report: &'a verify::Report, name: &str) -> &'a verify::Check {
+    report.checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no {name} check"))
+}
+
+/// The logits of `model` on `ids` (`[B, T]`), flattened.
+fn logits(model: &Model, ids: &[Vec<u32>]) -> Vec<f32> {
+    let (b, t) = (ids.len(), ids[0].len());
+    let x = Tensor::from_vec(ids.concat(), (b, t), &Device::Cpu).unwrap();
+    model.forward(&x).unwrap().flatten_all().unwrap().to_vec1().unwrap()
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "as many logits");
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn read_f32(path: &Path) -> Vec<f32> {
+    std::fs::read(path)
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// The model of the bundle's final checkpoint.
+fn final_model(spec: &JobSpec, out: &Path) -> Model {
+    let m: Manifest =
+        serde_json::from_slice(&std::fs::read(out.join(MANIFEST_FILE)).unwrap()).unwrap();
+    let last = m.checkpoints.last().unwrap();
+    let model = Model::new(spec, &[0; 32], &Device::Cpu, DType::F32).unwrap();
+    let mut opt = Optimizer::new(spec, &model.params).unwrap();
+    trajectory::load_checkpoint(out, last, &model, &mut opt).unwrap();
+    model
+}
+
+fn hf_python() -> Option<String> {
+    let python = std::env::var("ERGON_HF_PYTHON").ok().filter(|p| !p.is_empty());
+    if python.is_none() {
+        eprintln!("SKIPPED the transformers comparison: ERGON_HF_PYTHON is not set (scripts/test.sh sets it)");
+    }
+    python
+}
+
+fn run_python(python: &str, args: &[&str]) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/lib/hf_gpt2.py");
+    let out = Command::new(python).arg(script).args(args).output().expect("python runs");
+    assert!(out.status.success(), "hf_gpt2.py {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A GPT-2 `transformers` built and saved loads into Ergon with its logits; fine-tuned from it,
+/// the bundle verifies, and its exported model loads back into `transformers` with Ergon's logits.
+#[test]
+fn a_transformers_gpt2_loads_fine_tunes_verifies_and_exports_back() {
+    let Some(python) = hf_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    run_python(&python, &["make", root.to_str().unwrap()]);
+    let ids: Vec<Vec<u32>> =
+        serde_json::from_slice(&std::fs::read(root.join("ids.json")).unwrap()).unwrap();
+    let theirs = read_f32(&root.join("logits.f32"));
+
+    let spec = gpt2_spec(root, from_file(&root.join("hf/model.safetensors"), WeightNaming::HfGpt2));
+    let loaded = weights::load(&spec).unwrap().expect("a weights file");
+    let model = Model::initial(&spec, &SEED, Some(&loaded), &Device::Cpu, DType::F32).unwrap();
+    let error = max_abs_diff(&logits(&model, &ids), &theirs);
+    eprintln!("transformers → Ergon: max |Δ logit| = {error:e}");
+    assert!(error < 1e-4, "Ergon's logits differ from transformers' by {error}");
+
+    let out = root.join("bundle");
+    train(&spec, &out);
+    let report = verify_all(&spec, &out);
+    assert!(report.passed, "{:#?}", report.checks);
+
+    let exported = root.join("export");
+    delivery::export_hf(&spec, &out, &exported, None).unwrap();
+    let back = root.join("back.f32");
+    run_python(
+        &python,
+        &[
+            "logits",
+            exported.to_str().unwrap(),
+            root.join("ids.json").to_str().unwrap(),
+            back.to_str().unwrap(),
+        ],
+    );
+    let ours = logits(&final_model(&spec, &out), &ids);
+    let error = max_abs_diff(&ours, &read_f32(&back));
+    eprintln!("Ergon (trained) → transformers: max |Δ logit| = {error:e}");
+    assert!(error < 1e-4, "transformers' logits of the export differ from Ergon's by {error}");
+}
+
+/// A fine-tune starts from the file bit for bit, replays exactly and verifies; the same run from
+/// other weights (the seed's draws: a trainer who skipped the download, or trained another base)
+/// with its manifest claiming the job fails `init`.
+#[test]
+fn a_fine_tune_verifies_and_one_from_other_weights_fails_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let file = hf_file(root, [1; 32]);
+    let spec = gpt2_spec(root, from_file(&file, WeightNaming::HfGpt2));
+    let out = root.join("honest");
+    train(&spec, &out);
+    let report = verify_all(&spec, &out);
+    assert!(report.passed, "{:#?}", report.checks);
+    assert!(check(&report, "init").passed);
+
+    // C0 holds the file's values: the head is tied, so the file's embedding is C0's.
+    let c0 = HostTensors::read(&out.join(bundle_file(&out, 0))).unwrap();
+    let file_tensors = HostTensors::read(&file).unwrap();
+    assert_eq!(c0.0["param.layers.0.weight"], file_tensors.0["transformer.wte.weight"]);
+
+    // The forger trains from the seed's draws and claims the fine-tune.
+    let lazy = gpt2_spec(root, InitialWeights::Seed);
+    let forged = root.join("forged");
+    train(&lazy, &forged);
+    let manifest_path = forged.join(MANIFEST_FILE);
+    let mut m: Manifest = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    m.spec_hash = hex(&trajectory::spec_hash(&spec));
+    std::fs::write(&manifest_path, m.to_bytes().unwrap()).unwrap();
+    let report = verify_all(&spec, &forged);
+    assert!(!report.passed);
+    assert!(!check(&report, "init").passed, "{:#?}", report.checks);
+}
+
+fn bundle_file(out: &Path, index: usize) -> String {
+    let m: Manifest =
+        serde_json::from_slice(&std::fs::read(out.join(MANIFEST_FILE)).unwrap()).unwrap();
+    m.checkpoints[index].file.clone()
+}
+
+/// A weights file that does not fit the model, or is not the committed one, is refused before
+/// training with an error naming the tensor; nothing is trained.
+#[test]
+fn weights_that_do_not_fit_get_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let file = hf_file(root, [2; 32]);
+    let original = HostTensors::read(&file).unwrap();
+    let err = |tensors: BTreeMap<String, (Vec<usize>, Vec<f32>)>, name: &str| {
+        let path = root.join(name);
+        HostTensors(tensors).write(&path).unwrap();
+        let spec = gpt2_spec(root, from_file(&path, WeightNaming::HfGpt2));
+        let e = train::train(&spec, &TrainOptions::new(root.join(format!("out-{name}")), SEED));
+        e.err().expect("refused").to_string()
+    };
+
+    let mut missing = original.0.clone();
+    missing.remove("transformer.h.1.mlp.c_fc.weight");
+    let e = err(missing, "missing.safetensors");
+    assert!(e.contains("h.1.mlp.c_fc.weight") && e.contains("missing"), "{e}");
+
+    let mut misshaped = original.0.clone();
+    misshaped.insert("transformer.wpe.weight".into(), (vec![12, 32], vec![0.0; 12 * 32]));
+    let e = err(misshaped, "misshaped.safetensors");
+    assert!(e.contains("wpe.weight") && e.contains("[12, 32]") && e.contains("[24, 32]"), "{e}");
+
+    let mut extra = original.0.clone();
+    extra.insert("transformer.h.2.ln_1.weight".into(), (vec![32], vec![1.0; 32]));
+    let e = err(extra, "extra.safetensors");
+    assert!(e.contains("no place in the model") && e.contains("h.2.ln_1.weight"), "{e}");
+
+    // The committed root of another file.
+    let mut spec = gpt2_spec(root, from_file(&file, WeightNaming::HfGpt2));
+    if let InitialWeights::Safetensors { content_root, .. } = &mut spec.init {
+        content_root.0[0] ^= 1;
+    }
+    let e = train::train(&spec, &TrainOptions::new(root.join("out-root"), SEED)).err().unwrap();
+    assert!(e.to_string().contains("initial weights"), "{e}");
+}
+
+/// A job continues another: the earlier job's final checkpoint, in Ergon's naming, is the next
+/// job's C0 (its `param.` tensors; the optimizer state starts over).
+#[test]
+fn a_job_continues_from_a_checkpoint_in_ergon_naming() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let first = gpt2_spec(root, InitialWeights::Seed);
+    let out = root.join("first");
+    train(&first, &out);
+    let last = out.join(bundle_file(&out, 5));
+    let next = gpt2_spec(root, from_file(&last, WeightNaming::Ergon));
+    let loaded = weights::load(&next).unwrap().unwrap();
+    let model = Model::initial(&next, &SEED, Some(&loaded), &Device::Cpu, DType::F32).unwrap();
+    let ids = vec![(0..SEQ).collect::<Vec<u32>>()];
+    assert_eq!(logits(&model, &ids), logits(&final_model(&first, &out), &ids));
+}
