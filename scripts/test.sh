@@ -38,6 +38,9 @@ setup() {
         source scripts/lib/client.sh
         install_client
         install_web
+        # The engine's Hugging Face round trip compares with transformers itself.
+        source scripts/lib/hf.sh
+        install_hf
     fi
 }
 
@@ -49,7 +52,9 @@ protocol_crates() {
 }
 
 engine_and_worker() {
-    cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/attacks
+    source scripts/lib/hf.sh
+    ERGON_HF_PYTHON="$(hf_python)" \
+        cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/attacks
 }
 
 # The same target directory as the CPU build: the CUDA worker shares all but a dozen of its ~360
@@ -99,7 +104,7 @@ integration() {
     rm -f "$snapshot"
     cargo test --release --locked -p ergon-integration-tests --lib
     ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
-        "faults lazy_verifiers drilling dev_chain" \
+        "faults lazy_verifiers drilling dev_chain fine_tune" \
         "daemon dispute sybil_validators web" \
         "data_takedown diverge local_network collateral availability user_cli"
 }

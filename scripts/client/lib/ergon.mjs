@@ -401,6 +401,13 @@ export function specLimitProblems(api, json) {
       }
     }
   }
+  // A fine-tune's weights file (`init.file`) is bounded like a data URI.
+  if (typeof json?.init?.file === 'string') {
+    const bytes = new TextEncoder().encode(json.init.file).length;
+    if (bytes > n(c.maxUriLength)) {
+      problems.push(`init URI ${json.init.file.slice(0, 40)}… is ${bytes} bytes, at most ${n(c.maxUriLength)} (jobMarket.maxUriLength)`);
+    }
+  }
   if (json?.epochs > n(c.maxEpochs)) problems.push(`${json.epochs} epochs, at most ${n(c.maxEpochs)} (jobMarket.maxEpochs)`);
   if (json?.batch_size > n(c.maxBatchSize)) problems.push(`batch of ${json.batch_size}, at most ${n(c.maxBatchSize)} (jobMarket.maxBatchSize)`);
   return problems;

@@ -185,9 +185,15 @@ fn hf_python() -> Option<String> {
     python
 }
 
+/// The script, compiled in: a test binary reused from another checkout must not run that
+/// checkout's copy.
+const HF_SCRIPT: &str = include_str!("../../../scripts/lib/hf_gpt2.py");
+
 fn run_python(python: &str, args: &[&str]) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/lib/hf_gpt2.py");
-    let out = Command::new(python).arg(script).args(args).output().expect("python runs");
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hf_gpt2.py");
+    std::fs::write(&script, HF_SCRIPT).unwrap();
+    let out = Command::new(python).arg(&script).args(args).output().expect("python runs");
     assert!(out.status.success(), "hf_gpt2.py {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
