@@ -46,7 +46,7 @@ fn main() -> ergon_engine::Result<()> {
     let mut timed = vec![];
     for graphs in [false, true] {
         let model = Model::new(&spec, &seed, dev, DType::F32)?;
-        let mut opt = Optimizer::new(spec, &model.params)?;
+        let mut opt = Optimizer::new(&spec, &model.params)?;
         let mut stepper = Stepper::with_graphs(dev, graphs);
         let mut losses = vec![];
         let mut start = Instant::now();
@@ -77,7 +77,7 @@ fn main() -> ergon_engine::Result<()> {
     );
 
     let model = Model::new(&spec, &seed, dev, DType::F32)?;
-    let mut opt = Optimizer::new(spec, &model.params)?;
+    let mut opt = Optimizer::new(&spec, &model.params)?;
     // Phase by phase, eagerly, on the same batches.
     let mut wall = [0.0f64; 3];
     let mut issue = [0.0f64; 3];
