@@ -11,6 +11,12 @@ pub const GELU_FLOPS_PER_ELEMENT: u128 = 8;
 /// FLOPs per element of LayerNorm: mean (1), centre (1), square (1), variance sum (1), normalize (2),
 /// affine scale and shift (2).
 pub const LAYER_NORM_FLOPS_PER_ELEMENT: u128 = 8;
+/// FLOPs per element of RMSNorm: square (1), sum (1), normalize (1), gain (1).
+pub const RMS_NORM_FLOPS_PER_ELEMENT: u128 = 4;
+/// FLOPs per element of SiLU (`x / (1 + exp(−x))`: exp, add, divide, and the sign).
+pub const SILU_FLOPS_PER_ELEMENT: u128 = 4;
+/// FLOPs per rotated element of rotary positions (two multiplies and an add).
+pub const ROPE_FLOPS_PER_ELEMENT: u128 = 3;
 /// FLOPs per logit of softmax (max, subtract, exp, sum, divide).
 pub const SOFTMAX_FLOPS_PER_ELEMENT: u128 = 5;
 /// FLOPs per logit of softmax cross-entropy (softmax plus the log-likelihood pick-up).
@@ -84,6 +90,44 @@ pub fn transformer_block(t: u128, d: u128, h: u128, hidden: u128) -> Option<u128
         linear(t, d, hidden, true),
         gelu(mul(&[t, hidden])?),
         linear(t, hidden, d, true),
+        Some(n),
+    ])
+}
+
+/// RMSNorm: [`RMS_NORM_FLOPS_PER_ELEMENT`] per element.
+pub fn rms_norm(elements: u128) -> Option<u128> {
+    elements.checked_mul(RMS_NORM_FLOPS_PER_ELEMENT)
+}
+
+/// Llama-style block on `[t, d]` with `h` query heads, `kv` key/value heads of width `d/h` and
+/// SwiGLU width `hidden`. With `n = t·d` and `n_kv = t·kv·d/h`: RMSNorm 4n; Q `2·t·d²`; K and V
+/// `2·t·d·(kv·d/h)` each; RoPE `3·(n + n_kv)`; scores `2·t²·d`; scaling `t²·h`; softmax `5·t²·h`
+/// (the full masked square); weighted values `2·t²·d`; O `2·t·d²`; residual n; RMSNorm 4n; gate
+/// and up `2·t·d·hidden` each; SiLU `4·t·hidden`; the product `t·hidden`; down `2·t·hidden·d`;
+/// residual n.
+pub fn llama_block(t: u128, d: u128, h: u128, kv: u128, hidden: u128) -> Option<u128> {
+    let n = mul(&[t, d])?;
+    let kv_width = mul(&[kv, d])?.checked_div(h)?;
+    let n_kv = mul(&[t, kv_width])?;
+    let tt = mul(&[t, t])?;
+    sum(&[
+        rms_norm(n),
+        linear(t, d, d, false),
+        linear(t, d, kv_width, false),
+        linear(t, d, kv_width, false),
+        mul(&[ROPE_FLOPS_PER_ELEMENT, n.checked_add(n_kv)?]),
+        mul(&[2, tt, d]),
+        mul(&[tt, h]),
+        mul(&[SOFTMAX_FLOPS_PER_ELEMENT, tt, h]),
+        mul(&[2, tt, d]),
+        linear(t, d, d, false),
+        Some(n),
+        rms_norm(n),
+        linear(t, d, hidden, false),
+        linear(t, d, hidden, false),
+        mul(&[SILU_FLOPS_PER_ELEMENT, t, hidden]),
+        mul(&[t, hidden]),
+        linear(t, hidden, d, false),
         Some(n),
     ])
 }

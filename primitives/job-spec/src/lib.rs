@@ -198,6 +198,29 @@ pub enum Layer {
     /// Output head tied to the token embedding (layer 0, `[vocab, dim]`): `[T, dim] → [T, vocab]`,
     /// `y = x·Eᵀ`, no bias and no parameters of its own (GPT-2's `lm_head`).
     TiedEmbeddingHead,
+    /// Root-mean-square normalization over the last dimension (`dim`) with a learned gain, ε = 10⁻⁵:
+    /// `x / √(mean(x²) + ε) · g` (Llama's).
+    RMSNorm {
+        /// Size of the normalized (last) dimension.
+        dim: u32,
+    },
+    /// Llama-style pre-norm block on `[T, dim]`: `x + O(Attn(RoPE(Q·n), RoPE(K·n), V·n))` with
+    /// `n = RMSNorm(x)`, then `x + Down(SiLU(Gate·n′) ⊙ Up·n′)` with `n′ = RMSNorm(x)`. Causal
+    /// attention with `heads` query heads sharing `kv_heads` key/value heads (grouped-query
+    /// attention: query head `h` reads key/value head `h / (heads / kv_heads)`), rotary positions
+    /// on each head's two halves (`rope_theta`: the base of the frequencies), bias-free projections.
+    LlamaBlock {
+        /// Model width.
+        dim: u32,
+        /// Query heads (`dim` must be a multiple, the head width even).
+        heads: u32,
+        /// Key/value heads (`heads` must be a multiple).
+        kv_heads: u32,
+        /// Hidden width of the SwiGLU MLP.
+        hidden: u32,
+        /// Base of the rotary frequencies (10 000 for Llama 2, 500 000 for Llama 3).
+        rope_theta: u32,
+    },
 }
 
 /// A sequential model.
@@ -347,6 +370,10 @@ pub enum WeightNaming {
     /// `Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm` and then
     /// `TiedEmbeddingHead` or a bias-free `Linear` (`lm_head.weight`).
     HfGpt2,
+    /// Hugging Face `transformers`' Llama (`model.embed_tokens`, `model.layers.N.self_attn.q_proj`,
+    /// …, `model.norm`, `lm_head`; every weight stored `[out, in]`). The model must be
+    /// `Embedding, LlamaBlock × n, RMSNorm` and then `TiedEmbeddingHead` or a bias-free `Linear`.
+    HfLlama,
 }
 
 /// A dataset: its format, where its files are, and what their content must hash to.

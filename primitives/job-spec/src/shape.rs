@@ -50,7 +50,8 @@ pub enum SpecError {
     /// above 1.
     ScheduleTooLong,
     /// The initial weights' naming does not fit the model (Hugging Face GPT-2 naming needs
-    /// `Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm` and a tied or bias-free head).
+    /// `Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm`, Llama naming
+    /// `Embedding, LlamaBlock × n, RMSNorm`, each then a tied or bias-free head).
     WeightNamingMismatch,
 }
 
@@ -72,7 +73,7 @@ impl core::fmt::Display for SpecError {
             SpecError::BadHyperParameter => write!(f, "a hyper-parameter is out of range (lr > 0, momentum and betas < 1, eps > 0)"),
             SpecError::Overflow => write!(f, "the FLOP count overflows"),
             SpecError::ScheduleTooLong => write!(f, "the learning-rate schedule does not fit the run (warmup + decay steps ≤ total steps, warmup < total steps for a cosine, min_ratio ≤ 1)"),
-            SpecError::WeightNamingMismatch => write!(f, "the initial weights' naming does not fit the model (hf_gpt2: Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm, then TiedEmbeddingHead or a Linear without bias)"),
+            SpecError::WeightNamingMismatch => write!(f, "the initial weights' naming does not fit the model (HfGpt2: Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm; HfLlama: Embedding, LlamaBlock × n, RMSNorm; each then TiedEmbeddingHead or a Linear without bias)"),
         }
     }
 }
@@ -202,12 +203,12 @@ fn check_init(spec: &JobSpec) -> Result<(), SpecError> {
         return Ok(());
     };
     check_uri(file)?;
-    match naming {
-        WeightNaming::Ergon => Ok(()),
-        WeightNaming::HfGpt2 => {
-            is_gpt2(&spec.model.layers).then_some(()).ok_or(SpecError::WeightNamingMismatch)
-        }
-    }
+    let fits = match naming {
+        WeightNaming::Ergon => true,
+        WeightNaming::HfGpt2 => is_gpt2(&spec.model.layers),
+        WeightNaming::HfLlama => is_llama(&spec.model.layers),
+    };
+    fits.then_some(()).ok_or(SpecError::WeightNamingMismatch)
 }
 
 /// Whether `layers` is a GPT-2: `Embedding, PositionalEmbedding, TransformerBlock × n (n ≥ 1),
@@ -221,6 +222,18 @@ pub fn is_gpt2(layers: &[Layer]) -> bool {
     };
     !middle.is_empty()
         && middle.iter().all(|l| matches!(l, TransformerBlock { .. }))
+        && matches!(head, TiedEmbeddingHead | Linear { bias: false, .. })
+}
+
+/// Whether `layers` is a Llama: `Embedding, LlamaBlock × n (n ≥ 1), RMSNorm`, then a tied head or
+/// a bias-free `Linear` — the models Hugging Face's Llama names fit.
+pub fn is_llama(layers: &[Layer]) -> bool {
+    use Layer::*;
+    let [Embedding { .. }, middle @ .., RMSNorm { .. }, head] = layers else {
+        return false;
+    };
+    !middle.is_empty()
+        && middle.iter().all(|l| matches!(l, LlamaBlock { .. }))
         && matches!(head, TiedEmbeddingHead | Linear { bias: false, .. })
 }
 
@@ -360,6 +373,33 @@ fn apply_layer(
                     let params =
                         2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * h + h) + (h * d + d);
                     let f = flops::transformer_block(t as u128, d, heads as u128, h);
+                    Ok((input.clone(), params, overflow(f)?))
+                }
+                Layer::RMSNorm { dim } => {
+                    positive(&[dim])?;
+                    if shape.last() != Some(&dim) {
+                        return Err(mismatch);
+                    }
+                    Ok((input.clone(), dim as u128, overflow(flops::rms_norm(elements))?))
+                }
+                Layer::LlamaBlock { dim, heads, kv_heads, hidden, rope_theta } => {
+                    positive(&[dim, heads, kv_heads, hidden, rope_theta])?;
+                    let [t, d] = shape[..] else {
+                        return Err(mismatch);
+                    };
+                    // Whole heads of even width (RoPE rotates halves), whole groups of heads.
+                    if d != dim
+                        || dim % heads != 0
+                        || (dim / heads) % 2 != 0
+                        || heads % kv_heads != 0
+                    {
+                        return Err(mismatch);
+                    }
+                    let (d, h) = (dim as u128, hidden as u128);
+                    let kv_width = kv_heads as u128 * (d / heads as u128);
+                    // Two gains, Q, K, V, O, gate, up, down.
+                    let params = 2 * d + d * d + 2 * d * kv_width + d * d + 3 * d * h;
+                    let f = flops::llama_block(t as u128, d, heads as u128, kv_heads as u128, h);
                     Ok((input.clone(), params, overflow(f)?))
                 }
                 Layer::TiedEmbeddingHead => {

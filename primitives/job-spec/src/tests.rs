@@ -499,3 +499,84 @@ fn v2_json_names_its_new_parts() {
     }
     assert_eq!(serde_json::from_str::<JobSpec>(&json).unwrap(), s);
 }
+
+/// A 2-block Llama (width 32, 4 query heads sharing 2 key/value heads, SwiGLU 64) on 16 tokens.
+fn llama(head: Layer) -> JobSpec {
+    let block =
+        Layer::LlamaBlock { dim: 32, heads: 4, kv_heads: 2, hidden: 64, rope_theta: 10_000 };
+    let data = |files| Dataset {
+        format: DataFormat::Tokens { width: TokenWidth::U16, vocab_size: 97, seq_len: 16 },
+        ..token_data(files, 1_000)
+    };
+    spec(
+        vec![
+            Layer::Embedding { vocab_size: 97, dim: 32 },
+            block.clone(),
+            block,
+            Layer::RMSNorm { dim: 32 },
+            head,
+        ],
+        data(3),
+        data(1),
+    )
+}
+
+#[test]
+fn a_llama_with_grouped_query_attention_costs_its_hand_count() {
+    let s =
+        llama(Layer::Linear { in_features: 32, out_features: 97, bias: false }).validate().unwrap();
+    let (t, d, h, kv, hid, v) = (16u128, 32u128, 4u128, 2u128, 64u128, 97u128);
+    let (n, kvw) = (t * d, kv * d / h); // key/value width 16
+    let block = 4 * n                          // RMSNorm
+        + 2 * t * d * d                        // Q
+        + 2 * (2 * t * d * kvw)                // K, V
+        + 3 * (n + t * kvw)                    // RoPE on Q and K
+        + 2 * t * t * d + t * t * h + 5 * t * t * h + 2 * t * t * d // attention
+        + 2 * t * d * d                        // O
+        + n                                    // residual
+        + 4 * n                                // RMSNorm
+        + 2 * (2 * t * d * hid)                // gate, up
+        + 4 * t * hid + t * hid                // SiLU, product
+        + 2 * t * hid * d                      // down
+        + n; // residual
+    let forward = 0 + 2 * block + 4 * n + 2 * t * d * v + 5 * t * v;
+    assert_eq!(s.forward_flops_per_sample, forward);
+    let block_params = 2 * d + d * d + 2 * d * kvw + d * d + 3 * d * hid;
+    assert_eq!(s.parameters as u128, v * d + 2 * block_params + d + d * v);
+}
+
+#[test]
+fn llama_blocks_need_whole_even_heads_in_whole_groups_and_hf_llama_weights_a_llama_shape() {
+    let bad = |block| {
+        let mut s = llama(Layer::TiedEmbeddingHead);
+        let mut layers = s.model.layers.as_slice().to_vec();
+        layers[1] = block;
+        s.model.layers = Bounded::new(layers).unwrap();
+        s.validate()
+    };
+    let block = |heads, kv_heads| Layer::LlamaBlock {
+        dim: 32,
+        heads,
+        kv_heads,
+        hidden: 64,
+        rope_theta: 10_000,
+    };
+    assert!(bad(block(4, 4)).is_ok(), "multi-head attention is the kv_heads = heads case");
+    assert_eq!(bad(block(4, 3)), Err(SpecError::ShapeMismatch { layer: 1 }), "groups of heads");
+    assert_eq!(bad(block(32, 32)), Err(SpecError::ShapeMismatch { layer: 1 }), "odd head width 1");
+    assert_eq!(bad(block(4, 0)), Err(SpecError::OutOfBounds));
+
+    let weights = |naming| InitialWeights::Safetensors {
+        file: uri("https://example.org/llama.safetensors"),
+        content_root: Hash32([4; 32]),
+        naming,
+    };
+    let mut s = llama(Layer::TiedEmbeddingHead);
+    s.init = weights(WeightNaming::HfLlama);
+    assert!(s.validate().is_ok());
+    s.init = weights(WeightNaming::HfGpt2);
+    assert_eq!(s.validate(), Err(SpecError::WeightNamingMismatch));
+    let mut g = gpt2();
+    g.init = weights(WeightNaming::HfLlama);
+    assert_eq!(g.validate(), Err(SpecError::WeightNamingMismatch));
+}

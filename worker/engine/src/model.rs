@@ -19,6 +19,8 @@ use crate::{
 
 /// ε of every LayerNorm.
 pub const LAYER_NORM_EPS: f64 = 1e-5;
+/// ε of every RMSNorm.
+pub const RMS_NORM_EPS: f64 = 1e-5;
 
 /// A named trainable tensor.
 pub struct Param {
@@ -65,6 +67,11 @@ enum Block {
     TiedHead {
         w: usize,
     },
+    /// RMSNorm with its gain.
+    RmsNorm {
+        gain: usize,
+    },
+    Llama(Box<LlamaBlock>),
     Transformer(Box<TransformerBlock>),
 }
 
@@ -88,6 +95,21 @@ struct TransformerBlock {
     ln2: Norm,
     fc1: Lin,
     fc2: Lin,
+}
+
+struct LlamaBlock {
+    heads: usize,
+    kv_heads: usize,
+    rope_theta: f64,
+    norm1: usize,
+    q: Lin,
+    k: Lin,
+    v: Lin,
+    o: Lin,
+    norm2: usize,
+    gate: Lin,
+    up: Lin,
+    down: Lin,
 }
 
 /// A sequential model.
@@ -252,6 +274,30 @@ impl Model {
                         Init::Normal(0.02),
                     )?,
                 },
+                Layer::RMSNorm { dim } => Block::RmsNorm {
+                    gain: b.param(format!("{p}.gain"), &[dim as usize], Init::Const(1.0))?,
+                },
+                Layer::LlamaBlock { dim, heads, kv_heads, hidden, rope_theta } => {
+                    let (d, h) = (dim as usize, hidden as usize);
+                    let kv_width = kv_heads as usize * (d / heads as usize);
+                    let gain = |b: &mut Builder, name: &str| {
+                        b.param(format!("{p}.{name}.gain"), &[d], Init::Const(1.0))
+                    };
+                    Block::Llama(Box::new(LlamaBlock {
+                        heads: heads as usize,
+                        kv_heads: kv_heads as usize,
+                        rope_theta: rope_theta as f64,
+                        norm1: gain(b, "norm1")?,
+                        q: b.linear(&format!("{p}.attn.q"), d, d, false)?,
+                        k: b.linear(&format!("{p}.attn.k"), d, kv_width, false)?,
+                        v: b.linear(&format!("{p}.attn.v"), d, kv_width, false)?,
+                        o: b.linear(&format!("{p}.attn.o"), d, d, false)?,
+                        norm2: gain(b, "norm2")?,
+                        gate: b.linear(&format!("{p}.mlp.gate"), d, h, false)?,
+                        up: b.linear(&format!("{p}.mlp.up"), d, h, false)?,
+                        down: b.linear(&format!("{p}.mlp.down"), h, d, false)?,
+                    }))
+                }
                 Layer::TiedEmbeddingHead => match blocks.first() {
                     Some(Block::Embedding { w }) => Block::TiedHead { w: *w },
                     _ => {
@@ -302,6 +348,41 @@ impl Model {
 
     fn layer_norm(&self, x: &Tensor, n: &Norm) -> Result<Tensor> {
         Ok(ops::layer_norm(x, self.p(n.gamma), self.p(n.beta), LAYER_NORM_EPS)?)
+    }
+
+    /// `x / √(mean(x²) + ε) · g` over the last dimension.
+    fn rms_norm(&self, x: &Tensor, gain: usize) -> Result<Tensor> {
+        let ms = x.sqr()?.mean_keepdim(D::Minus1)?;
+        let rms = (ms + RMS_NORM_EPS)?.sqrt()?;
+        Ok(x.broadcast_div(&rms)?.broadcast_mul(self.p(gain))?)
+    }
+
+    /// A Llama block on `x` (`[B, T, d]`): grouped-query attention with rotary positions, then
+    /// the SwiGLU MLP, each after an RMSNorm and added to its input.
+    fn llama(&self, x: &Tensor, blk: &LlamaBlock) -> Result<Tensor> {
+        let (bsz, t, d) = x.dims3()?;
+        let (h, kv) = (blk.heads, blk.kv_heads);
+        let hd = d / h;
+        let n = self.rms_norm(x, blk.norm1)?;
+        let (cos, sin) = rope_tables(t, hd, blk.rope_theta, x.device())?;
+        let q = rope(&self.linear(&n, blk.q)?.reshape((bsz, t, h, hd))?, &cos, &sin)?;
+        let k = rope(&self.linear(&n, blk.k)?.reshape((bsz, t, kv, hd))?, &cos, &sin)?;
+        let v = self.linear(&n, blk.v)?.reshape((bsz, t, kv, hd))?;
+        // Each key/value head serves `h / kv` consecutive query heads: repeated into place, the
+        // three are the fused `[B, T, 3d]` the attention op takes.
+        let repeat = |x: Tensor| -> Result<Tensor> {
+            Ok(x.unsqueeze(3)?
+                .broadcast_as((bsz, t, kv, h / kv, hd))?
+                .contiguous()?
+                .reshape((bsz, t, d))?)
+        };
+        let qkv = Tensor::cat(&[q.reshape((bsz, t, d))?, repeat(k)?, repeat(v)?], 2)?;
+        let x1 = (x + self.linear(&ops::causal_attention(&qkv, h)?, blk.o)?)?;
+        let n2 = self.rms_norm(&x1, blk.norm2)?;
+        let gate = self.linear(&n2, blk.gate)?;
+        let gate = if gate.device().is_cpu() { ops::silu(&gate)? } else { gate.silu()? };
+        let hidden = (gate * self.linear(&n2, blk.up)?)?;
+        Ok((&x1 + self.linear(&hidden, blk.down)?)?)
     }
 
     fn attention(&self, x: &Tensor, blk: &TransformerBlock) -> Result<Tensor> {
@@ -368,6 +449,8 @@ impl Model {
                     x.broadcast_add(&self.p(*w).narrow(0, 0, t)?)?
                 }
                 Block::TiedHead { w } => self.linear(&x, Lin { w: *w, b: None })?,
+                Block::RmsNorm { gain } => self.rms_norm(&x, *gain)?,
+                Block::Llama(blk) => self.llama(&x, blk)?,
                 Block::Transformer(blk) => {
                     let x1 = (&x + self.attention(&self.layer_norm(&x, &blk.ln1)?, blk)?)?;
                     let hdn = ops::gelu(&self.linear(&self.layer_norm(&x1, &blk.ln2)?, blk.fc1)?)?;
@@ -377,6 +460,34 @@ impl Model {
         }
         Ok(x)
     }
+}
+
+/// Rotary tables `cos` and `sin` (`[t, hd]`): position `p`, column `j` holds the angle
+/// `p · θ^(−2(j mod hd/2)/hd)` — each head's two halves rotate by the same frequencies, as in
+/// Hugging Face's Llama. Computed in f64 with `libm` (the same Rust code on every machine), then
+/// rounded to f32.
+fn rope_tables(t: usize, hd: usize, theta: f64, device: &Device) -> Result<(Tensor, Tensor)> {
+    let half = hd / 2;
+    let (mut cos, mut sin) = (Vec::with_capacity(t * hd), Vec::with_capacity(t * hd));
+    for p in 0..t {
+        for j in 0..hd {
+            let inv_freq = 1.0 / libm::pow(theta, (2 * (j % half)) as f64 / hd as f64);
+            let angle = p as f64 * inv_freq;
+            cos.push(libm::cos(angle) as f32);
+            sin.push(libm::sin(angle) as f32);
+        }
+    }
+    Ok((Tensor::from_vec(cos, (t, hd), device)?, Tensor::from_vec(sin, (t, hd), device)?))
+}
+
+/// Rotary positions on `x` (`[B, T, heads, hd]`): `x·cos + rotate_half(x)·sin`, where
+/// `rotate_half([x₁, x₂]) = [−x₂, x₁]` over the head's two halves.
+fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let (_, t, _, hd) = x.dims4()?;
+    let half = hd / 2;
+    let rotated = Tensor::cat(&[x.narrow(3, half, half)?.neg()?, x.narrow(3, 0, half)?], 3)?;
+    let (cos, sin) = (cos.reshape((1, t, 1, hd))?, sin.reshape((1, t, 1, hd))?);
+    Ok((x.broadcast_mul(&cos)? + rotated.broadcast_mul(&sin)?)?)
 }
 
 /// Max pooling over `kernel`×`kernel` windows every `stride` pixels of `[N, C, H, W]`, on any device

@@ -1,9 +1,9 @@
-//! Fine-tuning a GPT-2 from Hugging Face weights: the weights load into Ergon's model with the
-//! logits `transformers` computes, training starts from them bit for bit (the verifier's `init`
-//! check), replays and verifies with a learning-rate schedule on token shards, and the trained model
-//! exports back into a directory `transformers` loads with the same logits.
+//! Fine-tuning a GPT-2 and a Llama from Hugging Face weights: the weights load into Ergon's model
+//! with the logits `transformers` computes, training starts from them bit for bit (the verifier's
+//! `init` check), replays and verifies with a learning-rate schedule on token shards, and the trained
+//! model exports back into a directory `transformers` loads with the same logits.
 //!
-//! The `transformers` side runs `scripts/lib/hf_gpt2.py` with the Python named by
+//! The `transformers` side runs `scripts/lib/hf_models.py` with the Python named by
 //! `ERGON_HF_PYTHON` (`scripts/test.sh` installs torch and transformers into a venv and sets it);
 //! without it those two comparisons are skipped and say so, everything else runs.
 
@@ -102,6 +102,33 @@ fn gpt2_spec(dir: &Path, init: InitialWeights) -> JobSpec {
     spec
 }
 
+/// The tiny Llama of `hf_models.py` (2 blocks, width 32, 4 query heads sharing 2 key/value heads,
+/// SwiGLU 64, RoPE θ = 10 000, untied head), fine-tuned from `init` like [`gpt2_spec`] but with a
+/// warmup-stable-decay schedule.
+fn llama_spec(dir: &Path, init: InitialWeights) -> JobSpec {
+    let block =
+        Layer::LlamaBlock { dim: 32, heads: 4, kv_heads: 2, hidden: 64, rope_theta: 10_000 };
+    let mut spec = gpt2_spec(dir, InitialWeights::Seed);
+    spec.init = init;
+    spec.model = ModelSpec {
+        layers: Bounded::new(vec![
+            Layer::Embedding { vocab_size: VOCAB, dim: 32 },
+            block.clone(),
+            block,
+            Layer::RMSNorm { dim: 32 },
+            Layer::Linear { in_features: 32, out_features: VOCAB, bias: false },
+        ])
+        .unwrap(),
+    };
+    spec.schedule = Schedule::WarmupStableDecay {
+        warmup_steps: 2,
+        decay_steps: 4,
+        min_ratio: Ppb(100_000_000),
+    };
+    spec.validate().expect("the test spec is valid");
+    spec
+}
+
 /// Initial weights from the safetensors file at `path` in `naming`.
 fn from_file(path: &Path, naming: WeightNaming) -> InitialWeights {
     let bytes = std::fs::read(path).unwrap();
@@ -187,33 +214,41 @@ fn hf_python() -> Option<String> {
 
 /// The script, compiled in: a test binary reused from another checkout must not run that
 /// checkout's copy.
-const HF_SCRIPT: &str = include_str!("../../../scripts/lib/hf_gpt2.py");
+const HF_SCRIPT: &str = include_str!("../../../scripts/lib/hf_models.py");
 
 fn run_python(python: &str, args: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("hf_gpt2.py");
+    let script = dir.path().join("hf_models.py");
     std::fs::write(&script, HF_SCRIPT).unwrap();
     let out = Command::new(python).arg(&script).args(args).output().expect("python runs");
-    assert!(out.status.success(), "hf_gpt2.py {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "hf_models.py {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
-/// A GPT-2 `transformers` built and saved loads into Ergon with its logits; fine-tuned from it,
-/// the bundle verifies, and its exported model loads back into `transformers` with Ergon's logits.
-#[test]
-fn a_transformers_gpt2_loads_fine_tunes_verifies_and_exports_back() {
+/// A model `transformers` built and saved (`arch`) loads into Ergon (`spec` of its file, in
+/// `naming`) with its logits; fine-tuned from it, the bundle verifies, and its exported model loads
+/// back into `transformers` with Ergon's logits.
+fn transformers_round_trip(
+    arch: &str,
+    naming: WeightNaming,
+    spec_of: fn(&Path, InitialWeights) -> JobSpec,
+) {
     let Some(python) = hf_python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    run_python(&python, &["make", root.to_str().unwrap()]);
+    run_python(&python, &["make", arch, root.to_str().unwrap()]);
     let ids: Vec<Vec<u32>> =
         serde_json::from_slice(&std::fs::read(root.join("ids.json")).unwrap()).unwrap();
     let theirs = read_f32(&root.join("logits.f32"));
 
-    let spec = gpt2_spec(root, from_file(&root.join("hf/model.safetensors"), WeightNaming::HfGpt2));
+    let spec = spec_of(root, from_file(&root.join("hf/model.safetensors"), naming));
     let loaded = weights::load(&spec).unwrap().expect("a weights file");
     let model = Model::initial(&spec, &SEED, Some(&loaded), &Device::Cpu, DType::F32).unwrap();
     let error = max_abs_diff(&logits(&model, &ids), &theirs);
-    eprintln!("transformers → Ergon: max |Δ logit| = {error:e}");
+    eprintln!("{arch}: transformers → Ergon: max |Δ logit| = {error:e}");
     assert!(error < 1e-4, "Ergon's logits differ from transformers' by {error}");
 
     let out = root.join("bundle");
@@ -224,19 +259,25 @@ fn a_transformers_gpt2_loads_fine_tunes_verifies_and_exports_back() {
     let exported = root.join("export");
     delivery::export_hf(&spec, &out, &exported, None).unwrap();
     let back = root.join("back.f32");
+    let ids_path = root.join("ids.json");
     run_python(
         &python,
-        &[
-            "logits",
-            exported.to_str().unwrap(),
-            root.join("ids.json").to_str().unwrap(),
-            back.to_str().unwrap(),
-        ],
+        &["logits", exported.to_str().unwrap(), ids_path.to_str().unwrap(), back.to_str().unwrap()],
     );
     let ours = logits(&final_model(&spec, &out), &ids);
     let error = max_abs_diff(&ours, &read_f32(&back));
-    eprintln!("Ergon (trained) → transformers: max |Δ logit| = {error:e}");
+    eprintln!("{arch}: Ergon (trained) → transformers: max |Δ logit| = {error:e}");
     assert!(error < 1e-4, "transformers' logits of the export differ from Ergon's by {error}");
+}
+
+#[test]
+fn a_transformers_gpt2_loads_fine_tunes_verifies_and_exports_back() {
+    transformers_round_trip("gpt2", WeightNaming::HfGpt2, gpt2_spec);
+}
+
+#[test]
+fn a_transformers_llama_loads_fine_tunes_verifies_and_exports_back() {
+    transformers_round_trip("llama", WeightNaming::HfLlama, llama_spec);
 }
 
 /// A fine-tune starts from the file bit for bit, replays exactly and verifies; the same run from
@@ -333,4 +374,27 @@ fn a_job_continues_from_a_checkpoint_in_ergon_naming() {
     let model = Model::initial(&next, &SEED, Some(&loaded), &Device::Cpu, DType::F32).unwrap();
     let ids = vec![(0..SEQ).collect::<Vec<u32>>()];
     assert_eq!(logits(&model, &ids), logits(&final_model(&first, &out), &ids));
+}
+
+/// A Llama from the seed's draws learns (the last steps' loss under the first's) and its bundle
+/// replays exactly: grouped-query attention, rotary positions, RMSNorm and SwiGLU through the same
+/// verifier as every other model.
+#[test]
+fn a_llama_from_the_seed_learns_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut spec = llama_spec(root, InitialWeights::Seed);
+    spec.epochs = 4;
+    let out = root.join("bundle");
+    train(&spec, &out);
+    let m: Manifest =
+        serde_json::from_slice(&std::fs::read(out.join(MANIFEST_FILE)).unwrap()).unwrap();
+    let losses = &m.losses;
+    let (first, last) =
+        (losses[..5].iter().sum::<f32>(), losses[losses.len() - 5..].iter().sum::<f32>());
+    assert!(last < first, "the loss falls: {losses:?}");
+    let mut opts = VerifyOptions::new(out.clone(), SEED);
+    opts.segments = (0..10).collect();
+    let report = verify::verify(&spec, &opts).unwrap();
+    assert!(report.passed, "{:#?}", report.checks);
 }

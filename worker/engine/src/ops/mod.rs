@@ -33,7 +33,7 @@ mod gpu;
 mod transformer;
 
 pub use dense::{cross_entropy, layer_norm, linear};
-pub use transformer::{causal_attention, gelu};
+pub use transformer::{causal_attention, gelu, silu};
 
 /// The element types the kernels support: f32 (training) and f64 (gradient checks).
 trait Elem:

@@ -1,5 +1,5 @@
 //! CPU kernels of the transformer block, each one op with its own backward: the tanh GELU
-//! ([`gelu`]) and causal multi-head self-attention ([`causal_attention`]).
+//! ([`gelu`]), Llama's SiLU ([`silu`]) and causal multi-head self-attention ([`causal_attention`]).
 //!
 //! Why: candle's GELU backward is fifteen element-wise nodes (with two `powf`), each allocating its
 //! result and, in the backward, a zero gradient it adds to. Every value here is computed per
@@ -35,6 +35,34 @@ pub fn gelu(x: &Tensor) -> Result<Tensor> {
 
 #[derive(Clone, Copy)]
 struct Gelu;
+
+/// SiLU (swish), `x·σ(x)` with `σ(x) = 1/(1 + exp(−x))`, and its exact derivative
+/// `σ(x)·(1 + x·(1 − σ(x)))` in the backward — Ergon's own `exp`, so the same bits on every CPU.
+/// On the CPU only: the GPU path uses candle's `silu`.
+pub fn silu(x: &Tensor) -> Result<Tensor> {
+    x.contiguous()?.apply_op1(Pointwise(Silu))
+}
+
+#[derive(Clone, Copy)]
+struct Silu;
+
+fn sigmoid<T: Elem>(x: T) -> T {
+    let one = T::of(1.0);
+    one / (one + (T::default() - x).exp())
+}
+
+impl Activation for Silu {
+    const NAMES: (&'static str, &'static str) = ("ergon-silu", "ergon-silu-grad");
+
+    fn value<T: Elem>(x: T) -> T {
+        x * sigmoid(x)
+    }
+
+    fn grad<T: Elem>(x: T, dy: T) -> T {
+        let (s, one) = (sigmoid(x), T::of(1.0));
+        dy * s * (one + x * (one - s))
+    }
+}
 
 /// `tanh(√(2/π)·(x + 0.044715·x³))`.
 fn gelu_tanh<T: Elem>(x: T) -> T {

@@ -23,18 +23,10 @@
 
 use ergon_job_spec::{JobSpec, Layer};
 
+use super::HfName;
+
 /// The prefix of the base model's tensors in a `GPT2LMHeadModel` file (a `GPT2Model` file has none).
 pub const PREFIX: &str = "transformer.";
-
-/// Where an Ergon parameter lives in a GPT-2 file: its name (without [`PREFIX`]; `lm_head.weight`
-/// is never prefixed) and whether it is stored transposed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HfName {
-    /// The tensor's name.
-    pub name: String,
-    /// Stored `[in, out]` (GPT-2's `Conv1D`).
-    pub transposed: bool,
-}
 
 /// The GPT-2 name of Ergon parameter `param` of `spec`'s model, `None` if `spec` is no GPT-2 or has
 /// no such parameter.

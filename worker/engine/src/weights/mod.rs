@@ -8,6 +8,7 @@
 //! `model.safetensors`) for `transformers` to load without Ergon.
 
 pub mod hf_gpt2;
+pub mod hf_llama;
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -68,22 +69,39 @@ pub fn load(spec: &JobSpec) -> Result<Option<InitialWeights>> {
     from_safetensors(spec, *naming, uri, &bytes).map(Some)
 }
 
+/// Where an Ergon parameter lives in a weights file: its name (without the naming's prefix;
+/// `lm_head.weight` is never prefixed) and whether it is stored transposed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HfName {
+    /// The tensor's name.
+    pub name: String,
+    /// Stored `[in, out]` (GPT-2's `Conv1D`).
+    pub transposed: bool,
+}
+
 /// The file's name and storage of Ergon parameter `param` under `naming`.
-fn file_name(spec: &JobSpec, naming: WeightNaming, param: &str) -> Option<hf_gpt2::HfName> {
+fn file_name(spec: &JobSpec, naming: WeightNaming, param: &str) -> Option<HfName> {
     match naming {
-        WeightNaming::Ergon => Some(hf_gpt2::HfName { name: param.to_string(), transposed: false }),
+        WeightNaming::Ergon => Some(HfName { name: param.to_string(), transposed: false }),
         WeightNaming::HfGpt2 => hf_gpt2::name(spec, param),
+        WeightNaming::HfLlama => hf_llama::name(spec, param),
+    }
+}
+
+/// The prefix of the base model's tensors under `naming` (`param.` in an Ergon checkpoint,
+/// `transformer.` in a `GPT2LMHeadModel`, `model.` in a `LlamaForCausalLM`).
+fn prefix(naming: WeightNaming) -> &'static str {
+    match naming {
+        WeightNaming::Ergon => "param.",
+        WeightNaming::HfGpt2 => hf_gpt2::PREFIX,
+        WeightNaming::HfLlama => hf_llama::PREFIX,
     }
 }
 
 /// The names under which a file may hold a tensor called `name` by its naming: the plain name and
-/// its prefixed form (`param.` in an Ergon checkpoint, `transformer.` in a `GPT2LMHeadModel`).
+/// its prefixed form.
 fn spellings(naming: WeightNaming, name: &str) -> [String; 2] {
-    let prefix = match naming {
-        WeightNaming::Ergon => "param.",
-        WeightNaming::HfGpt2 => hf_gpt2::PREFIX,
-    };
-    [name.to_string(), format!("{prefix}{name}")]
+    [name.to_string(), format!("{}{name}", prefix(naming))]
 }
 
 /// Tensors of a file that are no parameters and may be left unread.
@@ -91,6 +109,19 @@ fn ignorable(naming: WeightNaming, name: &str) -> bool {
     match naming {
         WeightNaming::Ergon => name.starts_with("opt."),
         WeightNaming::HfGpt2 => hf_gpt2::is_buffer(name),
+        WeightNaming::HfLlama => hf_llama::is_buffer(name),
+    }
+}
+
+/// The Hugging Face naming `spec`'s model exports to, if any.
+pub fn hf_naming(spec: &JobSpec) -> Option<WeightNaming> {
+    let layers = spec.model.layers.as_slice();
+    if ergon_job_spec::shape::is_gpt2(layers) {
+        Some(WeightNaming::HfGpt2)
+    } else if ergon_job_spec::shape::is_llama(layers) {
+        Some(WeightNaming::HfLlama)
+    } else {
+        None
     }
 }
 
@@ -200,29 +231,35 @@ fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     out
 }
 
-/// Writes `params` (Ergon name → value) of `spec`'s GPT-2 into `dir` in Hugging Face's layout:
-/// `config.json` and `model.safetensors` (`GPT2LMHeadModel` names), and `tokenizer.json` when
-/// given. `transformers` loads it with `from_pretrained(dir)`.
+/// Writes `params` (Ergon name → value) of `spec`'s GPT-2 or Llama into `dir` in Hugging Face's
+/// layout: `config.json` and `model.safetensors` (`GPT2LMHeadModel` or `LlamaForCausalLM` names),
+/// and `tokenizer.json` when given. `transformers` loads it with `from_pretrained(dir)`.
 pub fn export_hf(
     spec: &JobSpec,
     params: &BTreeMap<String, (Vec<usize>, Vec<f32>)>,
     dir: &Path,
     tokenizer: Option<&Path>,
 ) -> Result<()> {
-    let config = hf_gpt2::config(spec).ok_or_else(|| {
+    let refused = || {
         bad(
             "config.json",
-            "only GPT-2-shaped models export to Hugging Face's layout (see WeightNaming::HfGpt2)",
+            "only GPT-2- and Llama-shaped models export to Hugging Face's layout (see WeightNaming)",
         )
-    })?;
+    };
+    let naming = hf_naming(spec).ok_or_else(refused)?;
+    let config = match naming {
+        WeightNaming::HfLlama => hf_llama::config(spec),
+        _ => hf_gpt2::config(spec),
+    }
+    .ok_or_else(refused)?;
     let mut out = BTreeMap::new();
     for (param, (shape, values)) in params {
-        let hf = hf_gpt2::name(spec, param)
-            .ok_or_else(|| bad("model.safetensors", format!("no GPT-2 name for {param}")))?;
+        let hf = file_name(spec, naming, param)
+            .ok_or_else(|| bad("model.safetensors", format!("no {naming:?} name for {param}")))?;
         let name = if hf.name == "lm_head.weight" {
             hf.name
         } else {
-            format!("{}{}", hf_gpt2::PREFIX, hf.name)
+            format!("{}{}", prefix(naming), hf.name)
         };
         let t = match shape[..] {
             [rows, cols] if hf.transposed => (vec![cols, rows], transpose(values, rows, cols)),

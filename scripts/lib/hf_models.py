@@ -1,0 +1,89 @@
+"""Hugging Face `transformers` side of Ergon's round trips (worker/engine/tests/fine_tune.rs).
+
+    hf_models.py make gpt2|llama OUT
+                              a random model built by transformers from a config (no download):
+                              OUT/hf/{config.json,model.safetensors}, OUT/ids.json (token ids)
+                              and OUT/logits.f32 (its logits on them, little-endian f32)
+    hf_models.py logits MODEL IDS OUT
+                              loads MODEL (a directory, e.g. Ergon's export) with
+                              AutoModelForCausalLM and writes its logits on IDS (JSON) to OUT
+
+Prints one JSON line describing what it did.
+"""
+
+import json
+import sys
+
+import torch
+import transformers
+from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+VOCAB = 97
+
+# The tiny models the test's specs describe (fine_tune.rs: `gpt2_spec`, `llama_spec`).
+GPT2 = dict(
+    vocab_size=VOCAB, n_positions=24, n_embd=32, n_layer=2, n_head=4, n_inner=64,
+    activation_function="gelu_new", layer_norm_epsilon=1e-5,
+    resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+    tie_word_embeddings=True, bos_token_id=0, eos_token_id=0,
+)
+LLAMA = dict(
+    vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+    num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
+    hidden_act="silu", rms_norm_eps=1e-5, rope_theta=10000.0,
+    attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
+    bos_token_id=0, eos_token_id=0, pad_token_id=None,
+)
+
+
+def logits(model, ids):
+    model.eval()
+    with torch.no_grad():
+        return model(torch.tensor(ids, dtype=torch.long)).logits.to(torch.float32)
+
+
+def write_f32(path, tensor):
+    with open(path, "wb") as f:
+        f.write(tensor.contiguous().numpy().astype("<f4").tobytes())
+
+
+def make(arch, out):
+    torch.manual_seed(1234)
+    if arch == "gpt2":
+        model = GPT2LMHeadModel(GPT2Config(**GPT2))
+    elif arch == "llama":
+        model = LlamaForCausalLM(LlamaConfig(**LLAMA))
+    else:
+        sys.exit(f"unknown architecture {arch}")
+    # Every parameter away from its init pattern (unit norm gains, zero biases), so that a tensor
+    # read in the wrong place or orientation changes the logits.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(f"{out}/hf", safe_serialization=True)
+    g = torch.Generator().manual_seed(99)
+    ids = torch.randint(0, VOCAB, (3, 16), generator=g).tolist()
+    with open(f"{out}/ids.json", "w") as f:
+        json.dump(ids, f)
+    y = logits(model, ids)
+    write_f32(f"{out}/logits.f32", y)
+    print(json.dumps({"made": arch, "out": out, "shape": list(y.shape), "transformers": transformers.__version__}))
+
+
+def logits_of(model_dir, ids_path, out):
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    with open(ids_path) as f:
+        ids = json.load(f)
+    y = logits(model, ids)
+    write_f32(out, y)
+    print(json.dumps({"loaded": model_dir, "class": type(model).__name__, "shape": list(y.shape)}))
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "make":
+        make(sys.argv[2], sys.argv[3])
+    elif cmd == "logits":
+        logits_of(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        sys.exit(f"unknown command {cmd}")
