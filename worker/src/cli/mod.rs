@@ -10,6 +10,7 @@ mod fetch_model;
 mod inspect;
 mod serve;
 mod status;
+mod tokenize;
 mod train;
 mod verify;
 
@@ -54,6 +55,9 @@ enum Command {
     Export(export::Args),
     /// Validate a job spec and print its parameter count and FLOPs.
     Check(check::Args),
+    /// Encode text or JSONL files with a Hugging Face tokenizer.json into token shards and print
+    /// the spec's dataset block for them (files, content root, samples).
+    Tokenize(tokenize::Args),
     /// Print the content root of data files (for writing specs).
     ContentRoot(content_root::Args),
     /// Run a Proof-of-Drilling task; print its result hash, difficulty and measured throughput.
@@ -73,6 +77,7 @@ pub fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::FetchModel(args) => fetch_model::run(args),
         Command::Export(args) => export::run(args),
+        Command::Tokenize(args) => tokenize::run(args),
         Command::Check(args) => check::run(args),
         Command::ContentRoot(args) => content_root::run(args),
         Command::Drill(args) => drill::run(args),

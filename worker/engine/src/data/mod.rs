@@ -3,6 +3,7 @@
 
 mod fetch;
 mod formats;
+pub mod tokenize;
 
 pub use fetch::{
     bundle_time_limit, content_root, fetch, fetch_at_most, fetch_public_only, fetch_within,
