@@ -23,12 +23,13 @@ def model_of(layers):
             vocab_size=emb["vocab_size"], n_positions=layers[1]["max_len"], n_embd=emb["dim"],
             n_layer=len(blocks), n_head=b["heads"], n_inner=b["hidden"],
             activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-            tie_word_embeddings=tied))
+            tie_word_embeddings=tied, bos_token_id=0, eos_token_id=0))
     return LlamaForCausalLM(LlamaConfig(
         vocab_size=emb["vocab_size"], hidden_size=emb["dim"], intermediate_size=b["hidden"],
         num_hidden_layers=len(blocks), num_attention_heads=b["heads"],
         num_key_value_heads=b["kv_heads"], rope_theta=float(b["rope_theta"]),
-        tie_word_embeddings=tied, attention_bias=False, mlp_bias=False))
+        tie_word_embeddings=tied, attention_bias=False, mlp_bias=False,
+        bos_token_id=0, eos_token_id=0))
 
 
 def main(spec_path, threads):
