@@ -11,8 +11,9 @@ use crate::verification::verdict_commitment;
 use alloc::{boxed::Box, vec, vec::Vec};
 use codec::Encode;
 use ergon_job_spec::{
-    Bounded, BoundedString, DataFormat, Dataset, Hash32, InitialWeights, JobSpec, Layer, Model,
-    Optimizer, Ppb, Schedule, TokenWidth, WeightNaming, MAX_DATA_FILES, MAX_LAYERS, MAX_URI_LEN,
+    Adapters, Bounded, BoundedString, DataFormat, Dataset, Hash32, InitialWeights, JobSpec, Layer,
+    Model, Optimizer, Ppb, Schedule, TokenWidth, WeightNaming, MAX_DATA_FILES, MAX_LAYERS,
+    MAX_URI_LEN,
 };
 use ergon_protocol::traits::{BenchmarkTrainers, Obligation, Obligations};
 use frame_benchmarking::v2::*;
@@ -73,6 +74,7 @@ fn spec(layers: u32) -> JobSpec {
             eps: Ppb(10),
             weight_decay: Ppb(10_000_000),
         },
+        adapters: Adapters::Lora { rank: 8, alpha: 16, attention: true, mlp: true },
         schedule: Schedule::WarmupStableDecay {
             warmup_steps: 10,
             decay_steps: 100,

@@ -763,6 +763,9 @@ pub mod pallet {
         /// The spec's initial weights name their tensors in a way its model does not fit (Hugging
         /// Face GPT-2 naming needs a GPT-2-shaped model).
         WeightNamingMismatch,
+        /// The spec's LoRA adapters cannot be: no weights file to freeze, a rank of 0 or wider
+        /// than an adapted projection, an alpha of 0, or no transformer block to adapt.
+        BadAdapters,
     }
 
     /// The job spec's limits (`ergon_job_spec`), in the metadata so that clients check a spec

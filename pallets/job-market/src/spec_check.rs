@@ -105,6 +105,7 @@ impl<T> From<SpecRejection> for Error<T> {
                 SpecError::Overflow => Error::WorkOverflow,
                 SpecError::ScheduleTooLong => Error::ScheduleTooLong,
                 SpecError::WeightNamingMismatch => Error::WeightNamingMismatch,
+                SpecError::BadAdapters => Error::BadAdapters,
             },
         }
     }

@@ -26,6 +26,7 @@ extern crate alloc;
 
 pub mod bounded;
 pub mod flops;
+pub mod lora;
 pub mod schedule;
 pub mod shape;
 pub mod v1;
@@ -44,6 +45,8 @@ pub const MAX_URI_LEN: u32 = 256;
 pub const MAX_DATA_FILES: u32 = 64;
 /// Most trainable parameters in a model (2^28 ≈ 268 M).
 pub const MAX_PARAMETERS: u64 = 1 << 28;
+/// Most parameters of a model with a frozen base (LoRA: base and adapters, 2^33 ≈ 8.6 B).
+pub const MAX_MODEL_PARAMETERS: u64 = 1 << 33;
 /// Most checkpoints in a bundle.
 pub const MAX_CHECKPOINTS: u64 = 4096;
 /// Most epochs.
@@ -427,6 +430,45 @@ pub enum Optimizer {
     },
 }
 
+/// What the run trains: every parameter, or low-rank adapters over a frozen base.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(tag = "type", deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
+pub enum Adapters {
+    /// Every parameter is trained (and checkpointed).
+    #[default]
+    None,
+    /// LoRA: the base model (the spec's initial weights, by content root) is frozen; each adapted
+    /// projection `W` (`[out, in]`) gains `A` (`[rank, in]`, drawn from the seed like a linear
+    /// layer's weight) and `B` (`[out, rank]`, zero) and computes `x·Wᵀ + (alpha/rank)·x·Aᵀ·Bᵀ`.
+    /// Only the adapters and their optimizer state are trained and checkpointed. Which projections
+    /// ([`lora`]): a transformer block's attention (`qkv`, `proj`; Llama `q`, `k`, `v`, `o`) and/or
+    /// its MLP (`fc1`, `fc2`; Llama `gate`, `up`, `down`).
+    Lora {
+        /// Rank of every adapter (at most the narrower side of each adapted projection).
+        rank: u32,
+        /// Scale numerator: the update is `alpha / rank` times `B·A`.
+        alpha: u32,
+        /// Adapt the attention's projections.
+        attention: bool,
+        /// Adapt the MLP's projections.
+        mlp: bool,
+    },
+}
+
 /// How the learning rate changes over the run: the factor applied to [`Optimizer::lr`] at each
 /// optimizer step, from integer step counts and ppb only ([`schedule`] computes it).
 #[derive(
@@ -491,6 +533,10 @@ pub struct JobSpec {
     /// Learning-rate schedule (JSON: optional, constant by default).
     #[cfg_attr(feature = "std", serde(default))]
     pub schedule: Schedule,
+    /// Full training or LoRA adapters over the frozen initial weights (JSON: optional, full by
+    /// default).
+    #[cfg_attr(feature = "std", serde(default))]
+    pub adapters: Adapters,
     /// Passes over the training data.
     pub epochs: u32,
     /// Samples per optimizer step (the last batch of an epoch may be smaller).
@@ -503,11 +549,16 @@ pub struct JobSpec {
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Encode, Decode, TypeInfo, MaxEncodedLen)]
 #[scale_info(capture_docs = "always")]
 pub struct SpecSummary {
-    /// Trainable parameters.
+    /// Trainable parameters (with LoRA: the adapters').
     pub parameters: u64,
-    /// Forward-pass FLOPs for one training sample, loss included.
+    /// Frozen parameters: the base a LoRA run adapts (0 when every parameter is trained).
+    pub frozen_parameters: u64,
+    /// Forward-pass FLOPs for one training sample, loss (and adapters) included.
     pub forward_flops_per_sample: u128,
-    /// FLOPs of the whole run: 3 × forward (forward + backward) × samples × epochs.
+    /// FLOPs of the whole run × samples × epochs, per sample: 3 × forward (forward, and a backward
+    /// that costs about two forwards); with LoRA 2 × forward + the adapters' forward (the backward
+    /// computes the input gradients through the frozen base, about one forward, and the adapters'
+    /// weight gradients, about their forward).
     pub training_flops: u128,
     /// Optimizer steps per epoch.
     pub steps_per_epoch: u64,

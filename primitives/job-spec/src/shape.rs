@@ -5,9 +5,9 @@ use codec::{Decode, Encode};
 use scale_info::TypeInfo;
 
 use crate::{
-    flops, DataFormat, Dataset, InitialWeights, JobSpec, Layer, Optimizer, Ppb, SpecSummary,
-    WeightNaming, BYTE_VOCAB, MAX_BATCH_SIZE, MAX_CHECKPOINTS, MAX_DATA_FILES, MAX_EPOCHS,
-    MAX_PARAMETERS,
+    flops, Adapters, DataFormat, Dataset, InitialWeights, JobSpec, Layer, Optimizer, Ppb,
+    SpecSummary, WeightNaming, BYTE_VOCAB, MAX_BATCH_SIZE, MAX_CHECKPOINTS, MAX_DATA_FILES,
+    MAX_EPOCHS, MAX_MODEL_PARAMETERS, MAX_PARAMETERS,
 };
 
 /// Why a spec is invalid. Each variant names what is wrong; `layer` is the 0-based layer index.
@@ -49,6 +49,9 @@ pub enum SpecError {
     /// The learning-rate schedule is longer than the run (warmup and decay steps), or a ratio is
     /// above 1.
     ScheduleTooLong,
+    /// LoRA adapters that cannot be: no weights file to freeze, a rank of 0 or wider than an
+    /// adapted projection's narrower side, an alpha of 0, or no projection to adapt.
+    BadAdapters,
     /// The initial weights' naming does not fit the model (Hugging Face GPT-2 naming needs
     /// `Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm`, Llama naming
     /// `Embedding, LlamaBlock × n, RMSNorm`, each then a tied or bias-free head).
@@ -72,6 +75,7 @@ impl core::fmt::Display for SpecError {
             SpecError::TooManyCheckpoints => write!(f, "more than {MAX_CHECKPOINTS} checkpoints: raise checkpoint_interval"),
             SpecError::BadHyperParameter => write!(f, "a hyper-parameter is out of range (lr > 0, momentum and betas < 1, eps > 0)"),
             SpecError::Overflow => write!(f, "the FLOP count overflows"),
+            SpecError::BadAdapters => write!(f, "LoRA needs initial weights from a file, a rank from 1 to each adapted projection's narrower side, alpha > 0, and a transformer block to adapt"),
             SpecError::ScheduleTooLong => write!(f, "the learning-rate schedule does not fit the run (warmup + decay steps ≤ total steps, warmup < total steps for a cosine, min_ratio ≤ 1)"),
             SpecError::WeightNamingMismatch => write!(f, "the initial weights' naming does not fit the model (HfGpt2: Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm; HfLlama: Embedding, LlamaBlock × n, RMSNorm; each then TiedEmbeddingHead or a Linear without bias)"),
         }
@@ -454,12 +458,26 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
         return Err(SpecError::OutOfBounds);
     }
 
-    let (output, params, forward) = infer(&spec.model.layers, spec.train.format.input())?;
+    let input = spec.train.format.input();
+    let (output, params, forward) = infer(&spec.model.layers, input.clone())?;
     let expected = spec.train.format.output();
     if output != Activation::Float(expected.clone()) {
         return Err(SpecError::OutputMismatch);
     }
-    if params > MAX_PARAMETERS as u128 {
+    // LoRA: the base (from the weights file) is frozen, the adapters are what trains.
+    let lora = spec.adapters != Adapters::None;
+    let tokens = match input {
+        Activation::Tokens { len, .. } => len,
+        Activation::Float(_) => 0,
+    };
+    if lora && (spec.init == InitialWeights::Seed || tokens == 0) {
+        return Err(SpecError::BadAdapters);
+    }
+    let (adapter_params, adapter_forward) =
+        crate::lora::cost(&spec.model.layers, &spec.adapters, tokens)?;
+    let (trainable, frozen) = if lora { (adapter_params, params) } else { (params, 0) };
+    let total = params.checked_add(adapter_params).ok_or(SpecError::Overflow)?;
+    if trainable > MAX_PARAMETERS as u128 || total > MAX_MODEL_PARAMETERS as u128 {
         return Err(SpecError::TooManyParameters);
     }
     let (rows, classes) = match expected[..] {
@@ -467,9 +485,19 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
         [t, vocab] => (t as u128, vocab as u128),
         _ => return Err(SpecError::OutputMismatch),
     };
-    let forward = forward
-        .checked_add(flops::cross_entropy(rows, classes).ok_or(SpecError::Overflow)?)
-        .ok_or(SpecError::Overflow)?;
+    let forward =
+        [forward, adapter_forward, flops::cross_entropy(rows, classes).ok_or(SpecError::Overflow)?]
+            .iter()
+            .try_fold(0u128, |acc, v| acc.checked_add(*v))
+            .ok_or(SpecError::Overflow)?;
+    // Per sample: a full run's forward and backward (3 forwards); LoRA's forward, the backward's
+    // input gradients through the frozen base (one forward) and the adapters' weight gradients.
+    let per_sample = if lora {
+        forward.checked_mul(2).and_then(|f| f.checked_add(adapter_forward))
+    } else {
+        forward.checked_mul(3)
+    }
+    .ok_or(SpecError::Overflow)?;
 
     let steps_per_epoch = spec.steps_per_epoch();
     let total_steps = steps_per_epoch.checked_mul(spec.epochs as u64).ok_or(SpecError::Overflow)?;
@@ -482,13 +510,14 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
         return Err(SpecError::TooManyCheckpoints);
     }
     crate::schedule::check(&spec.schedule, total_steps)?;
-    let training_flops = [3u128, forward, spec.train.samples as u128, spec.epochs as u128]
+    let training_flops = [per_sample, spec.train.samples as u128, spec.epochs as u128]
         .iter()
         .try_fold(1u128, |acc, v| acc.checked_mul(*v))
         .ok_or(SpecError::Overflow)?;
 
     Ok(SpecSummary {
-        parameters: params as u64,
+        parameters: trainable as u64,
+        frozen_parameters: frozen as u64,
         forward_flops_per_sample: forward,
         training_flops,
         steps_per_epoch,

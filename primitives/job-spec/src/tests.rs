@@ -30,6 +30,7 @@ fn spec(layers: Vec<Layer>, train: Dataset, validation: Dataset) -> JobSpec {
             weight_decay: Ppb(0),
         },
         schedule: Schedule::Constant,
+        adapters: Adapters::None,
         epochs: 1,
         batch_size: 64,
         checkpoint_interval: 100,
@@ -475,6 +476,7 @@ fn v1_specs_upgrade_in_scale_and_read_in_json() {
     let fields = json.as_object_mut().unwrap();
     fields.remove("init");
     fields.remove("schedule");
+    fields.remove("adapters");
     assert_eq!(serde_json::from_value::<JobSpec>(json).unwrap(), v2);
 }
 
@@ -579,4 +581,54 @@ fn llama_blocks_need_whole_even_heads_in_whole_groups_and_hf_llama_weights_a_lla
     let mut g = gpt2();
     g.init = weights(WeightNaming::HfLlama);
     assert_eq!(g.validate(), Err(SpecError::WeightNamingMismatch));
+}
+
+#[test]
+fn lora_trains_only_its_adapters_and_costs_two_forwards_plus_theirs() {
+    let base = InitialWeights::Safetensors {
+        file: uri("https://example.org/llama.safetensors"),
+        content_root: Hash32([4; 32]),
+        naming: WeightNaming::HfLlama,
+    };
+    let mut full = llama(Layer::TiedEmbeddingHead);
+    full.init = base.clone();
+    let full_summary = full.validate().unwrap();
+    let mut s = full.clone();
+    s.adapters = Adapters::Lora { rank: 4, alpha: 8, attention: true, mlp: false };
+    let lora = s.validate().unwrap();
+    // Per block: q 32→32, k 32→16, v 32→16, o 32→32 at rank 4.
+    let (t, r) = (16u128, 4u128);
+    let sides = [(32u128, 32u128), (32, 16), (32, 16), (32, 32)];
+    let params: u128 = 2 * sides.iter().map(|(i, o)| r * (i + o)).sum::<u128>();
+    let adapter_fwd: u128 =
+        2 * sides.iter().map(|(i, o)| 2 * t * r * (i + o) + 2 * t * o).sum::<u128>();
+    assert_eq!(lora.parameters as u128, params);
+    assert_eq!(lora.frozen_parameters, full_summary.parameters);
+    assert_eq!(lora.forward_flops_per_sample, full_summary.forward_flops_per_sample + adapter_fwd);
+    let per_sample = 2 * lora.forward_flops_per_sample + adapter_fwd;
+    assert_eq!(lora.training_flops, per_sample * s.train.samples as u128 * s.epochs as u128);
+    assert!(lora.training_flops < full_summary.training_flops, "cheaper than full training");
+
+    // Refusals: no base to freeze, rank 0 or wider than the narrowest adapted side (16), alpha 0,
+    // nothing to adapt.
+    let bad = |adapters, init: &InitialWeights| {
+        let mut x = full.clone();
+        x.adapters = adapters;
+        x.init = init.clone();
+        x.validate()
+    };
+    let lora = |rank, alpha, attention, mlp| Adapters::Lora { rank, alpha, attention, mlp };
+    assert_eq!(bad(lora(4, 8, true, false), &InitialWeights::Seed), Err(SpecError::BadAdapters));
+    assert_eq!(bad(lora(0, 8, true, false), &base), Err(SpecError::BadAdapters));
+    assert_eq!(bad(lora(17, 8, true, false), &base), Err(SpecError::BadAdapters));
+    assert!(bad(lora(16, 8, true, true), &base).is_ok());
+    assert_eq!(bad(lora(4, 0, true, false), &base), Err(SpecError::BadAdapters));
+    assert_eq!(bad(lora(4, 8, false, false), &base), Err(SpecError::BadAdapters));
+    let json = serde_json::to_string(&s).unwrap();
+    assert!(
+        json.contains(
+            r#""adapters":{"type":"Lora","rank":4,"alpha":8,"attention":true,"mlp":false}"#
+        ),
+        "{json}"
+    );
 }

@@ -1,4 +1,4 @@
-//! Version 1 of the job specification (before initial weights and schedules), kept to read what was
+//! Version 1 of the job specification (before initial weights, schedules and adapters), kept to read what was
 //! stored under it: the job market migrates its stored jobs with [`JobSpec::upgrade`].
 //!
 //! Only the top-level struct changed: v2 appended variants to [`crate::Layer`] and
@@ -7,9 +7,9 @@
 
 use codec::{Decode, Encode};
 
-use crate::{Dataset, InitialWeights, Model, Optimizer, Schedule};
+use crate::{Adapters, Dataset, InitialWeights, Model, Optimizer, Schedule};
 
-/// A v1 training job: a v2 [`crate::JobSpec`] without `init` and `schedule`.
+/// A v1 training job: a v2 [`crate::JobSpec`] without `init`, `schedule` and `adapters`.
 #[derive(Clone, PartialEq, Eq, Debug, Encode, Decode)]
 pub struct JobSpec {
     /// The model to train.
@@ -38,6 +38,7 @@ impl JobSpec {
             validation: self.validation,
             optimizer: self.optimizer,
             schedule: Schedule::Constant,
+            adapters: Adapters::None,
             epochs: self.epochs,
             batch_size: self.batch_size,
             checkpoint_interval: self.checkpoint_interval,

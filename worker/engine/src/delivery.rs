@@ -66,10 +66,12 @@ pub fn fetch_model(spec: &JobSpec, url: &str, root: &[u8; 32], into: &Path) -> R
     // The digest check ties the weights to the manifest, and so to the root.
     let host = trajectory::read_checkpoint(into, last)?;
     let device = Device::Cpu;
-    let model = Model::new(spec, &[0; 32], &device, DType::F32)?;
+    // A LoRA checkpoint holds the adapters: the model is the frozen base (the spec's weights file)
+    // with them.
+    let data = data::JobData::load(spec)?;
+    let model = Model::initial(spec, &[0; 32], data.weights(), &device, DType::F32)?;
     let mut opt = Optimizer::new(spec, &model.params)?;
     trajectory::load_state(&into.join(&last.file), &host, last.step, &model, &mut opt)?;
-    let data = data::JobData::load(spec)?;
     let (validation_loss, validation_accuracy) =
         trajectory::evaluate(&model, data.validation(), &device)?;
     Ok(Delivered {
@@ -102,11 +104,16 @@ pub fn export_hf(spec: &JobSpec, dir: &Path, out: &Path, tokenizer: Option<&Path
         Some(host) => host.clone(),
         None => trajectory::read_checkpoint(dir, last)?,
     };
-    let params = host
-        .0
-        .into_iter()
-        .filter_map(|(name, t)| name.strip_prefix("param.").map(|n| (n.to_string(), t)))
-        .collect();
+    // The model of the final checkpoint; with LoRA its adapters over the frozen base (fetched and
+    // checked by its root), merged into the base's weights for tools that know no adapters.
+    let base = match spec.adapters {
+        ergon_job_spec::Adapters::None => None,
+        ergon_job_spec::Adapters::Lora { .. } => crate::weights::load(spec)?,
+    };
+    let model = Model::initial(spec, &[0; 32], base.as_ref(), &Device::Cpu, DType::F32)?;
+    let mut opt = Optimizer::new(spec, &model.params)?;
+    trajectory::load_state(&dir.join(&last.file), &host, last.step, &model, &mut opt)?;
+    let params = model.merged_base()?;
     crate::weights::export_hf(spec, &params, out, tokenizer)?;
     Ok(last.step)
 }

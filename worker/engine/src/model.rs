@@ -75,12 +75,16 @@ enum Block {
     Transformer(Box<TransformerBlock>),
 }
 
-/// Weight and optional bias of an affine map.
+/// Weight and optional bias of an affine map, and its LoRA adapter `(A, B)` if it has one.
 #[derive(Clone, Copy)]
 struct Lin {
     w: usize,
     b: Option<usize>,
+    lora: Option<(usize, usize)>,
 }
+
+/// Marks an index of [`Model::frozen`] (a frozen base tensor) among indices of [`Model::params`].
+const FROZEN: usize = 1 << (usize::BITS - 1);
 
 struct Norm {
     gamma: usize,
@@ -114,41 +118,88 @@ struct LlamaBlock {
 
 /// A sequential model.
 pub struct Model {
-    /// Trainable parameters in a fixed order (creation order).
+    /// Trainable parameters in a fixed order (creation order): every parameter, or with LoRA the
+    /// adapters (`….lora_a`, `….lora_b`).
     pub params: Vec<Param>,
+    /// With LoRA, the frozen base: its parameters by name, never trained nor checkpointed.
+    frozen: Vec<(String, Tensor)>,
+    /// Every base parameter's name and index (into `params`, or `frozen` with [`FROZEN`]).
+    base: Vec<(String, usize)>,
+    /// LoRA's `alpha / rank`.
+    lora_scale: f64,
     blocks: Vec<Block>,
 }
 
 struct Builder<'a> {
     seed: &'a Seed,
-    /// Values read from a weights file, used instead of the seed's draws.
+    /// Values read from a weights file, used instead of the seed's draws for the base.
     preset: Option<&'a InitialWeights>,
     device: &'a Device,
     dtype: DType,
     params: Vec<Param>,
-    /// Every parameter's name and shape, in creation order.
+    /// Every trainable parameter's name and shape, in creation order.
     shapes: Vec<(String, Vec<usize>)>,
+    /// Every base parameter's name and shape, in creation order (what a weights file holds).
+    base_shapes: Vec<(String, Vec<usize>)>,
+    /// Every base parameter's name and index.
+    base: Vec<(String, usize)>,
     /// Record the shapes only: no tensor is allocated ([`Model::layout`]).
     layout_only: bool,
+    /// LoRA: the base is frozen, these projections get adapters of `rank`.
+    lora: Option<(u32, Vec<ergon_job_spec::lora::Adapted>)>,
+    frozen: Vec<(String, Tensor)>,
+    frozen_count: usize,
+    /// The layer being built.
+    layer: usize,
 }
 
-impl Builder<'_> {
-    fn param(&mut self, name: String, shape: &[usize], init: Init) -> Result<usize> {
-        self.shapes.push((name.clone(), shape.to_vec()));
-        if self.layout_only {
-            return Ok(self.shapes.len() - 1);
+impl<'a> Builder<'a> {
+    fn new(
+        spec: &JobSpec,
+        seed: &'a Seed,
+        preset: Option<&'a InitialWeights>,
+        device: &'a Device,
+        layout_only: bool,
+    ) -> Self {
+        let lora = match spec.adapters {
+            ergon_job_spec::Adapters::None => None,
+            ergon_job_spec::Adapters::Lora { rank, .. } => {
+                Some((rank, ergon_job_spec::lora::adapted(&spec.model.layers, &spec.adapters)))
+            }
+        };
+        Builder {
+            seed,
+            preset,
+            device,
+            dtype: DType::F32,
+            params: Vec::new(),
+            shapes: Vec::new(),
+            base_shapes: Vec::new(),
+            base: Vec::new(),
+            layout_only,
+            lora,
+            frozen: Vec::new(),
+            frozen_count: 0,
+            layer: 0,
         }
-        let n: usize = shape.iter().product();
-        if let Some(preset) = self.preset {
-            let (_, values) = preset.get(&name).filter(|(s, _)| s == shape).ok_or_else(|| {
+    }
+
+    /// Parameter `name`'s initial values: the preset's when `from_preset`, else the seed's draws.
+    fn values(&self, name: &str, shape: &[usize], init: Init, from_preset: bool) -> Result<Tensor> {
+        if from_preset {
+            let preset = self.preset.ok_or_else(|| {
+                crate::Error::Candle(candle_core::Error::Msg(format!(
+                    "{name}: a frozen base needs the initial weights file"
+                )))
+            })?;
+            let (_, values) = preset.get(name).filter(|(s, _)| s == shape).ok_or_else(|| {
                 crate::Error::Candle(candle_core::Error::Msg(format!(
                     "the initial weights have no {name} of shape {shape:?}"
                 )))
             })?;
-            let t = Tensor::from_slice(values, shape, self.device)?.to_dtype(self.dtype)?;
-            self.params.push(Param { name, var: Var::from_tensor(&t)? });
-            return Ok(self.params.len() - 1);
+            return Ok(Tensor::from_slice(values, shape, self.device)?.to_dtype(self.dtype)?);
         }
+        let n: usize = shape.iter().product();
         let mut rng = Stream::new(self.seed, "init", name.as_bytes());
         let values: Vec<f32> = match init {
             Init::FanIn(fan_in) => {
@@ -158,9 +209,42 @@ impl Builder<'_> {
             Init::Normal(std) => (0..n).map(|_| rng.normal() * std).collect(),
             Init::Const(c) => vec![c; n],
         };
-        let t = Tensor::from_vec(values, shape, self.device)?.to_dtype(self.dtype)?;
+        Ok(Tensor::from_vec(values, shape, self.device)?.to_dtype(self.dtype)?)
+    }
+
+    /// A trainable parameter: checkpointed and optimized.
+    fn trainable(
+        &mut self,
+        name: String,
+        shape: &[usize],
+        init: Init,
+        preset: bool,
+    ) -> Result<usize> {
+        self.shapes.push((name.clone(), shape.to_vec()));
+        if self.layout_only {
+            return Ok(self.shapes.len() - 1);
+        }
+        let t = self.values(&name, shape, init, preset)?;
         self.params.push(Param { name, var: Var::from_tensor(&t)? });
         Ok(self.params.len() - 1)
+    }
+
+    /// A parameter of the model itself (its base): trainable, or frozen under LoRA.
+    fn param(&mut self, name: String, shape: &[usize], init: Init) -> Result<usize> {
+        self.base_shapes.push((name.clone(), shape.to_vec()));
+        let index = if self.lora.is_none() {
+            self.trainable(name.clone(), shape, init, self.preset.is_some())?
+        } else {
+            let index = FROZEN | self.frozen_count;
+            self.frozen_count += 1;
+            if !self.layout_only {
+                let t = self.values(&name, shape, init, true)?;
+                self.frozen.push((name.clone(), t));
+            }
+            index
+        };
+        self.base.push((name, index));
+        Ok(index)
     }
 
     fn linear(&mut self, prefix: &str, inp: usize, out: usize, bias: bool) -> Result<Lin> {
@@ -170,7 +254,21 @@ impl Builder<'_> {
         } else {
             None
         };
-        Ok(Lin { w, b })
+        // `layers.<i>.<module>`: adapted when LoRA lists this layer's module.
+        let module = prefix.splitn(3, '.').nth(2).unwrap_or_default();
+        let (layer, rank) = (self.layer, self.lora.as_ref().map(|(r, _)| *r as usize));
+        let adapted = self
+            .lora
+            .as_ref()
+            .is_some_and(|(_, list)| list.iter().any(|a| a.layer == layer && a.module == module));
+        let lora = match rank {
+            Some(r) if adapted => Some((
+                self.trainable(format!("{prefix}.lora_a"), &[r, inp], Init::FanIn(inp), false)?,
+                self.trainable(format!("{prefix}.lora_b"), &[out, r], Init::Const(0.0), false)?,
+            )),
+            _ => None,
+        };
+        Ok(Lin { w, b, lora })
     }
 
     fn norm(&mut self, prefix: &str, dim: usize) -> Result<Norm> {
@@ -198,40 +296,70 @@ impl Model {
         device: &Device,
         dtype: DType,
     ) -> Result<Model> {
-        let mut b = Builder {
-            seed,
-            preset: weights,
-            device,
-            dtype,
-            params: Vec::new(),
-            shapes: Vec::new(),
-            layout_only: false,
-        };
+        let mut b = Builder::new(spec, seed, weights, device, false);
+        b.dtype = dtype;
         let blocks = Self::blocks(spec, &mut b)?;
-        Ok(Model { params: b.params, blocks })
+        let lora_scale = match spec.adapters {
+            ergon_job_spec::Adapters::Lora { rank, alpha, .. } => alpha as f64 / rank as f64,
+            ergon_job_spec::Adapters::None => 0.0,
+        };
+        Ok(Model { params: b.params, frozen: b.frozen, base: b.base, lora_scale, blocks })
     }
 
-    /// The name and shape of every parameter of `spec`'s model, in [`Model::params`] order,
-    /// without allocating any of them: what a checkpoint of the spec may hold, known before a
-    /// byte of a bundle is read. The spec must have been validated.
+    /// The name and shape of every trainable parameter of `spec`'s model, in [`Model::params`]
+    /// order, without allocating any of them: what a checkpoint of the spec may hold, known before
+    /// a byte of a bundle is read. The spec must have been validated.
     pub fn layout(spec: &JobSpec) -> Result<Vec<(String, Vec<usize>)>> {
-        let mut b = Builder {
-            seed: &[0; 32],
-            preset: None,
-            device: &Device::Cpu,
-            dtype: DType::F32,
-            params: Vec::new(),
-            shapes: Vec::new(),
-            layout_only: true,
-        };
+        let mut b = Builder::new(spec, &[0; 32], None, &Device::Cpu, true);
         Self::blocks(spec, &mut b)?;
         Ok(b.shapes)
+    }
+
+    /// The name and shape of every parameter of the model itself — what a weights file for it
+    /// holds: with LoRA the frozen base (no adapters), else the same as [`Model::layout`].
+    pub fn base_layout(spec: &JobSpec) -> Result<Vec<(String, Vec<usize>)>> {
+        let mut b = Builder::new(spec, &[0; 32], None, &Device::Cpu, true);
+        Self::blocks(spec, &mut b)?;
+        Ok(b.base_shapes)
+    }
+
+    /// The model's own parameters by name with LoRA's updates merged in (`W + (alpha/rank)·B·A`;
+    /// without LoRA, the parameters as they are): what a model exported for other tools holds.
+    pub fn merged_base(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, (Vec<usize>, Vec<f32>)>> {
+        let mut merges = std::collections::BTreeMap::new();
+        let mut stack: Vec<&Block> = self.blocks.iter().collect();
+        while let Some(block) = stack.pop() {
+            let lins: Vec<Lin> = match block {
+                Block::Linear(l) => vec![*l],
+                Block::Transformer(t) => vec![t.qkv, t.proj, t.fc1, t.fc2],
+                Block::Llama(l) => vec![l.q, l.k, l.v, l.o, l.gate, l.up, l.down],
+                _ => vec![],
+            };
+            for lin in lins {
+                if let Some(ab) = lin.lora {
+                    merges.insert(lin.w, ab);
+                }
+            }
+        }
+        let mut out = std::collections::BTreeMap::new();
+        for (name, index) in &self.base {
+            let mut t = self.p(*index).clone();
+            if let Some((a, b)) = merges.get(index) {
+                let update = self.p(*b).matmul(self.p(*a))?;
+                t = (t + (update * self.lora_scale)?)?;
+            }
+            out.insert(name.clone(), (t.dims().to_vec(), t.flatten_all()?.to_vec1::<f32>()?));
+        }
+        Ok(out)
     }
 
     /// The blocks of `spec`'s layers, their parameters created by `b`.
     fn blocks(spec: &JobSpec, b: &mut Builder) -> Result<Vec<Block>> {
         let mut blocks = Vec::new();
         for (i, layer) in spec.model.layers.iter().enumerate() {
+            b.layer = i;
             let p = format!("layers.{i}");
             let block = match *layer {
                 Layer::Linear { in_features, out_features, bias } => Block::Linear(b.linear(
@@ -325,10 +453,22 @@ impl Model {
     }
 
     fn p(&self, i: usize) -> &Tensor {
-        self.params[i].var.as_tensor()
+        if i & FROZEN != 0 {
+            &self.frozen[i & !FROZEN].1
+        } else {
+            self.params[i].var.as_tensor()
+        }
     }
 
-    fn linear(&self, x: &Tensor, Lin { w, b }: Lin) -> Result<Tensor> {
+    /// `x·Wᵀ + b`, plus `(alpha/rank)·x·Aᵀ·Bᵀ` when the map has a LoRA adapter.
+    fn linear(&self, x: &Tensor, lin: Lin) -> Result<Tensor> {
+        let y = self.affine(x, lin.w, lin.b)?;
+        let Some((a, b)) = lin.lora else { return Ok(y) };
+        let low = self.affine(&self.affine(x, a, None)?, b, None)?;
+        Ok((y + (low * self.lora_scale)?)?)
+    }
+
+    fn affine(&self, x: &Tensor, w: usize, b: Option<usize>) -> Result<Tensor> {
         if x.device().is_cpu() {
             return Ok(ops::linear(x, self.p(w), b.map(|b| self.p(b)))?);
         }
@@ -448,7 +588,7 @@ impl Model {
                     let t = x.dim(1)?;
                     x.broadcast_add(&self.p(*w).narrow(0, 0, t)?)?
                 }
-                Block::TiedHead { w } => self.linear(&x, Lin { w: *w, b: None })?,
+                Block::TiedHead { w } => self.affine(&x, *w, None)?,
                 Block::RmsNorm { gain } => self.rms_norm(&x, *gain)?,
                 Block::Llama(blk) => self.llama(&x, blk)?,
                 Block::Transformer(blk) => {
@@ -563,6 +703,7 @@ mod tests {
             },
             init: Default::default(),
             schedule: Default::default(),
+            adapters: Default::default(),
             epochs: 1,
             batch_size: 2,
             checkpoint_interval: 1,

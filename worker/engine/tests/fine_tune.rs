@@ -28,7 +28,7 @@ use ergon_engine::{
     weights,
 };
 use ergon_job_spec::{
-    Bounded, BoundedString, DataFormat, Dataset, Hash32, InitialWeights, JobSpec, Layer,
+    Adapters, Bounded, BoundedString, DataFormat, Dataset, Hash32, InitialWeights, JobSpec, Layer,
     Model as ModelSpec, Optimizer as OptimizerSpec, Ppb, Schedule, TokenWidth, WeightNaming,
 };
 
@@ -94,6 +94,7 @@ fn gpt2_spec(dir: &Path, init: InitialWeights) -> JobSpec {
             weight_decay: Ppb(10_000_000),
         },
         schedule: Schedule::WarmupCosine { warmup_steps: 3, min_ratio: Ppb(100_000_000) },
+        adapters: Adapters::None,
         epochs: 2,
         batch_size: 8,
         checkpoint_interval: 2,
@@ -141,7 +142,17 @@ fn from_file(path: &Path, naming: WeightNaming) -> InitialWeights {
 
 /// A GPT-2 file in Hugging Face's naming written by Ergon's exporter from the draws of `seed`.
 fn hf_file(dir: &Path, seed: [u8; 32]) -> PathBuf {
-    let spec = gpt2_spec(dir, InitialWeights::Seed);
+    hf_file_of(dir, seed, gpt2_spec)
+}
+
+/// A file in Hugging Face's naming of the model `spec_of` describes, written by Ergon's exporter
+/// from the draws of `seed`.
+fn hf_file_of(
+    dir: &Path,
+    seed: [u8; 32],
+    spec_of: fn(&Path, InitialWeights) -> JobSpec,
+) -> PathBuf {
+    let spec = spec_of(dir, InitialWeights::Seed);
     let model = Model::new(&spec, &seed, &Device::Cpu, DType::F32).unwrap();
     let params = model
         .params
@@ -397,4 +408,103 @@ fn a_llama_from_the_seed_learns_and_verifies() {
     opts.segments = (0..10).collect();
     let report = verify::verify(&spec, &opts).unwrap();
     assert!(report.passed, "{:#?}", report.checks);
+}
+
+/// LoRA over a Llama base of `file`: rank 4 on the attention and the MLP.
+fn lora_spec(dir: &Path, file: &Path) -> JobSpec {
+    let mut spec = llama_spec(dir, from_file(file, WeightNaming::HfLlama));
+    spec.adapters = Adapters::Lora { rank: 4, alpha: 8, attention: true, mlp: true };
+    spec.validate().expect("the LoRA spec is valid");
+    spec
+}
+
+/// A LoRA fine-tune checkpoints only its adapters (and their optimizer state), replays exactly over
+/// the frozen base, and exports the base with the adapters merged — which `transformers` reads with
+/// the logits of Ergon's adapted model.
+#[test]
+fn a_lora_fine_tune_checkpoints_only_its_adapters_verifies_and_exports_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let file = hf_file_of(root, [3; 32], llama_spec);
+    let spec = lora_spec(root, &file);
+    let out = root.join("bundle");
+    train(&spec, &out);
+    let report = verify_all(&spec, &out);
+    assert!(report.passed, "{:#?}", report.checks);
+
+    let last = HostTensors::read(&out.join(bundle_file(&out, 5))).unwrap();
+    assert!(
+        last.0.keys().all(|n| n.contains(".lora_a") || n.contains(".lora_b")),
+        "only adapters and their state: {:?}",
+        last.0.keys().collect::<Vec<_>>()
+    );
+    // 14 adapted projections × 2 tensors × (weights, m, v).
+    assert_eq!(last.0.len(), 14 * 2 * 3);
+    let full = llama_spec(root, from_file(&file, WeightNaming::HfLlama));
+    let full_out = root.join("full");
+    train(&full, &full_out);
+    let size = |out: &Path| std::fs::metadata(out.join(bundle_file(out, 5))).unwrap().len();
+    eprintln!("checkpoint: LoRA {} bytes, full fine-tune {} bytes", size(&out), size(&full_out));
+    assert!(size(&out) * 2 < size(&full_out), "a LoRA checkpoint is a fraction of a full one");
+
+    // The export merges the adapters: the exported base gives the adapted model's logits.
+    let exported = root.join("export");
+    delivery::export_hf(&spec, &out, &exported, None).unwrap();
+    let ids = vec![(0..SEQ).map(|i| (i * 7) % VOCAB).collect::<Vec<u32>>()];
+    let base = weights::load(&spec).unwrap().unwrap();
+    let adapted = Model::initial(&spec, &SEED, Some(&base), &Device::Cpu, DType::F32).unwrap();
+    let mut opt = Optimizer::new(&spec, &adapted.params).unwrap();
+    let m: Manifest =
+        serde_json::from_slice(&std::fs::read(out.join(MANIFEST_FILE)).unwrap()).unwrap();
+    trajectory::load_checkpoint(&out, m.checkpoints.last().unwrap(), &adapted, &mut opt).unwrap();
+    let merged_spec =
+        llama_spec(root, from_file(&exported.join("model.safetensors"), WeightNaming::HfLlama));
+    let merged_weights = weights::load(&merged_spec).unwrap().unwrap();
+    let merged =
+        Model::initial(&merged_spec, &SEED, Some(&merged_weights), &Device::Cpu, DType::F32)
+            .unwrap();
+    let error = max_abs_diff(&logits(&adapted, &ids), &logits(&merged, &ids));
+    eprintln!("LoRA adapted vs merged export: max |Δ logit| = {error:e}");
+    assert!(error < 1e-4, "{error}");
+    if let Some(python) = hf_python() {
+        let ids_path = root.join("ids.json");
+        std::fs::write(&ids_path, serde_json::to_vec(&ids).unwrap()).unwrap();
+        let back = root.join("back.f32");
+        run_python(
+            &python,
+            &[
+                "logits",
+                exported.to_str().unwrap(),
+                ids_path.to_str().unwrap(),
+                back.to_str().unwrap(),
+            ],
+        );
+        let error = max_abs_diff(&logits(&adapted, &ids), &read_f32(&back));
+        eprintln!("LoRA (trained, merged) → transformers: max |Δ logit| = {error:e}");
+        assert!(error < 1e-4, "{error}");
+    }
+}
+
+/// The base is not in the bundle, so a trainer could train its adapters over another base (or
+/// update the base as it goes) and claim the job: C0 (the adapters' init) still matches, but every
+/// replay runs over the committed base and fails.
+#[test]
+fn a_lora_bundle_trained_over_another_base_fails_its_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let committed = hf_file_of(root, [4; 32], llama_spec);
+    let other = hf_file_of(root, [5; 32], llama_spec);
+    let spec = lora_spec(root, &committed);
+    let cheat = lora_spec(root, &other);
+    let forged = root.join("forged");
+    train(&cheat, &forged);
+    let manifest_path = forged.join(MANIFEST_FILE);
+    let mut m: Manifest = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    m.spec_hash = hex(&trajectory::spec_hash(&spec));
+    std::fs::write(&manifest_path, m.to_bytes().unwrap()).unwrap();
+    let report = verify_all(&spec, &forged);
+    assert!(!report.passed);
+    assert!(check(&report, "init").passed, "the adapters' C0 is the prescribed one");
+    let replays: Vec<_> = report.checks.iter().filter(|c| c.name.starts_with("replay")).collect();
+    assert!(!replays.is_empty() && replays.iter().all(|c| !c.passed), "{replays:#?}");
 }

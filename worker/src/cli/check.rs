@@ -19,6 +19,12 @@ pub fn run(Args { spec }: Args) -> Outcome {
     let spec = load_spec(&spec)?;
     let s = spec.validate()?;
     println!("parameters        {}", s.parameters);
+    if s.frozen_parameters > 0 {
+        println!(
+            "frozen base       {} parameters (LoRA: the adapters above train)",
+            s.frozen_parameters
+        );
+    }
     println!("forward FLOPs     {} per sample", s.forward_flops_per_sample);
     println!("training FLOPs    {}", s.training_flops);
     println!("training work     {} micro-ut", s.training_micro_ut());

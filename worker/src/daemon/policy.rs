@@ -139,11 +139,15 @@ fn sample_bytes(format: &DataFormat) -> u64 {
 /// activations of a batch through the widest layer (forward and backward).
 pub fn memory_estimate(spec: &JobSpec, summary: &SpecSummary) -> u64 {
     let weights = summary.parameters.saturating_mul(4);
-    let state = weights.saturating_mul(5);
+    // LoRA's frozen base sits beside the adapters (no gradients, no optimizer state).
+    let frozen = summary.frozen_parameters.saturating_mul(4);
+    let state = weights.saturating_mul(5).saturating_add(frozen);
     // A weights file is read whole, then decoded next to it.
     let file = match spec.init {
         ergon_job_spec::InitialWeights::Seed => 0,
-        ergon_job_spec::InitialWeights::Safetensors { .. } => weights.saturating_mul(2),
+        ergon_job_spec::InitialWeights::Safetensors { .. } => {
+            weights.saturating_add(frozen).saturating_mul(2)
+        }
     };
     let data = [&spec.train, &spec.validation]
         .iter()

@@ -24,13 +24,16 @@ pub(super) fn checkpoint_weights(host: &HostTensors) -> full_pass::Weights {
         .collect()
 }
 
-/// The weights of Init(`seed`) for `spec`.
+/// The trainable weights of Init(`seed`) for `spec` (with LoRA: the adapters over the frozen
+/// `base`).
 pub(super) fn init_weights(
     spec: &JobSpec,
     seed: &Seed,
     device: &Device,
+    base: Option<&crate::weights::InitialWeights>,
 ) -> Result<full_pass::Weights> {
-    let model = Model::new(spec, seed, device, DType::F32)?;
+    let base = base.filter(|_| spec.adapters != ergon_job_spec::Adapters::None);
+    let model = Model::initial(spec, seed, base, device, DType::F32)?;
     let mut out = BTreeMap::new();
     for p in &model.params {
         out.insert(format!("param.{}", p.name), p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
@@ -79,12 +82,9 @@ pub(super) fn full_pass_rules(b: &Bundle, r: &mut Replayer) -> Result<Vec<Check>
     // Rules 3 and 4 judge C0 as a random draw. A fine-tune's C0 is the committed weights file
     // instead (checked bit for bit by `init`): its distribution is compared with the file's, and
     // a trained base has no reason to look independent.
+    let lora = spec.adapters != ergon_job_spec::Adapters::None;
     let (reference, independence) = match r.data.weights() {
-        None => (
-            init_weights(spec, &derived_seed(seed, "reference"), device)?,
-            full_pass::initial_independence(&c0),
-        ),
-        Some(file) => (
+        Some(file) if !lora => (
             Model::layout(spec)?
                 .into_iter()
                 .filter_map(|(name, _)| {
@@ -98,9 +98,21 @@ pub(super) fn full_pass_rules(b: &Bundle, r: &mut Replayer) -> Result<Vec<Check>
                 threshold: "not applicable (init compares C0 with the file bit for bit)".into(),
             },
         ),
+        // Drawn from the seed: every parameter, or LoRA's adapters over the frozen base.
+        base => (
+            init_weights(spec, &derived_seed(seed, "reference"), device, base)?,
+            full_pass::initial_independence(&c0),
+        ),
     };
     let randoms = (0..RULE_RANDOM_INITS)
-        .map(|k| init_weights(spec, &derived_seed(seed, &format!("random-{k}")), device))
+        .map(|k| {
+            init_weights(
+                spec,
+                &derived_seed(seed, &format!("random-{k}")),
+                device,
+                r.data.weights(),
+            )
+        })
         .collect::<Result<Vec<_>>>()?
         .iter()
         .map(full_pass::flatten)

@@ -137,7 +137,7 @@ pub fn from_safetensors(
     let mut unread: std::collections::BTreeSet<String> =
         st.names().into_iter().map(str::to_string).collect();
     let mut tensors = BTreeMap::new();
-    for (param, shape) in Model::layout(spec)? {
+    for (param, shape) in Model::base_layout(spec)? {
         let stored = file_name(spec, naming, &param)
             .ok_or_else(|| bad(file, format!("the naming has no name for parameter {param}")))?;
         let found = spellings(naming, &stored.name)
