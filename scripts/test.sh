@@ -104,8 +104,8 @@ integration() {
     rm -f "$snapshot"
     cargo test --release --locked -p ergon-integration-tests --lib
     ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
-        "faults lazy_verifiers drilling dev_chain fine_tune" \
-        "daemon dispute sybil_validators web" \
+        "faults lazy_verifiers drilling dev_chain" \
+        "daemon dispute sybil_validators web fine_tune" \
         "data_takedown diverge local_network collateral availability user_cli"
 }
 

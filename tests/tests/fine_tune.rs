@@ -1,10 +1,12 @@
-//! A GPT-2 fine-tune through the chain, on a live dev chain with daemons: the whole path of issue 36
+//! GPT-2 fine-tunes through the chain, on a live dev chain with daemons: the whole path of issue 36
 //! on a tiny config. A base model is trained and exported in Hugging Face's layout with the worker's
-//! own commands (`train`, `export --hf`); Alice posts a job that fine-tunes it (`init` names the
-//! file in GPT-2 naming by its content root) on pre-tokenized shards over several files, with a
-//! warmup-cosine schedule; Bob's daemon trains it from those weights, Charlie's and Dave's replay it
-//! (their `init` check compares C0 with the file); the job completes; Alice fetches the model with
-//! the user CLI and exports it back to Hugging Face's layout.
+//! own commands (`train`, `export --hf`); Alice posts two jobs on it — a full fine-tune (`init` names
+//! the file in GPT-2 naming by its content root) and a LoRA one (rank-4 adapters over the frozen
+//! base: checkpoints of adapters only) — on pre-tokenized shards over several files, with a
+//! warmup-cosine schedule; Bob's daemon trains them from those weights, Charlie's and Dave's replay
+//! them (their `init` check compares C0 with the file; LoRA replays run over the committed base);
+//! both complete; Alice fetches each model with the user CLI and exports it back to Hugging Face's
+//! layout (LoRA merged into the base).
 
 use std::{path::Path, process::Command, time::Duration};
 
@@ -109,36 +111,52 @@ fn a_gpt2_fine_tune_from_hugging_face_weights_settles_and_exports() {
         "naming": "HfGpt2",
     });
 
-    // The job: 36 samples in batches of 4, 4 epochs = 36 steps, a checkpoint after each.
-    let spec_path = d.join("fine-tune.json");
-    std::fs::write(&spec_path, gpt2(init, &train, &validation, 4).to_string()).unwrap();
+    // The jobs: 36 samples in batches of 4, 4 epochs = 36 steps, a checkpoint after each.
+    let full = gpt2(init.clone(), &train, &validation, 4);
+    let mut lora = full.clone();
+    lora["adapters"] =
+        json!({ "type": "Lora", "rank": 4, "alpha": 8, "attention": true, "mlp": true });
     let node = Node::start("dev", Ports::free(), &["--dev".into(), "--tmp".into()], d);
     node.wait_finalized(1, Duration::from_secs(180));
     let [bob, charlie, dave] = market_daemons(&node, d, &[]);
     let daemons = [&bob, &charlie, &dave];
-    let job = post_job_as_alice(node.ports.rpc, &spec_path);
-    let done = wait_for_daemons("the job to settle", Duration::from_secs(1_500), &daemons, || {
-        let view = job_view(&node, job);
-        let status = view["state"]["status"].as_str()?.to_string();
-        (status == "completed" || status == "failed").then_some(view)
-    });
-    check(done["state"]["status"] == "completed", &format!("settled: {done}"), &daemons);
-    check(
-        done["spec"]["init"]["naming"] == "HfGpt2",
-        &format!("the chain keeps the base: {done}"),
-        &daemons,
-    );
+    let mut jobs = Vec::new();
+    for (name, spec) in [("full", &full), ("lora", &lora)] {
+        let spec_path = d.join(format!("{name}.json"));
+        std::fs::write(&spec_path, spec.to_string()).unwrap();
+        jobs.push((name, spec_path.clone(), post_job_as_alice(node.ports.rpc, &spec_path)));
+    }
+    for (name, spec_path, job) in jobs {
+        let done = wait_for_daemons(
+            &format!("the {name} job to settle"),
+            Duration::from_secs(1_500),
+            &daemons,
+            || {
+                let view = job_view(&node, job);
+                let status = view["state"]["status"].as_str()?.to_string();
+                (status == "completed" || status == "failed").then_some(view)
+            },
+        );
+        check(done["state"]["status"] == "completed", &format!("{name} settled: {done}"), &daemons);
+        check(
+            done["spec"]["init"]["naming"] == "HfGpt2",
+            &format!("the chain keeps the base: {done}"),
+            &daemons,
+        );
 
-    // Alice's side: the model, checked against the root, exported for transformers.
-    let model_dir = d.join("model");
-    let (ok, out) =
-        user_cli(node.ports.rpc, &["fetch-model", &job.to_string(), "--out", &path(&model_dir)]);
-    assert!(ok && out.contains("matches the commitment"), "{out}");
-    let hf = d.join("hf");
-    worker(&["export", "--spec", &path(&spec_path), "--hf", &path(&hf), &path(&model_dir)]);
-    let config: Value =
-        serde_json::from_slice(&std::fs::read(hf.join("config.json")).unwrap()).unwrap();
-    assert_eq!(config["model_type"], "gpt2");
-    assert_eq!(config["tie_word_embeddings"], true);
-    assert!(hf.join("model.safetensors").exists());
+        // Alice's side: the model, checked against the root, exported for transformers.
+        let model_dir = d.join(format!("model-{name}"));
+        let (ok, out) = user_cli(
+            node.ports.rpc,
+            &["fetch-model", &job.to_string(), "--out", &path(&model_dir)],
+        );
+        assert!(ok && out.contains("matches the commitment"), "{out}");
+        let hf = d.join(format!("hf-{name}"));
+        worker(&["export", "--spec", &path(&spec_path), "--hf", &path(&hf), &path(&model_dir)]);
+        let config: Value =
+            serde_json::from_slice(&std::fs::read(hf.join("config.json")).unwrap()).unwrap();
+        assert_eq!(config["model_type"], "gpt2");
+        assert_eq!(config["tie_word_embeddings"], true);
+        assert!(hf.join("model.safetensors").exists());
+    }
 }
