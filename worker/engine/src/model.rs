@@ -325,9 +325,7 @@ impl Model {
 
     /// The model's own parameters by name with LoRA's updates merged in (`W + (alpha/rank)·B·A`;
     /// without LoRA, the parameters as they are): what a model exported for other tools holds.
-    pub fn merged_base(
-        &self,
-    ) -> Result<std::collections::BTreeMap<String, (Vec<usize>, Vec<f32>)>> {
+    pub fn merged_base(&self) -> Result<crate::weights::NamedTensors> {
         let mut merges = std::collections::BTreeMap::new();
         let mut stack: Vec<&Block> = self.blocks.iter().collect();
         while let Some(block) = stack.pop() {

@@ -22,6 +22,9 @@ use crate::{
     model::Model,
 };
 
+/// Tensors by name, each its shape and f32 values (row-major).
+pub type NamedTensors = BTreeMap<String, (Vec<usize>, Vec<f32>)>;
+
 /// C0's parameters read from a weights file, by Ergon parameter name: each its shape (the model's)
 /// and f32 values, row-major.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -236,7 +239,7 @@ fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 /// and `tokenizer.json` when given. `transformers` loads it with `from_pretrained(dir)`.
 pub fn export_hf(
     spec: &JobSpec,
-    params: &BTreeMap<String, (Vec<usize>, Vec<f32>)>,
+    params: &NamedTensors,
     dir: &Path,
     tokenizer: Option<&Path>,
 ) -> Result<()> {
