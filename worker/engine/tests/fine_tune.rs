@@ -315,13 +315,19 @@ fn a_fine_tune_verifies_and_one_from_other_weights_fails_init() {
     let lazy = gpt2_spec(root, InitialWeights::Seed);
     let forged = root.join("forged");
     train(&lazy, &forged);
-    let manifest_path = forged.join(MANIFEST_FILE);
-    let mut m: Manifest = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
-    m.spec_hash = hex(&trajectory::spec_hash(&spec));
-    std::fs::write(&manifest_path, m.to_bytes().unwrap()).unwrap();
+    claim(&forged, &spec);
     let report = verify_all(&spec, &forged);
     assert!(!report.passed);
     assert!(!check(&report, "init").passed, "{:#?}", report.checks);
+}
+
+/// The forger's last touch: its bundle's manifest claims it trained `spec` (the manifest is its
+/// own to write; the committed root then covers the claim).
+fn claim(out: &Path, spec: &JobSpec) {
+    let manifest_path = out.join(MANIFEST_FILE);
+    let mut m: Manifest = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    m.spec_hash = hex(&trajectory::spec_hash(spec));
+    std::fs::write(&manifest_path, m.to_bytes().unwrap()).unwrap();
 }
 
 fn bundle_file(out: &Path, index: usize) -> String {
@@ -498,10 +504,7 @@ fn a_lora_bundle_trained_over_another_base_fails_its_replays() {
     let cheat = lora_spec(root, &other);
     let forged = root.join("forged");
     train(&cheat, &forged);
-    let manifest_path = forged.join(MANIFEST_FILE);
-    let mut m: Manifest = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
-    m.spec_hash = hex(&trajectory::spec_hash(&spec));
-    std::fs::write(&manifest_path, m.to_bytes().unwrap()).unwrap();
+    claim(&forged, &spec);
     let report = verify_all(&spec, &forged);
     assert!(!report.passed);
     assert!(check(&report, "init").passed, "the adapters' C0 is the prescribed one");
