@@ -356,6 +356,7 @@ impl Model {
     /// The blocks of `spec`'s layers, their parameters created by `b`.
     fn blocks(spec: &JobSpec, b: &mut Builder) -> Result<Vec<Block>> {
         let mut blocks = Vec::new();
+        let tied_head = spec.model.layers.iter().any(|l| matches!(l, Layer::TiedEmbeddingHead));
         for (i, layer) in spec.model.layers.iter().enumerate() {
             b.layer = i;
             let p = format!("layers.{i}");
@@ -387,10 +388,12 @@ impl Model {
                 Layer::GELU => Block::Gelu,
                 Layer::LayerNorm { dim } => Block::LayerNorm(b.norm(&p, dim as usize)?),
                 Layer::Embedding { vocab_size, dim } => Block::Embedding {
+                    // N(0, 1) as PyTorch's `nn.Embedding`; N(0, 0.02) as GPT-2 when the output
+                    // head is tied to it (unit rows would make its first logits ~√dim wide).
                     w: b.param(
                         format!("{p}.weight"),
                         &[vocab_size as usize, dim as usize],
-                        Init::Normal(1.0),
+                        Init::Normal(if tied_head { 0.02 } else { 1.0 }),
                     )?,
                 },
                 Layer::PositionalEmbedding { max_len, dim } => Block::Positional {
