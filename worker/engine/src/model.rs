@@ -127,6 +127,8 @@ pub struct Model {
     base: Vec<(String, usize)>,
     /// LoRA's `alpha / rank`.
     lora_scale: f64,
+    /// LoRA's adapters `(A, B)` by the index of the base weight they adapt.
+    adapters: std::collections::BTreeMap<usize, (usize, usize)>,
     blocks: Vec<Block>,
 }
 
@@ -149,6 +151,8 @@ struct Builder<'a> {
     lora: Option<(u32, Vec<ergon_job_spec::lora::Adapted>)>,
     frozen: Vec<(String, Tensor)>,
     frozen_count: usize,
+    /// The adapters made, by the index of the weight they adapt.
+    adapters: std::collections::BTreeMap<usize, (usize, usize)>,
     /// The layer being built.
     layer: usize,
 }
@@ -180,6 +184,7 @@ impl<'a> Builder<'a> {
             lora,
             frozen: Vec::new(),
             frozen_count: 0,
+            adapters: std::collections::BTreeMap::new(),
             layer: 0,
         }
     }
@@ -268,6 +273,9 @@ impl<'a> Builder<'a> {
             )),
             _ => None,
         };
+        if let Some(ab) = lora {
+            self.adapters.insert(w, ab);
+        }
         Ok(Lin { w, b, lora })
     }
 
@@ -303,7 +311,14 @@ impl Model {
             ergon_job_spec::Adapters::Lora { rank, alpha, .. } => alpha as f64 / rank as f64,
             ergon_job_spec::Adapters::None => 0.0,
         };
-        Ok(Model { params: b.params, frozen: b.frozen, base: b.base, lora_scale, blocks })
+        Ok(Model {
+            params: b.params,
+            frozen: b.frozen,
+            base: b.base,
+            lora_scale,
+            adapters: b.adapters,
+            blocks,
+        })
     }
 
     /// The name and shape of every trainable parameter of `spec`'s model, in [`Model::params`]
@@ -326,25 +341,10 @@ impl Model {
     /// The model's own parameters by name with LoRA's updates merged in (`W + (alpha/rank)·B·A`;
     /// without LoRA, the parameters as they are): what a model exported for other tools holds.
     pub fn merged_base(&self) -> Result<crate::weights::NamedTensors> {
-        let mut merges = std::collections::BTreeMap::new();
-        let mut stack: Vec<&Block> = self.blocks.iter().collect();
-        while let Some(block) = stack.pop() {
-            let lins: Vec<Lin> = match block {
-                Block::Linear(l) => vec![*l],
-                Block::Transformer(t) => vec![t.qkv, t.proj, t.fc1, t.fc2],
-                Block::Llama(l) => vec![l.q, l.k, l.v, l.o, l.gate, l.up, l.down],
-                _ => vec![],
-            };
-            for lin in lins {
-                if let Some(ab) = lin.lora {
-                    merges.insert(lin.w, ab);
-                }
-            }
-        }
         let mut out = std::collections::BTreeMap::new();
         for (name, index) in &self.base {
             let mut t = self.p(*index).clone();
-            if let Some((a, b)) = merges.get(index) {
+            if let Some((a, b)) = self.adapters.get(index) {
                 let update = self.p(*b).matmul(self.p(*a))?;
                 t = (t + (update * self.lora_scale)?)?;
             }

@@ -206,10 +206,16 @@ impl DatasetCache {
     }
 }
 
-/// Fetches `data`'s files, checks their content root and decodes them. `what` names the set in errors.
-pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
-    let mut files = Vec::with_capacity(data.files.len());
-    for uri in data.files.iter() {
+/// Fetches a committed set of files (a dataset's, or a weights file) and checks that their digests
+/// give `root` before a byte is parsed: each file's URI and bytes, in order. `what` names the set
+/// in errors.
+pub fn fetch_committed(
+    uris: &[ergon_job_spec::BoundedString<{ ergon_job_spec::MAX_URI_LEN }>],
+    root: &ergon_job_spec::Hash32,
+    what: &'static str,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::with_capacity(uris.len());
+    for uri in uris {
         let uri = uri.as_str().ok_or_else(|| Error::Data {
             file: uri.to_string_lossy(),
             reason: "the URI is not UTF-8".into(),
@@ -217,13 +223,15 @@ pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
         files.push((uri.to_string(), fetch(uri)?));
     }
     let actual = content_root(files.iter().map(|(_, bytes)| bytes.as_slice()));
-    if actual != data.content_root.0 {
-        return Err(Error::ContentRoot {
-            what,
-            expected: hex(&data.content_root.0),
-            actual: hex(&actual),
-        });
+    if actual != root.0 {
+        return Err(Error::ContentRoot { what, expected: hex(&root.0), actual: hex(&actual) });
     }
+    Ok(files)
+}
+
+/// Fetches `data`'s files, checks their content root and decodes them. `what` names the set in errors.
+pub fn load(data: &Dataset, what: &'static str) -> Result<Samples> {
+    let files = fetch_committed(data.files.as_slice(), &data.content_root, what)?;
     let samples = match data.format {
         DataFormat::Idx { height, width, classes } => {
             formats::idx(&files[0], &files[1], height as usize, width as usize, classes)?

@@ -59,17 +59,10 @@ pub fn load(spec: &JobSpec) -> Result<Option<InitialWeights>> {
     let Init::Safetensors { file, content_root, naming } = &spec.init else {
         return Ok(None);
     };
-    let uri = file.as_str().ok_or_else(|| bad(&file.to_string_lossy(), "the URI is not UTF-8"))?;
-    let bytes = data::fetch(uri)?;
-    let actual = data::content_root([bytes.as_slice()]);
-    if actual != content_root.0 {
-        return Err(Error::ContentRoot {
-            what: "initial weights",
-            expected: data::hex(&content_root.0),
-            actual: data::hex(&actual),
-        });
-    }
-    from_safetensors(spec, *naming, uri, &bytes).map(Some)
+    let fetched =
+        data::fetch_committed(core::slice::from_ref(file), content_root, "initial weights")?;
+    let (uri, bytes) = &fetched[0];
+    from_safetensors(spec, *naming, uri, bytes).map(Some)
 }
 
 /// Where an Ergon parameter lives in a weights file: its name (without the naming's prefix;
