@@ -73,6 +73,8 @@ const COMMANDS = {
     options: {
       out: { type: 'string', value: 'DIR', help: 'where to put the model (default: a new temporary directory)' },
       worker: { type: 'string', value: 'PATH', help: 'the ergon-worker binary that fetches and checks it (or $ERGON_WORKER)' },
+      hf: { type: 'string', value: 'DIR', help: 'also write it for transformers (config.json, model.safetensors) into DIR: GPT-2- and Llama-shaped models' },
+      tokenizer: { type: 'string', value: 'FILE', help: 'with --hf: a tokenizer.json to copy next to the model' },
     },
     summary: 'download a completed job\'s model, check it against the committed root, evaluate it',
     run: fetchModel,
@@ -413,11 +415,17 @@ async function fetchModel({ api, opts, args: [idText] }) {
   writeFileSync(specPath, JSON.stringify(view.spec, null, 2));
   const b = view.state.bundle;
   const worker = workerBinary(opts);
-  const r = spawnSync(worker, ['fetch-model', '--spec', specPath, '--bundle', b.uri, '--root', b.root, '--out', out], { encoding: 'utf8' });
+  const args = ['fetch-model', '--spec', specPath, '--bundle', b.uri, '--root', b.root, '--out', out];
+  if (opts.hf) args.push('--hf', opts.hf);
+  if (opts.tokenizer) {
+    if (!opts.hf) throw new Error('--tokenizer goes with --hf');
+    args.push('--tokenizer', opts.tokenizer);
+  }
+  const r = spawnSync(worker, args, { encoding: 'utf8' });
   if (r.error) throw new Error(`cannot run ergon-worker (${worker}): ${r.error.message}; build it or give --worker`);
   if (r.status !== 0) throw new Error(`fetching the model failed: ${r.stderr || r.stdout}`);
   (opts.json ? process.stderr : process.stdout).write(r.stdout);
-  return { job: id, dir: out };
+  return { job: id, dir: out, hf: opts.hf ?? null };
 }
 
 async function cancelJob(ctx) {

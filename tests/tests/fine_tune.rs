@@ -144,19 +144,25 @@ fn a_gpt2_fine_tune_from_hugging_face_weights_settles_and_exports() {
             &daemons,
         );
 
-        // Alice's side: the model, checked against the root, exported for transformers.
+        // Alice's side: the model, checked against the root and exported for transformers in
+        // one command; `export` on the fetched bundle writes the same file.
         let model_dir = d.join(format!("model-{name}"));
+        let hf = d.join(format!("hf-{name}"));
         let (ok, out) = user_cli(
             node.ports.rpc,
-            &["fetch-model", &job.to_string(), "--out", &path(&model_dir)],
+            &["fetch-model", &job.to_string(), "--out", &path(&model_dir), "--hf", &path(&hf)],
         );
         assert!(ok && out.contains("matches the commitment"), "{out}");
-        let hf = d.join(format!("hf-{name}"));
-        worker(&["export", "--spec", &path(&spec_path), "--hf", &path(&hf), &path(&model_dir)]);
         let config: Value =
             serde_json::from_slice(&std::fs::read(hf.join("config.json")).unwrap()).unwrap();
         assert_eq!(config["model_type"], "gpt2");
         assert_eq!(config["tie_word_embeddings"], true);
-        assert!(hf.join("model.safetensors").exists());
+        let again = d.join(format!("hf-{name}-export"));
+        worker(&["export", "--spec", &path(&spec_path), "--hf", &path(&again), &path(&model_dir)]);
+        assert!(
+            std::fs::read(hf.join("model.safetensors")).unwrap()
+                == std::fs::read(again.join("model.safetensors")).unwrap(),
+            "fetch-model --hf and export write the same model"
+        );
     }
 }

@@ -11,9 +11,9 @@ use crate::verification::verdict_commitment;
 use alloc::{boxed::Box, vec, vec::Vec};
 use codec::Encode;
 use ergon_job_spec::{
-    Adapters, Bounded, BoundedString, DataFormat, Dataset, Hash32, InitialWeights, JobSpec, Layer,
-    Model, Optimizer, Ppb, Schedule, TokenWidth, WeightNaming, MAX_DATA_FILES, MAX_LAYERS,
-    MAX_URI_LEN,
+    Adapters, Bounded, BoundedString, DataFormat, Dataset, DecayScope, Gradients, Hash32,
+    InitialWeights, JobSpec, Layer, Model, Optimizer, Ppb, Schedule, TokenWidth, WeightNaming,
+    MAX_DATA_FILES, MAX_LAYERS, MAX_URI_LEN,
 };
 use ergon_protocol::traits::{BenchmarkTrainers, Obligation, Obligations};
 use frame_benchmarking::v2::*;
@@ -77,6 +77,11 @@ fn spec(layers: u32) -> JobSpec {
             weight_decay: Ppb(10_000_000),
         },
         adapters: Adapters::Lora { rank: 8, alpha: 16, attention: true, mlp: true },
+        gradients: Gradients {
+            micro_batches: 4,
+            clip_norm: Some(Ppb::ONE),
+            decay: DecayScope::Matrices,
+        },
         schedule: Schedule::WarmupStableDecay {
             warmup_steps: 10,
             decay_steps: 100,

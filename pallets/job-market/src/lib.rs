@@ -766,6 +766,9 @@ pub mod pallet {
         /// The spec's LoRA adapters cannot be: no weights file to freeze, a rank of 0 or wider
         /// than an adapted projection, an alpha of 0, or no transformer block to adapt.
         BadAdapters,
+        /// The spec's gradient accumulation or clipping cannot be: 0 micro-batches, a count that
+        /// does not divide the batch size, or a clipping norm of 0.
+        BadGradients,
     }
 
     /// The job spec's limits (`ergon_job_spec`), in the metadata so that clients check a spec

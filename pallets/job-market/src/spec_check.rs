@@ -106,6 +106,7 @@ impl<T> From<SpecRejection> for Error<T> {
                 SpecError::ScheduleTooLong => Error::ScheduleTooLong,
                 SpecError::WeightNamingMismatch => Error::WeightNamingMismatch,
                 SpecError::BadAdapters => Error::BadAdapters,
+                SpecError::BadGradients => Error::BadGradients,
             },
         }
     }

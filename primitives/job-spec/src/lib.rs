@@ -511,6 +511,71 @@ pub enum Schedule {
     },
 }
 
+/// How each optimizer step turns its batch into the update: gradient accumulation over
+/// micro-batches, global-norm clipping and which parameters weight decay shrinks — GPT-2's and
+/// Llama's recipes (JSON: optional; by default one pass, no clipping, every parameter decays).
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(default, deny_unknown_fields))]
+#[scale_info(capture_docs = "always")]
+pub struct Gradients {
+    /// Micro-batches per optimizer step (≥ 1, dividing `batch_size`). A batch of `n` samples is
+    /// cut, in order, into micro-batches of `batch_size / micro_batches` samples (an epoch's last,
+    /// shorter batch into fewer, the last of them shorter); each runs its own forward and backward
+    /// pass, and the step's gradient is `Σᵢ (nᵢ / n)·gᵢ`, summed in f32 in micro-batch order
+    /// (the loss likewise): the full batch's mean in exact arithmetic, with the activation memory
+    /// of one micro-batch. With 1, the whole batch in one pass.
+    pub micro_batches: u32,
+    /// Global-norm clipping (`None`: off). After accumulation, with `N` = √(Σ over trainable
+    /// parameters, in order, of Σ g²) in f32, every gradient is multiplied by
+    /// `min(1, clip_norm / (N + 10⁻⁶))` — PyTorch's `clip_grad_norm_`. Typical: 1.0.
+    pub clip_norm: Option<Ppb>,
+    /// Which parameters weight decay shrinks.
+    pub decay: DecayScope,
+}
+
+impl Default for Gradients {
+    fn default() -> Gradients {
+        Gradients { micro_batches: 1, clip_norm: None, decay: DecayScope::All }
+    }
+}
+
+/// The parameters weight decay applies to.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[scale_info(capture_docs = "always")]
+pub enum DecayScope {
+    /// Every trainable parameter.
+    #[default]
+    All,
+    /// Matrices and embeddings only (parameters of two or more dimensions), not biases nor
+    /// normalization gains — as nanoGPT and Llama's recipes group them.
+    Matrices,
+}
+
 /// A training job.
 #[derive(
     Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
@@ -537,6 +602,9 @@ pub struct JobSpec {
     /// default).
     #[cfg_attr(feature = "std", serde(default))]
     pub adapters: Adapters,
+    /// Accumulation, clipping and decay scope (JSON: optional, [`Gradients::default`]).
+    #[cfg_attr(feature = "std", serde(default))]
+    pub gradients: Gradients,
     /// Passes over the training data.
     pub epochs: u32,
     /// Samples per optimizer step (the last batch of an epoch may be smaller).
@@ -605,6 +673,12 @@ impl JobSpec {
             sets.push((core::slice::from_ref(file), content_root));
         }
         sets
+    }
+
+    /// Samples per micro-batch: `batch_size / gradients.micro_batches` (the spec's whole batch
+    /// without accumulation).
+    pub fn micro_batch_size(&self) -> u32 {
+        self.batch_size / self.gradients.micro_batches.max(1)
     }
 
     /// Optimizer steps in one epoch (the last batch may be partial).

@@ -5,8 +5,8 @@ use codec::{Decode, Encode};
 use scale_info::TypeInfo;
 
 use crate::{
-    flops, Adapters, DataFormat, Dataset, InitialWeights, JobSpec, Layer, Optimizer, Ppb,
-    SpecSummary, WeightNaming, BYTE_VOCAB, MAX_BATCH_SIZE, MAX_CHECKPOINTS, MAX_DATA_FILES,
+    flops, Adapters, DataFormat, Dataset, Gradients, InitialWeights, JobSpec, Layer, Optimizer,
+    Ppb, SpecSummary, WeightNaming, BYTE_VOCAB, MAX_BATCH_SIZE, MAX_CHECKPOINTS, MAX_DATA_FILES,
     MAX_EPOCHS, MAX_MODEL_PARAMETERS, MAX_PARAMETERS,
 };
 
@@ -56,6 +56,9 @@ pub enum SpecError {
     /// `Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm`, Llama naming
     /// `Embedding, LlamaBlock × n, RMSNorm`, each then a tied or bias-free head).
     WeightNamingMismatch,
+    /// Gradient accumulation or clipping that cannot be: 0 micro-batches or a count that does not
+    /// divide the batch size, or a clipping norm of 0.
+    BadGradients,
 }
 
 #[cfg(feature = "std")]
@@ -75,6 +78,7 @@ impl core::fmt::Display for SpecError {
             SpecError::TooManyCheckpoints => write!(f, "more than {MAX_CHECKPOINTS} checkpoints: raise checkpoint_interval"),
             SpecError::BadHyperParameter => write!(f, "a hyper-parameter is out of range (lr > 0, momentum and betas < 1, eps > 0)"),
             SpecError::Overflow => write!(f, "the FLOP count overflows"),
+            SpecError::BadGradients => write!(f, "gradients: micro_batches must be at least 1 and divide batch_size, and clip_norm must be above 0"),
             SpecError::BadAdapters => write!(f, "LoRA needs initial weights from a file, a rank from 1 to each adapted projection's narrower side, alpha > 0, and a transformer block to adapt"),
             SpecError::ScheduleTooLong => write!(f, "the learning-rate schedule does not fit the run (warmup + decay steps ≤ total steps, warmup < total steps for a cosine, min_ratio ≤ 1)"),
             SpecError::WeightNamingMismatch => write!(f, "the initial weights' naming does not fit the model (HfGpt2: Embedding, PositionalEmbedding, TransformerBlock × n, LayerNorm; HfLlama: Embedding, LlamaBlock × n, RMSNorm; each then TiedEmbeddingHead or a Linear without bias)"),
@@ -440,6 +444,16 @@ pub fn infer(layers: &[Layer], input: Activation) -> Result<(Activation, u128, u
     Ok((act, params, fwd))
 }
 
+/// `Ok` if the spec's micro-batches divide its batches and its clipping norm is positive.
+fn check_gradients(spec: &JobSpec) -> Result<(), SpecError> {
+    let Gradients { micro_batches, clip_norm, .. } = spec.gradients;
+    let divides = micro_batches >= 1 && spec.batch_size % micro_batches == 0;
+    if !divides || clip_norm == Some(Ppb(0)) {
+        return Err(SpecError::BadGradients);
+    }
+    Ok(())
+}
+
 pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
     if spec.model.layers.is_empty() {
         return Err(SpecError::EmptyModel);
@@ -450,6 +464,7 @@ pub(crate) fn validate(spec: &JobSpec) -> Result<SpecSummary, SpecError> {
         return Err(SpecError::FormatMismatch);
     }
     check_optimizer(&spec.optimizer)?;
+    check_gradients(spec)?;
     check_init(spec)?;
     if spec.epochs == 0 || spec.epochs > MAX_EPOCHS {
         return Err(SpecError::OutOfBounds);

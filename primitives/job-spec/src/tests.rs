@@ -31,6 +31,7 @@ fn spec(layers: Vec<Layer>, train: Dataset, validation: Dataset) -> JobSpec {
         },
         schedule: Schedule::Constant,
         adapters: Adapters::None,
+        gradients: Default::default(),
         epochs: 1,
         batch_size: 64,
         checkpoint_interval: 100,
@@ -630,5 +631,48 @@ fn lora_trains_only_its_adapters_and_costs_two_forwards_plus_theirs() {
             r#""adapters":{"type":"Lora","rank":4,"alpha":8,"attention":true,"mlp":false}"#
         ),
         "{json}"
+    );
+}
+
+/// Accumulation, clipping and the decay scope: defaults that change nothing, refusals of what
+/// cannot be run, readable JSON, the same work.
+#[test]
+fn gradients_accumulate_clip_and_scope_decay() {
+    let base = mlp();
+    assert_eq!(base.gradients, Gradients::default());
+    assert_eq!(base.micro_batch_size(), 64);
+    let with = |micro_batches, clip_norm| {
+        let mut s = base.clone();
+        s.gradients = Gradients { micro_batches, clip_norm, decay: DecayScope::Matrices };
+        s
+    };
+    // Accumulation does not change the work: the same samples through the same passes.
+    let accumulated = with(4, Some(Ppb::ONE));
+    assert_eq!(accumulated.micro_batch_size(), 16);
+    assert_eq!(
+        accumulated.validate().unwrap().training_flops,
+        base.validate().unwrap().training_flops
+    );
+    assert!(with(64, None).validate().is_ok());
+    // Refusals: no micro-batch, one that does not divide the batch, a zero clipping norm.
+    assert_eq!(with(0, None).validate(), Err(SpecError::BadGradients));
+    assert_eq!(with(3, None).validate(), Err(SpecError::BadGradients));
+    assert_eq!(with(128, None).validate(), Err(SpecError::BadGradients));
+    assert_eq!(with(1, Some(Ppb(0))).validate(), Err(SpecError::BadGradients));
+
+    let json = serde_json::to_string(&accumulated).unwrap();
+    assert!(
+        json.contains(r#""gradients":{"micro_batches":4,"clip_norm":1.0,"decay":"Matrices"}"#),
+        "{json}"
+    );
+    // Optional in JSON, field by field.
+    let mut value: serde_json::Value = serde_json::to_value(&base).unwrap();
+    value.as_object_mut().unwrap().remove("gradients");
+    assert_eq!(serde_json::from_value::<JobSpec>(value.clone()).unwrap(), base);
+    value["gradients"] = serde_json::json!({ "clip_norm": 0.5 });
+    let read: JobSpec = serde_json::from_value(value).unwrap();
+    assert_eq!(
+        read.gradients,
+        Gradients { micro_batches: 1, clip_norm: Some(Ppb(500_000_000)), decay: DecayScope::All }
     );
 }

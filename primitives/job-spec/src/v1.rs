@@ -39,6 +39,7 @@ impl JobSpec {
             optimizer: self.optimizer,
             schedule: Schedule::Constant,
             adapters: Adapters::None,
+            gradients: Default::default(),
             epochs: self.epochs,
             batch_size: self.batch_size,
             checkpoint_interval: self.checkpoint_interval,

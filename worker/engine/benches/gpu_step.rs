@@ -47,7 +47,7 @@ fn main() -> ergon_engine::Result<()> {
     for graphs in [false, true] {
         let model = Model::new(&spec, &seed, dev, DType::F32)?;
         let mut opt = Optimizer::new(&spec, &model.params)?;
-        let mut stepper = Stepper::with_graphs(dev, graphs);
+        let mut stepper = Stepper::with_graphs(dev, graphs, &spec);
         let mut losses = vec![];
         let mut start = Instant::now();
         for step in 0..warm + steps {

@@ -70,6 +70,7 @@ fn task(dir: &Path) -> JobSpec {
         init: Default::default(),
         schedule: Default::default(),
         adapters: Default::default(),
+        gradients: Default::default(),
         epochs: 6,
         batch_size: 32,
         checkpoint_interval: 10,

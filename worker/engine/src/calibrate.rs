@@ -53,6 +53,7 @@ fn reference() -> Option<JobSpec> {
         init: Default::default(),
         schedule: Default::default(),
         adapters: Default::default(),
+        gradients: Default::default(),
         epochs: 1_000,
         batch_size: BATCH,
         checkpoint_interval: 1_000,

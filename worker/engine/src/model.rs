@@ -705,6 +705,7 @@ mod tests {
             init: Default::default(),
             schedule: Default::default(),
             adapters: Default::default(),
+            gradients: Default::default(),
             epochs: 1,
             batch_size: 2,
             checkpoint_interval: 1,

@@ -1,11 +1,13 @@
 //! Our own optimizers, with their whole state in named tensors so a checkpoint captures it exactly
 //! (candle's AdamW keeps its moments private). The learning rate at each step is the spec's peak
-//! times its schedule's factor ([`ergon_job_spec::schedule::factor`]).
+//! times its schedule's factor ([`ergon_job_spec::schedule::factor`]); the step's gradients are
+//! clipped to the spec's global norm first, and weight decay reaches the parameters its
+//! [`DecayScope`] names ([`ergon_job_spec::Gradients`]).
 
 use std::collections::BTreeMap;
 
 use candle_core::Tensor;
-use ergon_job_spec::{JobSpec, Optimizer as OptimizerSpec, Schedule};
+use ergon_job_spec::{DecayScope, Gradients, JobSpec, Optimizer as OptimizerSpec, Schedule};
 
 use crate::{
     error::{Error, Result},
@@ -26,6 +28,8 @@ pub fn slot_names(spec: &OptimizerSpec) -> &'static [&'static str] {
 pub struct Optimizer {
     spec: OptimizerSpec,
     schedule: Schedule,
+    /// Clipping and the decay scope (accumulation is the [`crate::step::Stepper`]'s).
+    gradients: Gradients,
     /// Optimizer steps of the whole run (what the schedule spans).
     total_steps: u64,
     /// Optimizer steps taken.
@@ -49,7 +53,14 @@ impl Optimizer {
                 (0..slots).map(|_| p.var.as_tensor().zeros_like()).collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Optimizer { spec, schedule: job.schedule, total_steps, step: 0, state })
+        Ok(Optimizer {
+            spec,
+            schedule: job.schedule,
+            gradients: job.gradients,
+            total_steps,
+            step: 0,
+            state,
+        })
     }
 
     /// Names of the state slots of one parameter.
@@ -80,11 +91,24 @@ impl Optimizer {
         }
         let lr = self.lr_at(self.step);
         self.step += 1;
+        let clip = match self.gradients.clip_norm {
+            Some(norm) => Some(clip_factor(grads, norm.to_f64())?),
+            None => None,
+        };
         for ((param, state), grad) in params.iter().zip(self.state.iter_mut()).zip(grads) {
             // Detached: the gradient's op graph would otherwise keep the step's activations alive.
-            let g = match grad {
-                Some(g) => g.detach(),
-                None => param.var.as_tensor().zeros_like()?,
+            let g = match (grad, &clip) {
+                (Some(g), None) => g.detach(),
+                (Some(g), Some(factor)) => g.detach().broadcast_mul(factor)?,
+                (None, _) => param.var.as_tensor().zeros_like()?,
+            };
+            let decays = match self.gradients.decay {
+                DecayScope::All => true,
+                DecayScope::Matrices => param.var.as_tensor().rank() >= 2,
+            };
+            let decay = |weight_decay: ergon_job_spec::Ppb| match decays {
+                true => weight_decay.to_f64(),
+                false => 0.0,
             };
             // In place, the same arithmetic on either device ([`ops::update`]).
             match self.spec {
@@ -94,17 +118,22 @@ impl Optimizer {
                     &g,
                     lr,
                     momentum.to_f64(),
-                    weight_decay.to_f64(),
+                    decay(weight_decay),
                 )?,
                 OptimizerSpec::AdamW { beta1, beta2, eps, weight_decay, .. } => {
                     let hyper =
-                        (lr, beta1.to_f64(), beta2.to_f64(), eps.to_f64(), weight_decay.to_f64());
+                        (lr, beta1.to_f64(), beta2.to_f64(), eps.to_f64(), decay(weight_decay));
                     let (m, v) = (&state[0], &state[1]);
                     ops::update::adamw(param.var.as_tensor(), m, v, &g, hyper, self.step as i32)?
                 }
             }
         }
         Ok(())
+    }
+
+    /// The spec's clipping and decay scope.
+    pub fn gradients(&self) -> &Gradients {
+        &self.gradients
     }
 
     /// The state as named tensors (`opt.<param>.<slot>`), for checkpoints.
@@ -146,4 +175,21 @@ impl Optimizer {
         self.step = step;
         Ok(())
     }
+}
+
+/// The factor every gradient is multiplied by to clip the global norm to `max_norm`:
+/// `min(1, max_norm / (N + 10⁻⁶))` with `N = √(Σ Σ g²)` over the gradients in order (absent ones
+/// count 0), as a scalar on the gradients' device — computed there, without a host round trip.
+pub fn clip_factor(grads: &[Option<Tensor>], max_norm: f64) -> Result<Tensor> {
+    let mut squares = Vec::with_capacity(grads.len());
+    for g in grads.iter().flatten() {
+        squares.push(g.detach().sqr()?.sum_all()?);
+    }
+    let Some(first) = squares.first() else {
+        return Err(Error::Candle(candle_core::Error::Msg("clipping without gradients".into())));
+    };
+    let device = first.device().clone();
+    let norm = Tensor::stack(&squares, 0)?.sum_all()?.sqrt()?;
+    let max = Tensor::new(max_norm as f32, &device)?;
+    Ok(max.broadcast_div(&(norm + 1e-6)?)?.clamp(0f32, 1f32)?)
 }

@@ -1,4 +1,6 @@
 //! One optimizer step's computation: the forward pass and its loss, the backward pass, the update.
+//! With gradient accumulation ([`ergon_job_spec::Gradients::micro_batches`]) the batch is cut into
+//! micro-batches, each with its own passes, and the step's gradient is their sample-weighted sum.
 //!
 //! On a GPU a small model's step is hundreds of short kernels, each launched by the host with
 //! candle's bookkeeping around it (an allocation, the backward graph, a gradient buffer per node):
@@ -17,15 +19,17 @@
 //! printed once) or `ERGON_CUDA_GRAPHS=0` is set.
 
 use candle_core::{Device, Tensor};
+use ergon_job_spec::JobSpec;
 
 use crate::{
-    error::Result,
+    error::{Error, Result},
     model::{self, Model},
     optim::Optimizer,
 };
 
 /// The loss of a batch (detached) and each parameter's gradient, in parameter order (`None`: the
 /// loss does not depend on it).
+#[derive(Clone)]
 pub struct Pass {
     /// The mean loss, a scalar on the device.
     pub loss: Tensor,
@@ -47,27 +51,32 @@ pub fn forward_backward(model: &Model, x: &Tensor, y: &Tensor) -> Result<Pass> {
 pub struct Stepper {
     #[cfg(feature = "cuda")]
     graph: graph::State,
-    /// Steps run by launching the graph.
+    /// Samples per forward and backward pass: the spec's micro-batch.
+    micro_batch: usize,
+    /// Passes run by launching the graph.
     graph_steps: u64,
 }
 
 impl Stepper {
-    /// A stepper for steps on `device`, with CUDA graphs unless `ERGON_CUDA_GRAPHS=0`.
-    pub fn new(device: &Device) -> Stepper {
-        Stepper::with_graphs(device, std::env::var("ERGON_CUDA_GRAPHS").as_deref() != Ok("0"))
+    /// A stepper for `job`'s steps on `device`, with CUDA graphs unless `ERGON_CUDA_GRAPHS=0`.
+    pub fn new(device: &Device, job: &JobSpec) -> Stepper {
+        let graphs = std::env::var("ERGON_CUDA_GRAPHS").as_deref() != Ok("0");
+        Stepper::with_graphs(device, graphs, job)
     }
 
-    /// A stepper for steps on `device`, with CUDA graphs if `graphs` (and the device is a GPU).
-    pub fn with_graphs(device: &Device, graphs: bool) -> Stepper {
+    /// A stepper for `job`'s steps on `device`, with CUDA graphs if `graphs` (and the device is a
+    /// GPU).
+    pub fn with_graphs(device: &Device, graphs: bool, job: &JobSpec) -> Stepper {
         let _ = (device, graphs);
         Stepper {
             #[cfg(feature = "cuda")]
             graph: graph::State::new(device, graphs),
+            micro_batch: job.micro_batch_size().max(1) as usize,
             graph_steps: 0,
         }
     }
 
-    /// Steps run so far by launching a CUDA graph.
+    /// Forward and backward passes run so far by launching a CUDA graph.
     pub fn graph_steps(&self) -> u64 {
         self.graph_steps
     }
@@ -81,14 +90,56 @@ impl Stepper {
         x: &Tensor,
         y: &Tensor,
     ) -> Result<Tensor> {
-        #[cfg(feature = "cuda")]
-        if let Some(loss) = self.graph.step(model, opt, x, y)? {
-            self.graph_steps += 1;
-            return Ok(loss);
-        }
-        let pass = forward_backward(model, x, y)?;
+        let rows = x.dim(0)?;
+        let pass = if rows <= self.micro_batch {
+            self.pass(model, x, y)?
+        } else {
+            self.accumulate(model, x, y, rows)?
+        };
         opt.step(&model.params, &pass.grads)?;
         Ok(pass.loss)
+    }
+
+    /// One forward and backward pass, through the graph where one is recorded for this shape.
+    fn pass(&mut self, model: &Model, x: &Tensor, y: &Tensor) -> Result<Pass> {
+        #[cfg(feature = "cuda")]
+        if let Some(pass) = self.graph.pass(model, x, y)? {
+            self.graph_steps += 1;
+            return Ok(pass);
+        }
+        forward_backward(model, x, y)
+    }
+
+    /// The passes of the batch's micro-batches (in order, `micro_batch` samples each, the last
+    /// maybe fewer) and `Σᵢ (nᵢ / rows)·passᵢ`, summed in f32 in that order. Each weighted term is a
+    /// new tensor, taken before the next pass overwrites a graph's buffers.
+    fn accumulate(&mut self, model: &Model, x: &Tensor, y: &Tensor, rows: usize) -> Result<Pass> {
+        // Targets may be flat (a text batch's are `[rows · seq_len]`): `per` rows of `y` a sample.
+        let per = y.dim(0)? / rows;
+        let mut sum: Option<Pass> = None;
+        for start in (0..rows).step_by(self.micro_batch) {
+            let n = self.micro_batch.min(rows - start);
+            let (xs, ys) = (x.narrow(0, start, n)?, y.narrow(0, start * per, n * per)?);
+            let pass = self.pass(model, &xs, &ys)?;
+            let w = n as f64 / rows as f64;
+            let loss = pass.loss.affine(w, 0.0)?;
+            let grads = pass.grads.iter().map(|g| g.as_ref().map(|g| g.affine(w, 0.0)).transpose());
+            let grads = grads.collect::<candle_core::Result<Vec<_>>>()?;
+            sum = Some(match sum {
+                None => Pass { loss, grads },
+                Some(acc) => {
+                    let grads = acc.grads.into_iter().zip(grads).map(|pair| match pair {
+                        (Some(a), Some(b)) => (a + b).map(Some),
+                        (a, b) => Ok(a.or(b)),
+                    });
+                    Pass {
+                        loss: (acc.loss + loss)?,
+                        grads: grads.collect::<candle_core::Result<_>>()?,
+                    }
+                }
+            });
+        }
+        sum.ok_or_else(|| Error::Candle(candle_core::Error::Msg("an empty batch".into())))
     }
 }
 
@@ -103,7 +154,7 @@ mod graph {
     };
 
     use super::{forward_backward, Pass};
-    use crate::{error::Result, model::Model, optim::Optimizer};
+    use crate::{error::Result, model::Model};
 
     /// Where a stepper's graph stands.
     pub(super) enum State {
@@ -123,15 +174,15 @@ mod graph {
             }
         }
 
-        /// The step through the graph, recording it first if the shape ran eagerly before:
-        /// `None` where this step must run eagerly.
-        pub(super) fn step(
+        /// The pass through the graph, recording it first if the shape ran eagerly before:
+        /// `None` where this pass must run eagerly. The pass's tensors are the graph's buffers,
+        /// overwritten by the next launch.
+        pub(super) fn pass(
             &mut self,
             model: &Model,
-            opt: &mut Optimizer,
             x: &Tensor,
             y: &Tensor,
-        ) -> Result<Option<Tensor>> {
+        ) -> Result<Option<Pass>> {
             if let State::Waiting { device, last } = self {
                 if last.as_deref() != Some(x.dims()) {
                     *last = Some(x.dims().to_vec());
@@ -150,8 +201,7 @@ mod graph {
                 return Ok(None);
             }
             graph.replay(x, y)?;
-            opt.step(&model.params, &graph.pass.grads)?;
-            Ok(Some(graph.pass.loss.clone()))
+            Ok(Some(graph.pass.clone()))
         }
     }
 
@@ -245,7 +295,7 @@ mod tests {
         spec.validate().unwrap();
         let model = Model::new(&spec, &[7; 32], device, DType::F32).unwrap();
         let mut opt = Optimizer::new(&spec, &model.params).unwrap();
-        let mut stepper = Stepper::with_graphs(device, graphs);
+        let mut stepper = Stepper::with_graphs(device, graphs, &spec);
         let mut losses = vec![];
         for (i, rows) in [32, 32, 32, 32, 5, 32, 32].into_iter().enumerate() {
             let (x, y) = tokens(rows, i as u32, device);

@@ -342,7 +342,7 @@ impl<'a> Trajectory<'a> {
     ) -> Result<()> {
         let device = self.device;
         let mut batches = self.batches();
-        let mut stepper = Stepper::new(device);
+        let mut stepper = Stepper::new(device, self.spec);
         for step in steps {
             let (x, y) = batches.of(step, device)?;
 

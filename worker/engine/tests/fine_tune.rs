@@ -95,6 +95,7 @@ fn gpt2_spec(dir: &Path, init: InitialWeights) -> JobSpec {
         },
         schedule: Schedule::WarmupCosine { warmup_steps: 3, min_ratio: Ppb(100_000_000) },
         adapters: Adapters::None,
+        gradients: Default::default(),
         epochs: 2,
         batch_size: 8,
         checkpoint_interval: 2,

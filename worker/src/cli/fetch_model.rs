@@ -21,10 +21,18 @@ pub struct Args {
     /// Directory to write the manifest and the final checkpoint to.
     #[arg(long)]
     out: PathBuf,
+    /// Also write the model in Hugging Face's layout (`config.json`, `model.safetensors`) into
+    /// this directory, as `export --hf` does (GPT-2- and Llama-shaped models).
+    #[arg(long)]
+    hf: Option<PathBuf>,
+    /// With `--hf`: a `tokenizer.json` to copy next to the model.
+    #[arg(long, requires = "hf")]
+    tokenizer: Option<PathBuf>,
 }
 
-/// Downloads the manifest and final checkpoint, checks them, and prints the model's accuracy.
-pub fn run(Args { spec, bundle: url, root, out }: Args) -> Outcome {
+/// Downloads the manifest and final checkpoint, checks them, prints the model's accuracy and, with
+/// `--hf`, exports it for `transformers`.
+pub fn run(Args { spec, bundle: url, root, out, hf, tokenizer }: Args) -> Outcome {
     let spec = load_spec(&spec)?;
     let root = parse_seed(&root)?;
     let model = delivery::fetch_model(&spec, &url, &root, &out)?;

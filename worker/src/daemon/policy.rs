@@ -155,10 +155,17 @@ pub fn memory_estimate(spec: &JobSpec, summary: &SpecSummary) -> u64 {
         .fold(0u64, u64::saturating_add);
     let width =
         (summary.forward_flops_per_sample / summary.parameters.max(1) as u128).max(1) as u64;
-    let activations = (spec.batch_size as u64)
+    // One micro-batch's activations are alive at a time (gradient accumulation), plus the
+    // accumulated gradients: a second copy of the trainable weights.
+    let accumulated = match spec.gradients.micro_batches {
+        0 | 1 => 0,
+        _ => weights,
+    };
+    let activations = (spec.micro_batch_size() as u64)
         .saturating_mul(width.max(sample_bytes(&spec.train.format)))
         .saturating_mul(2 * 4 * 4);
     state
+        .saturating_add(accumulated)
         .saturating_add(file)
         .saturating_add(data)
         .saturating_add(activations)
