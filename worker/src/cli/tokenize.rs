@@ -1,4 +1,4 @@
-//! `ergon-worker tokenize`: text or JSONL to token shards, and the spec's dataset block for them.
+//! `ergon-worker tokenize`: text, JSONL or parquet to token shards, and the spec's dataset block for them.
 
 use std::{path::PathBuf, process::ExitCode};
 
@@ -24,7 +24,8 @@ pub struct Args {
     /// Most tokens per shard (at most 64 shards).
     #[arg(long, default_value_t = 100_000_000)]
     shard_tokens: usize,
-    /// Text files (one document each) or JSONL files (one document per line, its `"text"`).
+    /// Text files (one document each), JSONL files (one document per line, its `"text"`) or
+    /// parquet files (one document per row, its `"text"` column).
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }

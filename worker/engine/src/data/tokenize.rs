@@ -1,4 +1,5 @@
-//! Text to token shards (`ergon-worker tokenize`): documents read from plain-text or JSONL files,
+//! Text to token shards (`ergon-worker tokenize`): documents read from plain-text, JSONL or parquet
+//! files,
 //! encoded with a Hugging Face `tokenizer.json` (the `tokenizers` crate: the same code
 //! `transformers` runs), written as flat little-endian id arrays — the spec's
 //! [`DataFormat::Tokens`] — and described as the dataset block a spec names (files, content root,
@@ -27,12 +28,16 @@ fn bad(file: &Path, reason: impl Into<String>) -> Error {
     Error::Data { file: file.display().to_string(), reason: reason.into() }
 }
 
-/// The documents of `path`: one per line of a `.jsonl` file (its `"text"` field), else the whole
-/// file. Text must be UTF-8.
+/// The documents of `path`: one per line of a `.jsonl` file (its `"text"` field), one per row of a
+/// `.parquet` file (its `"text"` column), else the whole file. Text must be UTF-8.
 pub fn documents(path: &Path) -> Result<Vec<String>> {
+    let extension = path.extension().and_then(|e| e.to_str());
+    if extension == Some("parquet") {
+        return parquet_documents(path);
+    }
     let bytes = std::fs::read(path).map_err(io("reading", path))?;
     let text = String::from_utf8(bytes).map_err(|e| bad(path, format!("not UTF-8: {e}")))?;
-    match path.extension().and_then(|e| e.to_str()) {
+    match extension {
         Some("jsonl") => text
             .lines()
             .enumerate()
@@ -46,9 +51,52 @@ pub fn documents(path: &Path) -> Result<Vec<String>> {
                     .ok_or_else(|| bad(path, format!("line {}: no \"text\" string", i + 1)))
             })
             .collect(),
-        Some("parquet") => Err(bad(path, "parquet is not read yet: convert it to JSONL")),
         _ => Ok(vec![text]),
     }
+}
+
+/// The `"text"` column of a parquet file (as Hugging Face datasets ship them: any row groups,
+/// snappy, zstd, gzip or lz4 pages), one document per row, only that column read. A missing
+/// column, a row whose text is null or not a string, and a file that is not parquet are errors
+/// naming the file (and the row).
+fn parquet_documents(path: &Path) -> Result<Vec<String>> {
+    use parquet::{
+        file::reader::{FileReader, SerializedFileReader},
+        record::Field,
+        schema::types::Type,
+    };
+    let file = std::fs::File::open(path).map_err(io("opening", path))?;
+    let reader = SerializedFileReader::new(file)
+        .map_err(|e| bad(path, format!("not a parquet file: {e}")))?;
+    let root = reader.metadata().file_metadata().schema_descr().root_schema().clone();
+    let text = root
+        .get_fields()
+        .iter()
+        .find(|f| f.name() == "text")
+        .ok_or_else(|| bad(path, "no \"text\" column"))?
+        .clone();
+    let projection = Type::group_type_builder(root.name())
+        .with_fields(vec![text])
+        .build()
+        .map_err(|e| bad(path, format!("cannot select the \"text\" column: {e}")))?;
+    let rows = reader
+        .get_row_iter(Some(projection))
+        .map_err(|e| bad(path, format!("cannot read the \"text\" column: {e}")))?;
+    let mut docs = Vec::new();
+    for (i, row) in rows.enumerate() {
+        let row = row.map_err(|e| bad(path, format!("row {i}: {e}")))?;
+        match row.get_column_iter().next().map(|(_, field)| field) {
+            Some(Field::Str(s)) => docs.push(s.clone()),
+            Some(Field::Bytes(b)) => docs.push(
+                String::from_utf8(b.data().to_vec())
+                    .map_err(|e| bad(path, format!("row {i}: text not UTF-8: {e}")))?,
+            ),
+            other => {
+                return Err(bad(path, format!("row {i}: the text is not a string ({other:?})")));
+            }
+        }
+    }
+    Ok(docs)
 }
 
 /// Encodes the documents of `inputs` with the tokenizer at `tokenizer` into shards in `out`
@@ -120,7 +168,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn jsonl_documents_need_a_text_field_and_parquet_is_refused_clearly() {
+    fn jsonl_documents_need_a_text_field_and_bad_parquet_is_refused_clearly() {
         let dir = tempfile::tempdir().unwrap();
         let jsonl = dir.path().join("d.jsonl");
         std::fs::write(&jsonl, "{\"text\": \"one\"}\n\n{\"text\": \"two\"}\n").unwrap();
@@ -129,6 +177,67 @@ mod tests {
         assert!(documents(&jsonl).unwrap_err().to_string().contains("line 2: no \"text\""));
         let parquet = dir.path().join("d.parquet");
         std::fs::write(&parquet, b"PAR1").unwrap();
-        assert!(documents(&parquet).unwrap_err().to_string().contains("convert it to JSONL"));
+        assert!(documents(&parquet).unwrap_err().to_string().contains("not a parquet file"));
+    }
+
+    /// A parquet file written by the parquet crate: the `"text"` column row by row, across row
+    /// groups; a file without that column or with a null text is refused, naming the row.
+    #[test]
+    fn parquet_rows_are_documents() {
+        use parquet::{
+            data_type::{ByteArray, ByteArrayType, Int64Type},
+            file::{properties::WriterProperties, writer::SerializedFileWriter},
+            schema::parser::parse_message_type,
+        };
+        use std::sync::Arc;
+
+        fn write(path: &Path, schema: &str, groups: &[&[Option<&str>]]) {
+            let schema = Arc::new(parse_message_type(schema).unwrap());
+            let props = Arc::new(WriterProperties::builder().build());
+            let file = std::fs::File::create(path).unwrap();
+            let mut writer = SerializedFileWriter::new(file, schema, props).unwrap();
+            for group in groups {
+                let mut rg = writer.next_row_group().unwrap();
+                // The schemas below list `id`, then the text column.
+                let mut index = 0;
+                while let Some(mut col) = rg.next_column().unwrap() {
+                    let first = index == 0;
+                    index += 1;
+                    let present: Vec<ByteArray> =
+                        group.iter().flatten().map(|t| ByteArray::from(*t)).collect();
+                    let levels: Vec<i16> = group.iter().map(|t| t.is_some() as i16).collect();
+                    if first {
+                        let ids: Vec<i64> = (0..group.len() as i64).collect();
+                        col.typed::<Int64Type>().write_batch(&ids, None, None).unwrap();
+                    } else {
+                        col.typed::<ByteArrayType>()
+                            .write_batch(&present, Some(&levels), None)
+                            .unwrap();
+                    }
+                    col.close().unwrap();
+                }
+                rg.close().unwrap();
+            }
+            writer.close().unwrap();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let schema = "message m { required int64 id; optional binary text (UTF8); }";
+        let good = dir.path().join("good.parquet");
+        write(&good, schema, &[&[Some("first"), Some("second")], &[Some("third ünï")]]);
+        assert_eq!(documents(&good).unwrap(), vec!["first", "second", "third ünï"]);
+
+        let null = dir.path().join("null.parquet");
+        write(&null, schema, &[&[Some("first"), None]]);
+        let err = documents(&null).unwrap_err().to_string();
+        assert!(err.contains("row 1: the text is not a string"), "{err}");
+
+        let other = dir.path().join("other.parquet");
+        write(
+            &other,
+            "message m { required int64 id; optional binary body (UTF8); }",
+            &[&[Some("x")]],
+        );
+        let err = documents(&other).unwrap_err().to_string();
+        assert!(err.contains("no \"text\" column"), "{err}");
     }
 }
