@@ -285,6 +285,13 @@ fn post_job_validates_and_holds_the_budget() {
             JobMarket::post_job(origin(OWNER), Box::new(long_warmup), 1_000, 5, 30),
             Error::<Test>::ScheduleTooLong
         );
+        // Micro-batches that do not divide the batch: refused with the gradients' own error.
+        let mut uneven = example_spec();
+        uneven.gradients.micro_batches = uneven.batch_size + 1;
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(uneven), 1_000, 5, 30),
+            Error::<Test>::BadGradients
+        );
         // 938 steps checkpointed every 50: 19 segments, fewer than the 20 a verifier needs to replay
         // at most a tenth of them.
         let mut coarse = example_spec();
