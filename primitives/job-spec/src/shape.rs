@@ -447,7 +447,7 @@ pub fn infer(layers: &[Layer], input: Activation) -> Result<(Activation, u128, u
 /// `Ok` if the spec's micro-batches divide its batches and its clipping norm is positive.
 fn check_gradients(spec: &JobSpec) -> Result<(), SpecError> {
     let Gradients { micro_batches, clip_norm, .. } = spec.gradients;
-    let divides = micro_batches >= 1 && spec.batch_size % micro_batches == 0;
+    let divides = micro_batches >= 1 && spec.batch_size.is_multiple_of(micro_batches);
     if !divides || clip_norm == Some(Ppb(0)) {
         return Err(SpecError::BadGradients);
     }

@@ -46,5 +46,9 @@ pub fn run(Args { spec, bundle: url, root, out, hf, tokenizer }: Args) -> Outcom
         claimed.validation_loss,
         100.0 * claimed.validation_accuracy
     );
+    if let Some(hf) = hf {
+        delivery::export_hf(&spec, &out, &hf, tokenizer.as_deref())?;
+        println!("exported    to {} (config.json, model.safetensors)", hf.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
