@@ -65,34 +65,6 @@ engine_and_worker() {
 # answers "no device": the unit tests (device choice, the CUDA-graph stepper's eager fallback) and
 # the binary itself, which must start with its CUDA libraries. The engine's integration tests would
 # run the same CPU code as the step before, so they run there only.
-# cuda_alongside: starts cuda_worker in the background at nice 19, its output in $cuda_log and its
-# exit status, when it ends, in $cuda_status; cuda_result waits for it and reports it as a step.
-cuda_log="$CARGO_TARGET_DIR/ergon-cuda-step.log"
-cuda_status="$CARGO_TARGET_DIR/ergon-cuda-step.status"
-rm -f "$cuda_status"
-# (Its output does not go to the step's pipe: that would hold the integration step open.)
-cuda_alongside() {
-    (
-        set +e
-        renice -n 19 -p "$BASHPID" >/dev/null
-        start=$SECONDS
-        (set -e; cuda_worker) >"$cuda_log" 2>&1
-        status=$?
-        echo "(the CUDA build took $((SECONDS - start)) s beside the integration tests)" >>"$cuda_log"
-        echo "$status" >"$cuda_status"
-    ) </dev/null >/dev/null 2>&1 &
-}
-cuda_result() {
-    if [ ! -e "$cuda_log" ]; then
-        echo "the integration tests' binaries did not build: the CUDA build runs now"
-        cuda_worker
-        return
-    fi
-    while [ ! -s "$cuda_status" ]; do sleep 2; done
-    cat "$cuda_log"
-    return "$(cat "$cuda_status")"
-}
-
 cuda_worker() {
     source "$(scripts/setup-cuda.sh)"
     trap 'cargo test --release --locked -p ergon-engine -p ergon-worker \
@@ -123,21 +95,15 @@ fast_node() {
 }
 
 # The daemon tests run this build's worker (built by the engine step, with the attack suite: the
-# faults test's cheating trainer), from a copy (`ERGON_WORKER`). The tests mostly wait for the
-# chain, so they run in three lanes (scripts/lib/lanes.sh), balanced by their times
-# (docs/testing.md); and once their binaries are built, the CUDA build starts beside them at the
-# lowest CPU priority (`cuda_alongside`): a compiler the tests' nodes and daemons pre-empt, which
-# took a step of 7–8 minutes of its own. The faults-and-load test leaves the final state of its
-# 4-validator network in the snapshot, for try_state below.
+# faults test's cheating trainer). The tests mostly wait for the chain, so they run in three lanes
+# (scripts/lib/lanes.sh), balanced by their times (docs/testing.md). The faults-and-load test
+# leaves the final state of its 4-validator network in the snapshot, for try_state below.
 snapshot="$CARGO_TARGET_DIR/ergon-live-snapshot.json"
-cpu_worker="$CARGO_TARGET_DIR/ergon-worker-under-test"
 integration() {
     source scripts/lib/lanes.sh
     rm -f "$snapshot"
     cargo test --release --locked -p ergon-integration-tests --lib
-    cp "$CARGO_TARGET_DIR/release/ergon-worker" "$cpu_worker"
-    ERGON_WORKER="$cpu_worker" ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --then cuda_alongside \
-        --release --locked -p ergon-integration-tests -- \
+    ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
         "faults lazy_verifiers drilling dev_chain" \
         "daemon dispute sybil_validators web fine_tune" \
         "data_takedown diverge local_network collateral availability user_cli"
@@ -188,13 +154,12 @@ if $quick; then
     exit
 fi
 run_step "engine (training, verifier, attack suite), worker and daemon" engine_and_worker
+run_step "the worker's CUDA build (CUDA 13.0 from PyPI wheels, no GPU needed), on its CPU path" \
+    cuda_worker
 run_step "pallets (mock runtimes) and their benchmarks" pallets
 run_step "build ergon-node with the fast runtime (wasm32v1-none and native)" fast_node
 run_step "the web page (WebAssembly bundle check, Vite build)" web_page
-rm -f "$cuda_log"
 run_step "integration tests: real nodes and trainer daemons on loopback, in three lanes" integration
-run_step "the worker's CUDA build (PyPI's CUDA 13.0, no GPU): beside the integration tests, the wait after" \
-    cuda_result
 run_step "chain client (subxt, generated from the runtime's metadata)" chain_client
 run_step "user client (polkadot.js), offline" js_client
 run_step "runtime tests (production runtime, native)" runtime_tests

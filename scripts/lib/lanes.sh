@@ -6,14 +6,11 @@
 # Each lane runs its tests one at a time, with its own loopback port window (`ERGON_TEST_PORTS`); a
 # test's output is printed whole when it ends, then a summary of every test with its time.
 
-# run_lanes [--then <command>] <cargo test arguments> -- <lane> [<lane>...]
+# run_lanes <cargo test arguments> -- <lane> [<lane>...]
 #   A lane is a space-separated list of test target names (`tests/tests/<name>.rs`). Every test
-#   target of the package must be in exactly one lane. `--then` runs a command once the test
-#   binaries are built, before they start (no cargo runs here after that point). Returns non-zero
-#   if any test failed.
+#   target of the package must be in exactly one lane. Returns non-zero if any test failed.
 run_lanes() {
-    local cargo_args=() lanes=() then=true
-    if [ "${1:-}" = "--then" ]; then then="$2"; shift 2; fi
+    local cargo_args=() lanes=()
     while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do cargo_args+=("$1"); shift; done
     shift
     lanes=("$@")
@@ -37,8 +34,6 @@ EOF
         rm -rf "$work"
         return 1
     fi
-
-    "$then"
 
     # Disjoint shares of free_port's default window, 20000–31999 (tests/src/lib.rs), which stays
     # below the ephemeral range (32768+).
