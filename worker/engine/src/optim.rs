@@ -91,10 +91,7 @@ impl Optimizer {
         }
         let lr = self.lr_at(self.step);
         self.step += 1;
-        let clip = match self.gradients.clip_norm {
-            Some(norm) => Some(clip_factor(grads, norm.to_f64())?),
-            None => None,
-        };
+        let clip = self.gradients.clip_norm.map(|c| clip_factor(grads, c.to_f64())).transpose()?;
         for ((param, state), grad) in params.iter().zip(self.state.iter_mut()).zip(grads) {
             // Detached: the gradient's op graph would otherwise keep the step's activations alive.
             let g = match (grad, &clip) {
@@ -129,11 +126,6 @@ impl Optimizer {
             }
         }
         Ok(())
-    }
-
-    /// The spec's clipping and decay scope.
-    pub fn gradients(&self) -> &Gradients {
-        &self.gradients
     }
 
     /// The state as named tensors (`opt.<param>.<slot>`), for checkpoints.

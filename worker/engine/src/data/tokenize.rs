@@ -1,6 +1,5 @@
 //! Text to token shards (`ergon-worker tokenize`): documents read from plain-text, JSONL or parquet
-//! files,
-//! encoded with a Hugging Face `tokenizer.json` (the `tokenizers` crate: the same code
+//! files, encoded with a Hugging Face `tokenizer.json` (the `tokenizers` crate: the same code
 //! `transformers` runs), written as flat little-endian id arrays — the spec's
 //! [`DataFormat::Tokens`] — and described as the dataset block a spec names (files, content root,
 //! sample count). Nothing is fetched: the tokenizer is a local file.
