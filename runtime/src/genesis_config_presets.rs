@@ -72,9 +72,11 @@ fn testnet_genesis(
         "trainerStaking": {
             "stakers": stakers,
         },
-        // Test networks run every service on one host: offchain workers fetch from loopback.
+        // Test networks run every service on one host: offchain workers fetch from loopback; a
+        // handful of verifiers (the least a round takes, two) may serve a job.
         "jobMarket": {
             "allowPrivateUrls": true,
+            "minVerifierPool": 2,
         },
     })
 }

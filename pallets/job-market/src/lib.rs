@@ -5,7 +5,8 @@
 //! 1. [`Pallet::post_job`]: the spec is validated on chain (bounded size, shapes) and its training work
 //!    computed from the spec (never from a trainer's claim). The budget must pay at least
 //!    `MinPricePerUt` for that work, and a verifier's replay must fit its window (`MaxReplayWork`).
-//!    A non-refundable `PostingFee` is burnt, the budget is held in escrow ([`HoldReason::Escrow`]).
+//!    A non-refundable `PostingFee`, plus `SlotRent` for every block until the deadline (an unfinished
+//!    job holds a slot that long), is burnt; the budget is held in escrow ([`HoldReason::Escrow`]).
 //!    An owner has at most `MaxOpenJobsPerOwner` unfinished jobs; `MaxActiveJobs` counts unfinished
 //!    jobs only. [`Pallet::cancel_job`] refunds the budget in full before assignment.
 //! 2. [`Pallet::bid`] by eligible (bonded) trainers during the bid window, at least `MinPricePerUt`
@@ -45,7 +46,10 @@
 //!    verifiers are slashed at once. A dispute that splits escalates to another while rounds remain.
 //!    Pass pays the trainer its price less `PaymentBurn` (burnt) and credits T, at most
 //!    `MaxCreditShare` of the network's ECP (or `MinCreditCap`); an upheld fail slashes `TrainerSlash`
-//!    of the trainer's collateral. A last round that decides nothing refunds the owner.
+//!    of the trainer's collateral. A last dispute short of 2/3 still passes the bundle when a strict
+//!    majority of its revealed votes replayed exactly the trainer's sketches; a last round that
+//!    decides nothing otherwise pays neither side the price (burnt, the rest refunded). Draws need
+//!    a pool of `min_verifier_pool` distinct accounts able to serve the job, or wait.
 //!
 //! 6. Availability ([`availability`]): validators' offchain workers sample every bundle under
 //!    verification over HTTP and attest ([`Pallet::attest_availability`], an unsigned transaction
@@ -212,6 +216,13 @@ pub mod pallet {
         /// free, so jamming the market costs real tokens.
         #[pallet::constant]
         type PostingFee: Get<BalanceOf<Self>>;
+
+        /// Burnt at `post_job` for every block from now to the job's deadline: an unfinished job
+        /// holds one of `MaxActiveJobs` slots until then, so holding slots costs in proportion to
+        /// how long they are held (issue 34, item 6: 512 slots jammed for 30 days cost ≈ 524 ERG
+        /// before). [`Pallet::posting_fee`] is the whole fee.
+        #[pallet::constant]
+        type SlotRent: Get<BalanceOf<Self>>;
 
         /// Held from a bidder with its first bid on a job; released when the bid loses (or is
         /// outbid on a full list) or the job is cancelled, or once the assigned trainer's bundle is
@@ -434,12 +445,22 @@ pub mod pallet {
     #[pallet::storage]
     pub type AllowPrivateUrls<T: Config> = StorageValue<_, bool, ValueQuery>;
 
-    /// The job market's genesis: whether this is a test network that fetches private URLs.
+    /// How many distinct accounts must be able to serve a job before its verifiers are drawn, if
+    /// set (test networks set it low); unset, `Verifiers + DisputeVerifiers`
+    /// ([`Pallet::min_verifier_pool`]).
+    #[pallet::storage]
+    pub type MinVerifierPool<T: Config> = StorageValue<_, u32, OptionQuery>;
+
+    /// The job market's genesis: whether this is a test network that fetches private URLs, and
+    /// the least verifier pool a draw needs.
     #[pallet::genesis_config]
     #[derive(frame_support::DefaultNoBound)]
     pub struct GenesisConfig<T: Config> {
         /// Sets [`AllowPrivateUrls`] (development and local test networks only).
         pub allow_private_urls: bool,
+        /// Sets [`MinVerifierPool`] (test networks with a handful of verifiers); `None` keeps the
+        /// default, a regular round's seats and a dispute's.
+        pub min_verifier_pool: Option<u32>,
         #[serde(skip)]
         pub _config: core::marker::PhantomData<T>,
     }
@@ -448,6 +469,7 @@ pub mod pallet {
     impl<T: Config> BuildGenesisConfig for GenesisConfig<T> {
         fn build(&self) {
             AllowPrivateUrls::<T>::put(self.allow_private_urls);
+            MinVerifierPool::<T>::set(self.min_verifier_pool);
         }
     }
 
@@ -542,6 +564,14 @@ pub mod pallet {
         /// the seats were given back and the draw is tried again from later randomness (or, once
         /// the commit window since the round opened is over, the round is settled unstaffed).
         DrawPostponed { job: JobId, round: u32, seated: u32 },
+        /// Fewer than `needed` distinct accounts could serve the job (`candidates` now, counting
+        /// its earlier verifiers): nobody was drawn, the draw waits for the pool to grow (or, once
+        /// the commit window since the round opened is over, the round is settled unstaffed).
+        PoolTooSmall { job: JobId, round: u32, candidates: u32, needed: u32 },
+        /// The last round decided nothing: nobody proved the committed bundle right or wrong, so
+        /// neither side is made whole — the price is burnt (the trainer is not paid, the owner
+        /// not refunded it; the model is served), the rest of the escrow refunded.
+        UndecidedPriceBurnt { job: JobId, burnt: BalanceOf<T> },
         /// The trainer submitted its own sketches of `segments` of the round: a pass whose sketch
         /// of one of them disagrees with the trainer's is disputed.
         TrainerEvidenceSubmitted { job: JobId, round: u32, segments: alloc::vec::Vec<u32> },
@@ -900,7 +930,7 @@ pub mod pallet {
                 Error::<T>::TooManyOpenJobs
             );
             let reason = HoldReason::Escrow.into();
-            let fee = T::PostingFee::get();
+            let fee = Self::posting_fee(deadline.saturating_sub(now));
             ensure!(
                 <T::Currency as fungible::Inspect<_>>::reducible_balance(
                     &owner,
@@ -1376,6 +1406,14 @@ pub mod pallet {
                 deadline: job.deadline,
             });
             Ok(())
+        }
+
+        /// What posting a job whose deadline is `blocks` from now burns: `PostingFee` plus
+        /// `SlotRent` for each of those blocks.
+        pub fn posting_fee(blocks: BlockNumberFor<T>) -> BalanceOf<T> {
+            use sp_runtime::traits::SaturatedConversion;
+            let blocks: BalanceOf<T> = blocks.saturated_into::<u128>().saturated_into();
+            T::PostingFee::get().saturating_add(T::SlotRent::get().saturating_mul(blocks))
         }
 
         /// Ends `job` without a verified model: refunds what is left in escrow, records the failure

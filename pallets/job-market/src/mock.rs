@@ -113,6 +113,8 @@ parameter_types! {
     pub const MaxCreditShare: Perbill = Perbill::from_percent(1);
     /// Burnt at every post (0 unless a test sets it).
     pub static PostingFee: u128 = 0;
+    /// Burnt per block until the deadline at every post (0 unless a test sets it).
+    pub static SlotRent: u128 = 0;
     /// Held with a first bid (0 unless a test sets it).
     pub static BidDeposit: u128 = 0;
     /// Least price per ut of work (0 unless a test sets it).
@@ -124,6 +126,8 @@ parameter_types! {
     pub static MinCreditCap: u128 = u128::MAX;
     /// Most replay work per verifier and round, micro-ut.
     pub static MaxReplayWork: u128 = u128::MAX;
+    /// A dispute's seats: 4 (a test may take the runtime's 5).
+    pub static DisputeVerifiers: u32 = 4;
     /// Verification rounds: a regular one and a dispute (a test may allow a second dispute).
     pub static MaxRounds: u32 = 2;
     /// The kernels revision of new jobs and joining verifiers (a test raises it as an upgrade would).
@@ -146,6 +150,7 @@ impl pallet_job_market::Config for Test {
     type MaxStoredJobs = ConstU32<12>;
     type MaxOpenJobsPerOwner = ConstU32<6>;
     type PostingFee = PostingFee;
+    type SlotRent = SlotRent;
     type BidDeposit = BidDeposit;
     type MinPricePerUt = MinPricePerUt;
     type ReplayPricePerUt = ReplayPricePerUt;
@@ -158,7 +163,7 @@ impl pallet_job_market::Config for Test {
     type KernelsRevision = KernelsRevision;
     type MaxTimeoutsPerBlock = ConstU32<2>;
     type Verifiers = ConstU32<3>;
-    type DisputeVerifiers = ConstU32<4>;
+    type DisputeVerifiers = DisputeVerifiers;
     type SegmentsPerRound = ConstU32<2>;
     type MinSegments = ConstU32<20>;
     type MaxRounds = MaxRounds;
@@ -219,6 +224,7 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
         System::set_block_number(1);
         RandomnessAvailable::set(true);
         PostingFee::set(0);
+        SlotRent::set(0);
         BidDeposit::set(0);
         MinPricePerUt::set(0);
         ReplayPricePerUt::set(0);
@@ -226,6 +232,7 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
         MinCreditCap::set(u128::MAX);
         MaxReplayWork::set(u128::MAX);
         MaxRounds::set(2);
+        DisputeVerifiers::set(4);
     });
     ext
 }

@@ -192,6 +192,12 @@ fn vote(job: JobId, voters: &[u64], verdicts: &[Verdict]) {
     }
 }
 
+/// A test network's pool floor: draws need only 3 distinct accounts able to serve the job (the
+/// default needs a regular round's seats and a dispute's, 7 here).
+fn small_pool() {
+    MinVerifierPool::<Test>::put(3);
+}
+
 /// Runs `test` with accounts 2–9 bonded, then checks the pallet invariants.
 fn run(test: impl FnOnce()) {
     new_test_ext().execute_with(|| {
@@ -388,6 +394,43 @@ fn attack_jamming_the_market_is_bounded_per_owner_and_finished_jobs_do_not_count
         // Once the cancelled records are removed (Retention = 10 blocks), posting works again.
         run_to_block(12);
         assert_ok!(JobMarket::post_job(origin(7), Box::new(example_spec()), 100, 5, 30));
+    });
+}
+
+/// The unfinished-job jam (played live in issue 34): 32 owners × 16 jobs assigned to the
+/// attacker's own trainers held all 512 slots for 30 days for ≈ 524 ERG, whatever the length.
+/// Now every block a slot can be held (to the deadline) is rented up front: holding slots costs
+/// in proportion to how long they are held, and the rent is burnt even if the job ends early.
+#[test]
+fn attack_holding_unfinished_job_slots_costs_in_proportion_to_the_time_held() {
+    run(|| {
+        PostingFee::set(5);
+        SlotRent::set(2);
+        let posted = |deadline_in: u64| {
+            let before = Balances::total_issuance();
+            let now = System::block_number();
+            assert_ok!(JobMarket::post_job(
+                origin(OWNER),
+                Box::new(example_spec()),
+                100,
+                5,
+                now + deadline_in
+            ));
+            before - Balances::total_issuance()
+        };
+        // A deadline 20 blocks out burns 5 + 2·20; ten times as long, ten times the rent.
+        assert_eq!(posted(20), 45);
+        assert_eq!(posted(200), 405);
+        assert_eq!(JobMarket::posting_fee(200), 405);
+        // Cancelling (or finishing early) gives no rent back: the slot was held on the owner's
+        // terms. An owner who cannot pay the rent cannot hold the slot.
+        assert_ok!(JobMarket::cancel_job(origin(OWNER), 1));
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 45 - 405 - 100);
+        SlotRent::set(ENDOWMENT);
+        assert_noop!(
+            JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 100, 5, 30),
+            Error::<Test>::InsufficientBalance
+        );
     });
 }
 
@@ -1201,8 +1244,11 @@ fn attack_a_lazy_pass_on_a_disputed_segment_is_slashed() {
     });
 }
 
+/// Every seat stays silent in both rounds: nobody proved the bundle right or wrong, but it was
+/// served to six verifiers. Neither side is made whole: the trainer is not paid (nor slashed), the
+/// owner gets the rest of its escrow back but not the price (burnt).
 #[test]
-fn silent_verifiers_exhaust_the_rounds_and_the_owner_is_refunded() {
+fn silent_verifiers_exhaust_the_rounds_and_neither_side_gets_the_price() {
     run(|| {
         let job = assigned(1_400, 600);
         submit(job);
@@ -1224,13 +1270,16 @@ fn silent_verifiers_exhaust_the_rounds_and_the_owner_is_refunded() {
         }
         // Not the trainer's fault: no slash; no payment either.
         assert_eq!(bond_held(TRAINER), BOND);
-        assert_eq!((escrow_held(OWNER), Balances::balance(&OWNER)), (0, ENDOWMENT));
+        assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND);
+        System::assert_has_event(Event::UndecidedPriceBurnt { job, burnt: 600 }.into());
+        assert_eq!((escrow_held(OWNER), Balances::balance(&OWNER)), (0, ENDOWMENT - 600));
     });
 }
 
 #[test]
 fn without_any_possible_verifier_the_job_ends_inconclusive() {
     new_test_ext().execute_with(|| {
+        small_pool();
         bond(TRAINER);
         let job = assigned(1_400, 600);
         submit(job);
@@ -1243,7 +1292,9 @@ fn without_any_possible_verifier_the_job_ends_inconclusive() {
             state(job),
             JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
         );
-        assert_eq!(Balances::balance(&OWNER), ENDOWMENT);
+        // The bundle was committed (its model served) and never checked: the price is burnt.
+        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600);
+        assert_eq!(bond_held(TRAINER), BOND);
         JobMarket::do_try_state().unwrap();
     });
 }
@@ -1830,6 +1881,7 @@ mod attacks {
     fn attack_sybil_verifiers_joining_after_the_commitment_are_never_drawn() {
         use frame_support::traits::fungible::Mutate;
         run(|| {
+            small_pool();
             let job = assigned(1_400, 600);
             submit(job);
             // Block 2: the randomness for the draw began. Eight heavily bonded sybils fill the pool.
@@ -1852,6 +1904,7 @@ mod attacks {
     #[test]
     fn attack_ecp_buys_no_verifier_seats_and_only_the_opted_in_are_drawn() {
         run(|| {
+            small_pool();
             // Account 9 has enormous ECP but leaves the pool: it is never drawn.
             ComputePower::credit(&9, pallet_compute_power::WorkKind::Training, u64::MAX as u128);
             assert_ok!(JobMarket::set_verifier(origin(9), false));
@@ -1886,6 +1939,7 @@ mod attacks {
     #[test]
     fn attack_a_verifier_on_other_kernels_is_never_drawn() {
         run(|| {
+            small_pool();
             let before = assigned(1_400, 600);
             assert_eq!(Jobs::<Test>::get(before).unwrap().kernels, 1);
             // The upgrade: new jobs are pinned to revision 2. Verifiers 3, 4 and 5 upgrade their
@@ -1931,16 +1985,19 @@ fn attack_a_pool_of_one_never_decides_a_round_alone() {
     // Issue 34, item 2: with one drawn seat, one pass decided the round and nobody compared its
     // sketches. The owner's (or the trainer's) only verifier in the pool would pass anything.
     new_test_ext().execute_with(|| {
+        // A test network's floor (the least there is): two accounts.
+        MinVerifierPool::<Test>::put(1);
+        assert_eq!(JobMarket::min_verifier_pool(), 2);
         bond(TRAINER);
         bond(3);
         assert_ok!(JobMarket::set_verifier(origin(3), true));
         let job = assigned(1_400, 600);
         submit(job);
         run_to_block(4);
-        // The draw seated one and gave the seat back: no round runs on it.
-        assert!(events()
-            .iter()
-            .any(|e| matches!(e, Event::DrawPostponed { round: 0, seated: 1, .. })));
+        // The draw found one possible verifier and seated nobody: no round runs on it.
+        System::assert_has_event(
+            Event::PoolTooSmall { job, round: 0, candidates: 1, needed: 2 }.into(),
+        );
         let round = Rounds::<Test>::get(job).unwrap();
         assert_eq!((round.phase, round.votes.len()), (Phase::Drawing, 0));
         assert_eq!(bond_held(3), BOND, "its collateral is not frozen while it waits");
@@ -2210,6 +2267,204 @@ mod trainer_evidence {
                 Error::<Test>::AlreadyRevealed
             );
             assert_eq!(crate::TrainerEvidence::<Test>::get(job).len(), segments.len());
+        });
+    }
+}
+
+/// A last round that decides nothing (issue 34, item 6): it used to refund the owner in full while
+/// the trained model was served, so two of an owner's seats — or a pool of its own — bought a model
+/// for the posting fee. Now a dispute short of 2/3 is decided by the trainer's own evidence when a
+/// strict majority of the revealed replays backs it, and otherwise neither side gets the price.
+mod undecided {
+    use super::*;
+
+    /// Runtime-sized rounds: 3 regular seats, 5 in a dispute, from nine possible verifiers (3–11).
+    fn runtime_rounds(test: impl FnOnce()) {
+        run(|| {
+            DisputeVerifiers::set(5);
+            for who in 10..=11 {
+                bond(who);
+                assert_ok!(JobMarket::set_verifier(origin(who), true));
+            }
+            test();
+        })
+    }
+
+    /// The regular round: `first[0]` fails the segment it was given, the others pass honestly.
+    /// Returns the round's seats; the dispute opens at block 5.
+    fn one_fail(job: JobId) -> Vec<u64> {
+        run_to_block(3);
+        let first = verifiers(job);
+        vote(job, &first, &[fail(job, first[0]), Verdict::Pass, Verdict::Pass]);
+        run_to_block(5);
+        assert!(Rounds::<Test>::get(job).unwrap().is_dispute());
+        first
+    }
+
+    /// The owner's split (played live in issue 34): the owner's account in the regular round fails
+    /// an honest bundle, and two of its accounts among the dispute's five fail it again. Three
+    /// honest passes fall short of 2/3, so the job ended Inconclusive: the trainer unpaid, the
+    /// owner refunded with the model in hand. Now the three passes replayed exactly the trainer's
+    /// sketches — a strict majority of the revealed votes — so the bundle passes: the trainer is
+    /// paid, the owner's regular-round fail is slashed, its dispute fails earn nothing.
+    #[test]
+    fn attack_an_owner_with_two_dispute_seats_cannot_split_an_honest_job_into_a_refund() {
+        runtime_rounds(|| {
+            let job = assigned(2_000, 600);
+            submit(job);
+            let first = one_fail(job);
+            let dispute = verifiers(job);
+            assert_eq!(dispute.len(), 5);
+            let (owners, honest) = dispute.split_at(2);
+            let verdicts: Vec<Verdict> = owners
+                .iter()
+                .map(|v| fail(job, *v))
+                .chain(honest.iter().map(|_| Verdict::Pass))
+                .collect();
+            vote(job, &dispute, &verdicts);
+            System::assert_has_event(
+                Event::RoundSettled { job, round: 1, pass: 3, fail: 2, silent: 0, decisive: true }
+                    .into(),
+            );
+            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            assert_eq!(bond_held(TRAINER), BOND);
+            assert_eq!(bond_held(first[0]), BOND - 100, "the refuted regular-round fail");
+            for v in owners {
+                assert_eq!(bond_held(*v), BOND, "the dispute's minority is released unjudged");
+                assert!(!events()
+                    .iter()
+                    .any(|e| matches!(e, Event::VerifierPaid { verifier, .. } if verifier == v)));
+            }
+        });
+    }
+
+    /// The same with three of the owner's accounts in the dispute, silent (no quorum: 2 of 5
+    /// revealed): they lose their seats' slash, and the two honest passes, replaying exactly the
+    /// trainer's sketches, decide.
+    #[test]
+    fn attack_silent_owner_seats_cannot_deny_a_dispute_its_decision() {
+        runtime_rounds(|| {
+            let job = assigned(2_000, 600);
+            submit(job);
+            one_fail(job);
+            let dispute = verifiers(job);
+            let (silent, honest) = dispute.split_at(3);
+            for v in honest {
+                commit(job, *v, Verdict::Pass);
+            }
+            // The commit window (5 blocks from the draw) ends; the reveal opens.
+            run_to_block(System::block_number() + 5);
+            assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Reveal);
+            for v in honest {
+                reveal(job, *v, Verdict::Pass);
+            }
+            assert!(matches!(state(job), JobState::Completed { price: 600, .. }));
+            for v in silent {
+                assert_eq!(bond_held(*v), BOND - 100);
+            }
+        });
+    }
+
+    /// A forger whose bundle a regular-round verifier failed holds two of the dispute's five seats:
+    /// they pass with the forger's sketches, three honest replays fail it (3 of 5, short of 2/3).
+    /// The forger's two are no majority, so the trainer's evidence decides nothing; the job ends
+    /// Inconclusive and nobody gets the price: the forger is not paid (its collateral comes back
+    /// whole, it trained nothing), the owner loses the price it offered — neither side's
+    /// coalition gains by splitting the last round.
+    #[test]
+    fn attack_a_split_last_dispute_pays_neither_side_the_price() {
+        runtime_rounds(|| {
+            let owner_before = Balances::balance(&OWNER);
+            let job = assigned(2_000, 600);
+            submit(job);
+            one_fail(job);
+            let dispute = verifiers(job);
+            let (colluders, honest) = dispute.split_at(2);
+            let forged = |v: u64| evidence_with(job, v, |_| blind());
+            for v in colluders {
+                commit_with(job, *v, Verdict::Pass, &forged(*v));
+            }
+            for v in honest {
+                commit(job, *v, fail(job, *v));
+            }
+            // Everyone committed: the reveal opens. The forger's evidence agrees with its
+            // colluders' sketches.
+            trainer_evidence_with(job, |_| blind());
+            for v in colluders {
+                reveal_with(job, *v, Verdict::Pass, forged(*v));
+            }
+            for v in honest {
+                reveal(job, *v, fail(job, *v));
+            }
+            assert_eq!(
+                state(job),
+                JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
+            );
+            System::assert_has_event(Event::UndecidedPriceBurnt { job, burnt: 600 }.into());
+            assert_eq!(bond_held(TRAINER), BOND);
+            assert_eq!(Balances::balance(&TRAINER), ENDOWMENT - BOND);
+            // The owner paid the price (burnt) and the fees of everyone who revealed.
+            let fees: u128 = events()
+                .iter()
+                .filter_map(|e| match e {
+                    Event::VerifierPaid { amount, .. } => Some(*amount),
+                    _ => None,
+                })
+                .sum();
+            assert_eq!(Balances::balance(&OWNER), owner_before - 600 - fees);
+            assert_eq!(escrow_held(OWNER), 0);
+        });
+    }
+
+    /// The captured pool (played live in issue 34): the owner's three accounts were the whole
+    /// verifier pool; they failed an honest bundle, the dispute had nobody left to draw, and the
+    /// job ended Inconclusive — the owner refunded, the model served. Now a pool the owner could
+    /// fill never draws: fewer than a regular round's and a dispute's seats of distinct accounts
+    /// (`min_verifier_pool`, 8 on the runtime, 7 here) and the draw waits. When the job cannot be
+    /// verified at all it ends with the price burnt: the owner's pool bought it nothing.
+    #[test]
+    fn attack_an_owner_whose_accounts_are_the_whole_pool_gets_no_refund_and_no_verdict() {
+        new_test_ext().execute_with(|| {
+            bond(TRAINER);
+            for sybil in 3..=5 {
+                bond(sybil);
+                assert_ok!(JobMarket::set_verifier(origin(sybil), true));
+            }
+            assert_eq!(JobMarket::min_verifier_pool(), 7);
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(13);
+            System::assert_has_event(
+                Event::PoolTooSmall { job, round: 0, candidates: 3, needed: 7 }.into(),
+            );
+            assert!(PastVerifiers::<Test>::get(job).is_empty(), "nobody was ever drawn");
+            for sybil in 3..=5 {
+                assert_eq!(bond_held(sybil), BOND, "no seat, no collateral frozen");
+            }
+            assert_eq!(
+                state(job),
+                JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
+            );
+            assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600);
+            assert_eq!(bond_held(TRAINER), BOND);
+            JobMarket::do_try_state().unwrap();
+        });
+    }
+
+    /// A pool of exactly the floor draws: the regular round from 7 candidates, the dispute from
+    /// the 4 left plus the 3 it already drew.
+    #[test]
+    fn a_pool_at_the_floor_staffs_a_round_and_its_dispute() {
+        run(|| {
+            assert_eq!(JobMarket::min_verifier_pool(), 7);
+            let job = assigned(1_400, 600);
+            submit(job);
+            let first = one_fail(job);
+            let dispute = verifiers(job);
+            assert_eq!(dispute.len(), 4);
+            assert!(dispute.iter().all(|v| !first.contains(v)));
+            vote(job, &dispute, &[Verdict::Pass; 4]);
+            assert!(matches!(state(job), JobState::Completed { .. }));
         });
     }
 }

@@ -273,6 +273,20 @@ fn draw<T: Config>(
     } else {
         Vec::new()
     };
+    // A pool the owner or the trainer could fill alone never draws (issue 34, item 6): the job's
+    // distinct candidates, with the verifiers of its earlier rounds, must number at least
+    // `min_verifier_pool`, so that a regular round and its dispute take different accounts.
+    let needed = Pallet::<T>::min_verifier_pool();
+    let pool = (candidates.len() + past.len()).min(u32::MAX as usize) as u32;
+    if fresh.is_some() && pool < needed {
+        Pallet::<T>::deposit_event(Event::PoolTooSmall {
+            job: id,
+            round: round.number,
+            candidates: pool,
+            needed,
+        });
+        return wait_or_settle_unstaffed::<T>(id, job, round, now);
+    }
     let order = ergon_protocol::draw::weighted_order(&seed, b"verifiers", &candidates);
     // The first of the race that can still put up the collateral (skipping one never moves the
     // others): `Verifiers` for a regular round, `DisputeVerifiers` for a dispute.
@@ -303,13 +317,7 @@ fn draw<T: Config>(
             round: round.number,
             seated: verifiers.len() as u32,
         });
-        if now <= round.opened_at.saturating_add(T::CommitWindow::get()) {
-            let retry = T::Randomness::retry_in(now).max(One::one());
-            Pallet::<T>::reschedule(id, job, now.saturating_add(retry));
-            return false;
-        }
-        settle::<T>(id, job, round.clone());
-        return true;
+        return wait_or_settle_unstaffed::<T>(id, job, round, now);
     }
     // A dispute's verifiers all replay the disputed segments; a regular round's each get their own.
     let segments: Vec<Vec<u32>> = if round.is_dispute() {
@@ -355,7 +363,34 @@ fn draw<T: Config>(
     false
 }
 
+/// A draw that could not seat its round: tries again from later randomness while the round's commit
+/// window lasts (other duties' collateral comes free, the pool grows); after it, settles the round
+/// as unstaffed. Returns whether the round was settled (`round` is then stale).
+fn wait_or_settle_unstaffed<T: Config>(
+    id: JobId,
+    job: &mut JobOf<T>,
+    round: &RoundOf<T>,
+    now: BlockNumberFor<T>,
+) -> bool {
+    if now <= round.opened_at.saturating_add(T::CommitWindow::get()) {
+        let retry = T::Randomness::retry_in(now).max(One::one());
+        Pallet::<T>::reschedule(id, job, now.saturating_add(retry));
+        return false;
+    }
+    settle::<T>(id, job, round.clone());
+    true
+}
+
 impl<T: Config> Pallet<T> {
+    /// How many distinct accounts must be able to serve a job before a round of it is drawn:
+    /// [`crate::MinVerifierPool`] if set, else a regular round's seats and a dispute's; never
+    /// fewer than [`MIN_SEATS`].
+    pub fn min_verifier_pool() -> u32 {
+        crate::MinVerifierPool::<T>::get()
+            .unwrap_or_else(|| T::Verifiers::get().saturating_add(T::DisputeVerifiers::get()))
+            .max(MIN_SEATS as u32)
+    }
+
     pub(crate) fn do_commit(job: JobId, who: T::AccountId, commitment: H256) -> DispatchResult {
         let mut record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
         let mut round = Rounds::<T>::get(job).ok_or(Error::<T>::NotInCommitPhase)?;
@@ -667,6 +702,34 @@ fn confirmed_sketches<'a>(
         .collect()
 }
 
+/// The trainer's sketches of a dispute's disputed segments, if they are backed: a strict majority
+/// of the `revealed` votes (and at least [`MIN_SEATS`]) are passes whose sketches of every disputed
+/// segment agree with the trainer's. Replaying is the only way to produce them (a pass cannot
+/// copy them: the trainer gives its sketches after every vote is committed).
+fn trainer_backing<T: Config>(
+    round: &RoundOf<T>,
+    trainer: &[(u32, SegmentSketches)],
+    revealed: u32,
+) -> Option<Vec<(u32, SegmentSketches)>> {
+    let truth: Vec<(u32, SegmentSketches)> = round
+        .disputed
+        .iter()
+        .map(|segment| trainer.iter().find(|(s, _)| s == segment).cloned())
+        .collect::<Option<_>>()?;
+    let backers = round
+        .votes
+        .iter()
+        .filter(|v| v.verdict.is_some_and(|d| d.is_pass()) && v.evidence.len() == truth.len())
+        .filter(|v| {
+            truth
+                .iter()
+                .zip(v.evidence.iter())
+                .all(|((_, t), e)| ergon_protocol::evidence::agree_all(e, t))
+        })
+        .count() as u32;
+    (!truth.is_empty() && backers >= MIN_SEATS as u32 && backers * 2 > revealed).then_some(truth)
+}
+
 /// The segments of a regular round whose two passes' sketches disagree, or where a pass's sketch
 /// disagrees with the trainer's own (`trainer`): one of them did not replay (or replayed wrongly),
 /// so the segment is disputed like a fail.
@@ -779,6 +842,16 @@ pub(crate) fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>
     let last = round.number + 1 >= T::MaxRounds::get();
     // A dispute that splits is re-checked while rounds remain: its minority is judged by the next.
     let decision = decision.filter(|_| !(round.is_dispute() && pass > 0 && fail > 0 && !last));
+    // The last dispute, short of 2/3: the trainer's own sketches decide for it when a strict
+    // majority of the revealed votes replayed exactly them (issue 34, item 6: two of an owner's
+    // seats failing an honest bundle used to end it with a refund and the model served).
+    let backing = match decision {
+        None if last && round.is_dispute() => {
+            trainer_backing::<T>(&round, &trainer_sketches, revealed)
+        }
+        _ => None,
+    };
+    let decision = decision.or(backing.as_ref().map(|_| Decision::Pass));
     Pallet::<T>::deposit_event(Event::RoundSettled {
         job: id,
         round: round.number,
@@ -844,6 +917,13 @@ pub(crate) fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>
             pay_verifier::<T>(id, job, &vote.verifier, vote.round, vote.segments.len());
         }
         T::Staking::release(&trainer, Obligation::Training(id));
+        // The bundle is committed and served (its model is public), and nobody proved it right
+        // or wrong. Neither side is made whole (issue 34, item 6): the trainer is not paid and
+        // the owner not refunded the price, so an undecided end gains nobody anything — not the
+        // owner's seats splitting the last dispute or filling the pool (a refund with the
+        // model), not a forger's (its collateral back), not a forger hoping for a thin pool.
+        let burnt = burn::<T>(job, price);
+        Pallet::<T>::deposit_event(Event::UndecidedPriceBurnt { job: id, burnt });
         Pallet::<T>::finish(id, job, Some(trainer), FailureReason::Inconclusive);
         return;
     };
@@ -851,11 +931,13 @@ pub(crate) fn settle<T: Config>(id: JobId, job: &mut JobOf<T>, round: RoundOf<T>
     // verdicts, and their sketches against the one 2/3 of this round confirm); its own majority is
     // paid, its own minority (only possible in the last round) is released unjudged, and so is a
     // vote of its majority whose sketch the others refute (it may be a replay on other hardware).
-    let confirmed = confirmed_sketches(
-        &round.disputed,
-        revealed_votes().filter(|(_, d)| d.is_pass()).map(|(v, _)| &v.evidence[..]),
-        revealed,
-    );
+    let confirmed = backing.unwrap_or_else(|| {
+        confirmed_sketches(
+            &round.disputed,
+            revealed_votes().filter(|(_, d)| d.is_pass()).map(|(v, _)| &v.evidence[..]),
+            revealed,
+        )
+    });
     let finding = Finding { decision, disputed: &round.disputed, confirmed };
     let upheld = |vote: &VerifierVote<T>, verdict: &Verdict| {
         decision.agrees(verdict) && !finding.refutes(verdict, &vote.segments, &vote.evidence)

@@ -413,6 +413,10 @@ impl pallet_job_market::Config for Runtime {
     type MaxStoredJobs = ConstU32<2_048>;
     type MaxOpenJobsPerOwner = ConstU32<16>;
     type PostingFee = ConstU128<ERG>;
+    // 1 ERG for each day a job can hold its slot: the longest job (30 days) rents it for 30 ERG,
+    // and jamming all 512 slots for 30 days burns 15 360 ERG (a day of the fast build is a day of
+    // its shorter blocks).
+    type SlotRent = ConstU128<{ ERG / crate::units::DAYS as u128 }>;
     type BidDeposit = ConstU128<{ 10 * ERG }>;
     // 10 ERG per ut of training work (432·10⁹ FLOPs): the Fashion-MNIST MLP (0.08 ut) costs 0.8 ERG
     // at least.
