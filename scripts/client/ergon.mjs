@@ -18,7 +18,8 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import {
-  blocksFrom, checkedSpec, connect, describeError, erg, ergUp, followJob, nextHead, plancks, send, signer,
+  blocksFrom, checkedSpec, connect, describeError, erg, ergUp, followJob, nextHead, plancks, postingFee,
+  send, signer,
 } from './lib/ergon.mjs';
 import { keyFromFile } from './lib/key-file.mjs';
 
@@ -330,9 +331,10 @@ async function postJob(ctx) {
   const deadline = best + blocks;
   // A new transaction object for each send: signing mutates it.
   const tx = () => api.tx.jobMarket.postJob(spec, budget, bidWindow, deadline);
-  const fee = api.consts.jobMarket.postingFee.toBigInt();
+  // The transaction lands in the next block at the earliest: the rent runs from there.
+  const fee = postingFee(api, blocks - 1);
   const plan = [
-    `post ${count > 1 ? `${count} jobs` : 'a job'} (${path}): ${erg(budget)} held in escrow${count > 1 ? ' each' : ''}, ${erg(fee)} posting fee burnt`,
+    `post ${count > 1 ? `${count} jobs` : 'a job'} (${path}): ${erg(budget)} held in escrow${count > 1 ? ' each' : ''}, ${erg(fee)} posting fee and slot rent to the deadline burnt${count > 1 ? ' each' : ''}`,
     `  bids until about block #${best + 1 + bidWindow} (${blocksFrom(api, bidWindow + 1)}), bundle due by block #${deadline} (${blocksFrom(api, blocks)})`,
   ];
   let pair;
@@ -350,21 +352,25 @@ async function postJob(ctx) {
   const first = (await api.rpc.system.accountNextIndex(pair.address)).toNumber();
   const sent = Array.from({ length: count }, (_, i) => send(api, tx(), pair, 'postJob', count > 1 ? first + i : undefined));
   const ids = [];
-  for (const events of await Promise.all(sent)) ids.push(jobPosted(api, events));
-  for (const id of ids) {
+  const fees = [];
+  for (const events of await Promise.all(sent)) {
+    const posted = jobPosted(api, events);
+    ids.push(posted.job.toNumber());
+    fees.push(posted.fee.toBigInt());
+  }
+  for (const [i, id] of ids.entries()) {
     // Read at the finalized block that holds the posting (`send` resolves on finality).
     const j = (await api.rpc.ergon.job(id, await api.rpc.chain.getFinalizedHead())).toPrimitive();
-    say(`job ${id} posted by ${pair.address}`);
+    say(`job ${id} posted by ${pair.address}; ${erg(fees[i])} burnt`);
     if (j) say(`  work ${Number(j.workMicroUt) / 1e6} ut, ${j.checkpoints} checkpoints, budget ${erg(j.budget)} in escrow; bids until #${j.bidWindowEnd}, bundle due by #${j.deadline}`);
   }
   if (!opts.json) say(ids.join(' '));
   return { jobs: ids };
 }
 
-/** The job id of a `JobPosted` event among `events`. */
+/** The data of the `JobPosted` event among `events` (`job`, `fee`, …). */
 function jobPosted(api, events) {
-  const posted = events.find(({ event }) => api.events.jobMarket.JobPosted.is(event));
-  return posted.event.data.job.toNumber();
+  return events.find(({ event }) => api.events.jobMarket.JobPosted.is(event)).event.data;
 }
 
 async function listJobs({ api, opts, say }) {

@@ -8,7 +8,7 @@
 import { web3Accounts, web3Enable, web3FromAddress } from '@polkadot/extension-dapp';
 
 import {
-  checkedSpec, connect, erg, ergUp, followJob, plancks, send, signer,
+  checkedSpec, connect, erg, ergUp, followJob, plancks, postingFee, send, signer,
 } from '../../scripts/client/lib/ergon.mjs';
 import { checkFile, manifestRoot } from './bundle-check.js';
 
@@ -134,7 +134,7 @@ async function checkSpec() {
       ['checkpoints', `${check.checkpoints} (${check.steps} optimizer steps)`],
       ['parameters', String(check.parameters)],
       ['least budget', `${ergUp(least)} — the market's floor for this work (${erg(c.minPricePerUt.toBigInt())} per ut) plus every possible verifier's fee`],
-      ['posting fee', `${erg(c.postingFee.toBigInt())}, burnt whatever happens`],
+      ['posting fee', `${erg(c.postingFee.toBigInt())} plus a slot rent of ${erg(c.slotRent.toBigInt())} per block to the deadline, burnt whatever happens`],
       ['trainers bid', `at most your budget less the verifiers' reserve; each leaves a ${erg(c.bidDeposit.toBigInt())} deposit`],
     ]),
   );
@@ -168,7 +168,7 @@ async function postJob() {
   const { who, address, injected } = await chosen();
   const best = (await api.rpc.chain.getHeader()).number.toNumber();
   const tx = api.tx.jobMarket.postJob(state.checked.spec, budget, bidWindow, best + deadline);
-  show('post-result', `posting as ${address}: ${erg(budget)} into escrow… (waiting for finality)`);
+  show('post-result', `posting as ${address}: ${erg(budget)} into escrow, ${erg(postingFee(api, deadline - 1))} burnt… (waiting for finality)`);
   const events = await send(api, tx, who, 'postJob', undefined, injected);
   const posted = events.find(({ event }) => api.events.jobMarket.JobPosted.is(event));
   const id = posted.event.data.job.toNumber();

@@ -531,7 +531,8 @@ pub mod pallet {
     #[pallet::generate_deposit(pub(super) fn deposit_event)]
     pub enum Event<T: Config> {
         /// A job was posted; `budget` is held in escrow; its training work is `work_micro_ut`; bids
-        /// are taken until block `bid_window_end` and the bundle is due by block `deadline`.
+        /// are taken until block `bid_window_end` and the bundle is due by block `deadline`; `fee`
+        /// (the posting fee and the slot rent to the deadline) was burnt.
         JobPosted {
             job: JobId,
             owner: T::AccountId,
@@ -539,6 +540,7 @@ pub mod pallet {
             work_micro_ut: u128,
             bid_window_end: BlockNumberFor<T>,
             deadline: BlockNumberFor<T>,
+            fee: BalanceOf<T>,
         },
         /// A trainer bid (or changed its bid).
         BidPlaced { job: JobId, trainer: T::AccountId, price: BalanceOf<T> },
@@ -978,6 +980,7 @@ pub mod pallet {
                 work_micro_ut,
                 bid_window_end,
                 deadline,
+                fee,
             });
             Ok(())
         }

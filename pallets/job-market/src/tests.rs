@@ -343,7 +343,8 @@ fn post_job_validates_and_holds_the_budget() {
                 budget: 1_000,
                 work_micro_ut: work,
                 bid_window_end: 6,
-                deadline: 21
+                deadline: 21,
+                fee: 0
             })
         );
         assert_eq!(escrow_held(OWNER), 1_000);
@@ -420,6 +421,7 @@ fn attack_holding_unfinished_job_slots_costs_in_proportion_to_the_time_held() {
         };
         // A deadline 20 blocks out burns 5 + 2·20; ten times as long, ten times the rent.
         assert_eq!(posted(20), 45);
+        assert!(matches!(events().last(), Some(Event::JobPosted { fee: 45, .. })));
         assert_eq!(posted(200), 405);
         assert_eq!(JobMarket::posting_fee(200), 405);
         // Cancelling (or finishing early) gives no rent back: the slot was held on the owner's

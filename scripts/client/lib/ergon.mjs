@@ -208,7 +208,7 @@ export function describeError(api, dispatchError) {
 
 /** How the constants that errors name are counted: the rest are plain counts. */
 const CONSTANT_UNITS = {
-  erg: ['minBudget', 'postingFee', 'bidDeposit', 'verifierCollateral', 'minBond', 'blockReward'],
+  erg: ['minBudget', 'postingFee', 'slotRent', 'bidDeposit', 'verifierCollateral', 'minBond', 'blockReward'],
   ergPerUt: ['minPricePerUt', 'replayPricePerUt'],
   blocks: ['minBidWindow', 'maxBidWindow', 'minTrainingTime', 'maxJobDuration', 'commitWindow', 'revealWindow', 'retention', 'unbondingPeriod'],
   microUt: ['maxReplayWork', 'minCreditCap', 'minAuthorityEcp'],
@@ -514,6 +514,14 @@ export async function followJob(api, id, say) {
     from = target;
   }
   return view;
+}
+
+/** About what posting a job whose deadline is `blocks` after its inclusion burns, in plancks, for a
+ * confirmation: `PostingFee` plus `SlotRent` per block to the deadline (`JobMarket::posting_fee`);
+ * what the chain burnt is `JobPosted.fee`. */
+export function postingFee(api, blocks) {
+  const c = api.consts.jobMarket;
+  return c.postingFee.toBigInt() + c.slotRent.toBigInt() * BigInt(blocks);
 }
 
 /** Plancks as ERG with up to 4 decimals. */
