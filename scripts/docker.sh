@@ -112,7 +112,8 @@ images() {
     for target in node worker; do
         log "building ergon-$target:dev (binaries: $binaries)"
         DOCKER_BUILDKIT=1 docker build --network host -f docker/Dockerfile --target "$target" \
-            --build-arg BINARIES="$binaries" -t "ergon-$target:dev" . > "/tmp/ergon-docker-$target.log" 2>&1 ||
+            --build-arg BINARIES="$binaries" --build-arg GIT_COMMIT="$(git rev-parse --short=11 HEAD)" \
+            -t "ergon-$target:dev" . > "/tmp/ergon-docker-$target.log" 2>&1 ||
             { tail -30 "/tmp/ergon-docker-$target.log"; exit 1; }
     done
     if ! docker image inspect "$prometheus_image" > /dev/null 2>&1 && ! pullable "$prometheus_image"; then

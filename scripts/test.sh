@@ -106,7 +106,7 @@ integration() {
     ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
         "faults lazy_verifiers drilling dev_chain" \
         "daemon dispute sybil_validators web fine_tune" \
-        "data_takedown diverge local_network collateral availability user_cli"
+        "data_takedown diverge local_network collateral availability user_cli draw_prediction"
 }
 
 # The web page: the bundle check compiled to WebAssembly (and its native unit tests), the page built

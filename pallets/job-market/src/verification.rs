@@ -236,10 +236,9 @@ fn draw<T: Config>(
     let trainer = trainer.clone();
     let fresh = T::Randomness::fresh(round.opened_at);
     let (seed, since) = match fresh {
-        Some((random, since)) => (
-            ergon_protocol::hash::draw_seed(&random, &(b"ergon/job-market/draw", id, round.number)),
-            since,
-        ),
+        Some((random, since)) => {
+            (ergon_protocol::hash::job_round_seed(&random, id, round.number), since)
+        }
         // Not yet: ask again about when enough later blocks have added their VRF outputs. Every
         // block adds one, so this ends; the bound only keeps a broken source from holding the job
         // forever (the round then draws nobody and is settled as indecisive).

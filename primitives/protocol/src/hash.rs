@@ -40,3 +40,10 @@ pub fn draw_seed<S: Encode + ?Sized>(randomness: &[u8; 32], subject: &S) -> [u8;
     subject.encode_to(&mut payload);
     tagged(DRAW, &payload[..])
 }
+
+/// The seed of a job's verification round `round` from the chain's fresh `randomness`: the job
+/// market's draw of verifiers and segments (one definition for the pallet and whoever recomputes a
+/// draw, e.g. the live test that shows nothing known at the commitment predicts it).
+pub fn job_round_seed(randomness: &[u8; 32], job: u64, round: u32) -> [u8; 32] {
+    draw_seed(randomness, &(b"ergon/job-market/draw", job, round))
+}

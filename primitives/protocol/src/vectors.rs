@@ -30,7 +30,7 @@ fn vectors() -> Value {
     let salt = [0x22u8; 32];
     let result = [0x33u8; 32];
     let random = [0x44u8; 32];
-    let draw_seed = crate::hash::draw_seed(&random, &(b"ergon/job-market/draw", 7u64, 0u32));
+    let draw_seed = crate::hash::job_round_seed(&random, 7, 0);
     json!({
         "note": "Inputs are raw bytes as 0x-hex; accounts are raw 32-byte AccountId32 (alice = //Alice).",
         "units": {

@@ -30,4 +30,34 @@ fn attack_local_files_and_private_hosts_are_refused_once_public_only() {
             "{uri}: {err}"
         );
     }
+
+    // A name that passes the URL check but resolves to this machine: its own host name, which
+    // /etc/hosts maps to loopback on most machines (a public DNS name pointing at a private
+    // address is the same attack). A listener there shows the refusal is not a failed connection.
+    let Some(name) = own_name_resolving_to_loopback() else {
+        eprintln!("skipped: this machine's host name does not resolve to loopback");
+        return;
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let uri = format!("http://{name}:{}/data.csv", listener.local_addr().unwrap().port());
+    assert_eq!(ergon_protocol::url::check(&uri), Ok(()), "the name itself passes the check");
+    let err = data::fetch(&uri).expect_err(&uri);
+    assert!(
+        matches!(&err, Error::Download { reason, .. }
+            if reason.starts_with("refused") && reason.contains("127.0.0.1")),
+        "{uri}: {err}"
+    );
+}
+
+/// This machine's host name, if it is a single name that resolves to 127.0.0.0/8 only.
+fn own_name_resolving_to_loopback() -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let name = std::fs::read_to_string("/etc/hostname").ok()?.trim().to_string();
+    if name.is_empty() || name.contains(['/', ':']) || name.eq_ignore_ascii_case("localhost") {
+        return None;
+    }
+    let addresses: Vec<_> = (name.as_str(), 80).to_socket_addrs().ok()?.collect();
+    let loopback = !addresses.is_empty()
+        && addresses.iter().all(|a| matches!(a.ip(), std::net::IpAddr::V4(v4) if v4.is_loopback()));
+    loopback.then_some(name)
 }

@@ -2,8 +2,14 @@
 
 use std::{
     io::Read,
+    net::{IpAddr, SocketAddr},
     sync::atomic::{AtomicBool, Ordering},
     time::Duration,
+};
+
+use ureq::unversioned::{
+    resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver},
+    transport::{DefaultConnector, NextTimeout},
 };
 
 use sha2::{Digest, Sha256};
@@ -80,13 +86,21 @@ fn download(url: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
     // Public-only: a redirect could lead to a private host the check never saw, so none is
     // followed (a 3xx is an error).
     let redirects = if PUBLIC_ONLY.load(Ordering::Relaxed) { 0 } else { 10 };
-    let agent = ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .max_redirects(redirects)
         .timeout_connect(Some(Duration::from_secs(10)))
         .timeout_global(Some(limit))
-        .build()
-        .new_agent();
-    let response = agent.get(url).call().map_err(|e| fail(e.to_string()))?;
+        .build();
+    let agent = if PUBLIC_ONLY.load(Ordering::Relaxed) {
+        // The name passed `ergon_protocol::url::check`; the addresses it resolves to must pass too.
+        ureq::Agent::with_parts(config, DefaultConnector::new(), PublicOnlyResolver::default())
+    } else {
+        config.new_agent()
+    };
+    let response = agent.get(url).call().map_err(|e| match e {
+        ureq::Error::Other(why) if why.is::<NotPublic>() => fail(format!("refused: {why}")),
+        e => fail(e.to_string()),
+    })?;
     if response.status().is_redirection() {
         return Err(fail(format!("redirect ({}) not followed", response.status())));
     }
@@ -103,6 +117,55 @@ fn download(url: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A DNS name whose addresses are not all public (issue 34, item 8): `ergon_protocol::url::check`
+/// takes a name as it is, so a public name pointing at loopback or a private network would make a
+/// public-only daemon an SSRF oracle all the same.
+#[derive(Debug)]
+struct NotPublic {
+    host: String,
+    address: IpAddr,
+}
+
+impl std::fmt::Display for NotPublic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} resolves to {}, not a public address", self.host, self.address)
+    }
+}
+
+impl std::error::Error for NotPublic {}
+
+/// The first of `addresses` that is not public (loopback, link-local, private, …), if any.
+fn first_not_public(addresses: &[SocketAddr]) -> Option<IpAddr> {
+    addresses.iter().map(SocketAddr::ip).find(|ip| match ip {
+        IpAddr::V4(v4) => !ergon_protocol::url::is_public_ipv4(u32::from(*v4)),
+        IpAddr::V6(v6) => !ergon_protocol::url::is_public_ipv6(v6.octets()),
+    })
+}
+
+/// ureq's resolver, refusing a host any of whose addresses is not public. The addresses checked
+/// are the ones connected to, so a name that answers public once and private the next time (DNS
+/// rebinding) gains nothing either.
+#[derive(Debug, Default)]
+struct PublicOnlyResolver(DefaultResolver);
+
+impl Resolver for PublicOnlyResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> std::result::Result<ResolvedSocketAddrs, ureq::Error> {
+        let addresses = self.0.resolve(uri, config, timeout)?;
+        match first_not_public(&addresses) {
+            Some(address) => Err(ureq::Error::Other(Box::new(NotPublic {
+                host: uri.host().unwrap_or_default().to_string(),
+                address,
+            }))),
+            None => Ok(addresses),
+        }
+    }
+}
+
 /// Content root of a dataset's files ([`ergon_job_spec::content_root`] of their digests), files in
 /// spec order.
 pub fn content_root<'a>(files: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
@@ -112,6 +175,18 @@ pub fn content_root<'a>(files: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_with_any_address_that_is_not_public_is_found() {
+        let at = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert_eq!(first_not_public(&[at("93.184.215.14:80"), at("[2606:2800:21f::1]:443")]), None);
+        for private in
+            ["127.0.0.1:80", "10.1.2.3:80", "169.254.169.254:80", "[::1]:80", "[fd00::1]:80"]
+        {
+            let found = first_not_public(&[at("93.184.215.14:80"), at(private)]);
+            assert_eq!(found, Some(at(private).ip()), "{private}");
+        }
+    }
 
     #[test]
     fn missing_file_and_unreachable_url_are_clear_errors() {
