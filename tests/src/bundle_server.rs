@@ -108,3 +108,15 @@ pub fn synthetic_bundle(checkpoints: u64) -> (Vec<u8>, Vec<u8>, [u8; 32]) {
     let root = ManifestIndex::parse(&manifest).expect("a valid manifest").root();
     (manifest, file, root)
 }
+
+/// A [`synthetic_bundle`] of `checkpoints` checkpoints served under `/job`: the server, the
+/// bundle's base URL and its root.
+pub fn serve_synthetic_bundle(checkpoints: u64) -> (BundleServer, String, [u8; 32]) {
+    let (manifest, file, root) = synthetic_bundle(checkpoints);
+    let server = BundleServer::start(std::collections::HashMap::from([
+        (format!("/job/{}", ergon_bundle::MANIFEST_FILE), manifest),
+        ("/job/ckpt-00000000.safetensors".to_string(), file),
+    ]));
+    let uri = format!("http://127.0.0.1:{}/job", server.port);
+    (server, uri, root)
+}

@@ -3,14 +3,12 @@
 //! attests; a bundle nobody serves is attested unavailable, and with Alice the only attester that is a
 //! two-thirds quorum: the job fails and the trainer is slashed.
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
 use ergon_bundle::MANIFEST_FILE;
 use ergon_client::runtime;
 use ergon_integration_tests::{
-    bundle_server::{synthetic_bundle, BundleServer},
-    chain::calls,
-    dev_pair, free_port, wait_for, Node, Ports,
+    bundle_server::serve_synthetic_bundle, chain::calls, dev_pair, free_port, wait_for, Node, Ports,
 };
 use serde_json::json;
 
@@ -63,16 +61,11 @@ fn offchain_workers_attest_served_bundles_and_fail_unserved_ones() {
         serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
             .expect("example spec parses");
     let checkpoints = spec.validate().expect("example spec is valid").checkpoints;
-    let (manifest, file, root) = synthetic_bundle(checkpoints);
-    let server = BundleServer::start(HashMap::from([
-        (format!("/job/{MANIFEST_FILE}"), manifest),
-        ("/job/ckpt-00000000.safetensors".to_string(), file),
-    ]));
+    let (server, uri, root) = serve_synthetic_bundle(checkpoints);
     let bob = dev_pair("//Bob");
     node.send(calls::bond(2_000 * ERG), &bob, Duration::from_secs(120));
 
     // A served bundle: the manifest, then two sampled chunks by range, and an "available" attestation.
-    let uri = format!("http://127.0.0.1:{}/job", server.port);
     let served = committed_job(&node, &spec, root, &uri);
     let attested = wait_for("Alice's attestation", Duration::from_secs(120), || {
         Some(attestations(&node, served)).filter(|a| !a.is_empty())

@@ -12,14 +12,11 @@
 //! gives the segments the chain drew. The same computation from the accumulator the draw read gives
 //! them exactly, so the computation is the chain's and only the randomness was unknown.
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
-use ergon_bundle::MANIFEST_FILE;
 use ergon_client::runtime;
 use ergon_integration_tests::{
-    bundle_server::{synthetic_bundle, BundleServer},
-    chain::calls,
-    dev_pair, wait_for, Node, Ports,
+    bundle_server::serve_synthetic_bundle, chain::calls, dev_pair, wait_for, Node, Ports,
 };
 use ergon_protocol::{hash, segments, units::ERG};
 use serde_json::json;
@@ -144,12 +141,7 @@ fn a_draw_is_not_computable_from_the_chain_at_the_commitment() {
         serde_json::from_str(include_str!("../../worker/examples/fashion-mnist-mlp.json"))
             .expect("example spec parses");
     let checkpoints = spec.validate().expect("example spec is valid").checkpoints;
-    let (manifest, file, root) = synthetic_bundle(checkpoints);
-    let server = BundleServer::start(HashMap::from([
-        (format!("/job/{MANIFEST_FILE}"), manifest),
-        ("/job/ckpt-00000000.safetensors".to_string(), file),
-    ]));
-    let uri = format!("http://127.0.0.1:{}/job", server.port);
+    let (_server, uri, root) = serve_synthetic_bundle(checkpoints);
     let best = node.block_number(None).expect("best block");
     let job = 0;
     node.send(calls::post_job(&spec, 20 * ERG, 5, best + 500), &alice, timeout);

@@ -2021,6 +2021,36 @@ fn attack_a_pool_of_one_never_decides_a_round_alone() {
     });
 }
 
+/// A pool large enough whose draw still seats one (the other candidate's collateral is frozen in
+/// another duty): the seat is given back (`DrawPostponed`) and the draw tried again from later
+/// randomness; once the collateral comes free, both are seated.
+#[test]
+fn a_draw_that_seats_one_gives_the_seat_back_and_tries_again() {
+    new_test_ext().execute_with(|| {
+        MinVerifierPool::<Test>::put(2);
+        bond(TRAINER);
+        for who in [3, 4] {
+            bond(who);
+            assert_ok!(JobMarket::set_verifier(origin(who), true));
+        }
+        use pallet_trainer_staking::{Obligation, Obligations};
+        let elsewhere = Obligation::Verification { job: 99, round: 0 };
+        assert_ok!(<TrainerStaking as Obligations<u64>>::obligate(&4, elsewhere, BOND));
+        let job = assigned(1_400, 600);
+        submit(job);
+        run_to_block(3);
+        System::assert_has_event(Event::DrawPostponed { job, round: 0, seated: 1 }.into());
+        assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Drawing);
+        assert_eq!(bond_held(3), BOND, "the lone seat's collateral is given back");
+        <TrainerStaking as Obligations<u64>>::release(&4, elsewhere);
+        run_to_block(4);
+        let mut seated = verifiers(job);
+        seated.sort();
+        assert_eq!(seated, vec![3, 4]);
+        JobMarket::do_try_state().unwrap();
+    });
+}
+
 /// The trainer's own evidence (issue 34, item 2): the trainer holds the true trajectory, so lazy
 /// verifiers agreeing on a guess are disputed, and a trainer lying about it pays.
 mod trainer_evidence {

@@ -432,7 +432,7 @@ export function jobEventLine(e) {
   const d = e.data;
   const short = (a) => `${a.toString().slice(0, 8)}…`;
   switch (e.method) {
-    case 'JobPosted': return `posted: ${erg(d.budget)} in escrow, bids until #${d.bidWindowEnd}, due by #${d.deadline}`;
+    case 'JobPosted': return `posted: ${erg(d.budget)} in escrow (${erg(d.fee)} burnt), bids until #${d.bidWindowEnd}, due by #${d.deadline}`;
     case 'BidPlaced': return `bid ${erg(d.price)} by ${d.trainer.toString()}`;
     case 'JobAssigned': return `assigned to ${d.trainer.toString()} at ${erg(d.price)}, due by #${d.deadline}`;
     case 'BundleSubmitted': return `bundle committed: root ${d.root.toHex()}`;
@@ -442,6 +442,9 @@ export function jobEventLine(e) {
     case 'VerdictRevealed': return `${short(d.verifier)} revealed ${d.verdict.toString()}`;
     case 'TrainerEvidenceSubmitted': return `the trainer gave its own sketches of segments ${d.segments.map((x) => x.toString()).join(',')}`;
     case 'RoundSettled': return `round ${d.round} settled: ${d.pass} pass, ${d.fail} fail, ${d.silent} silent${d.decisive.isTrue ? '' : ' (not decisive)'}`;
+    case 'DrawPostponed': return `round ${d.round}: only ${d.seated} could take a seat, drawing again later`;
+    case 'PoolTooSmall': return `round ${d.round}: ${d.candidates} of the ${d.needed} verifiers a draw needs, drawing again later`;
+    case 'UndecidedPriceBurnt': return `verification decided nothing: the price (${erg(d.burnt)}) is burnt, neither paid nor refunded`;
     case 'DisputeOpened': return `dispute: round ${d.round} replays segments ${d.segments.map((x) => x.toString()).join(',')}`;
     case 'VerifierAbstained': return `${short(d.verifier)} abstained (the job's data)${d.openedDataCheck.isTrue ? ': the data is being checked' : ''}`;
     case 'VerifierPaid': return `verifier ${short(d.verifier)} paid ${erg(d.amount)}`;
