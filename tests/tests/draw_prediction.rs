@@ -35,38 +35,47 @@ fn public_at(node: &Node, number: u32) -> Public {
     node.client().block_on(async {
         let at = node.at_number(number).await;
         let babe = runtime::storage().babe();
-        let fetch = |what: &str| format!("reading {what} at #{number}");
-        let babe_randomness =
-            at.storage().fetch(babe.randomness(), ()).await.expect(&fetch("Babe::Randomness"));
-        let babe_next_randomness = at
-            .storage()
+        let storage = at.storage();
+        let babe_randomness = storage
+            .fetch(babe.randomness(), ())
+            .await
+            .unwrap_or_else(|e| panic!("reading Babe::Randomness at #{number}: {e}"))
+            .decode()
+            .expect("Babe::Randomness decodes");
+        let babe_next_randomness = storage
             .fetch(babe.next_randomness(), ())
             .await
-            .expect(&fetch("Babe::NextRandomness"));
-        let epoch_index =
-            at.storage().fetch(babe.epoch_index(), ()).await.expect(&fetch("Babe::EpochIndex"));
-        let accumulator = at
-            .storage()
+            .unwrap_or_else(|e| panic!("reading Babe::NextRandomness at #{number}: {e}"))
+            .decode()
+            .expect("Babe::NextRandomness decodes");
+        let epoch_index = storage
+            .fetch(babe.epoch_index(), ())
+            .await
+            .unwrap_or_else(|e| panic!("reading Babe::EpochIndex at #{number}: {e}"))
+            .decode()
+            .expect("Babe::EpochIndex decodes");
+        let accumulator = storage
             .fetch(runtime::storage().fresh_randomness().accumulator(), ())
             .await
-            .expect(&fetch("FreshRandomness::Accumulator"))
+            .unwrap_or_else(|e| panic!("reading FreshRandomness::Accumulator at #{number}: {e}"))
             .decode()
             .expect("the accumulator decodes");
         Public {
-            babe_randomness: babe_randomness.decode().expect("Babe::Randomness decodes"),
-            babe_next_randomness: babe_next_randomness
-                .decode()
-                .expect("Babe::NextRandomness decodes"),
-            epoch_index: epoch_index.decode().expect("Babe::EpochIndex decodes"),
+            babe_randomness,
+            babe_next_randomness,
+            epoch_index,
             accumulator: accumulator.value,
             recent: accumulator.recent.0,
         }
     })
 }
 
+/// A round's seats as drawn: each verifier with its segments.
+type Assignments = Vec<([u8; 32], Vec<u32>)>;
+
 /// The block and the assignments (verifier, segments) of the job's round-0 draw, once it is in a
 /// finalized block at or after `from`.
-fn round_zero_draw(node: &Node, job: u64, from: u32) -> (u32, Vec<([u8; 32], Vec<u32>)>) {
+fn round_zero_draw(node: &Node, job: u64, from: u32) -> (u32, Assignments) {
     use runtime::job_market::Event as M;
     let mut next = from;
     wait_for("the round-0 draw", Duration::from_secs(240), || {
