@@ -104,9 +104,9 @@ integration() {
     rm -f "$snapshot"
     cargo test --release --locked -p ergon-integration-tests --lib
     ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
-        "faults lazy_verifiers drilling dev_chain" \
-        "daemon dispute sybil_validators web fine_tune" \
-        "data_takedown diverge local_network collateral availability user_cli draw_prediction"
+        "faults lazy_verifiers drilling dev_chain fine_tune draw_prediction" \
+        "daemon dispute sybil_validators web" \
+        "data_takedown diverge local_network collateral availability user_cli"
 }
 
 # The web page: the bundle check compiled to WebAssembly (and its native unit tests), the page built
