@@ -1278,6 +1278,17 @@ fn silent_verifiers_exhaust_the_rounds_and_neither_side_gets_the_price() {
     });
 }
 
+/// The job ended with its last round deciding nothing: `Inconclusive`, the trainer neither paid nor
+/// slashed, the owner down exactly the price (burnt).
+fn assert_ended_undecided(job: JobId) {
+    assert_eq!(
+        state(job),
+        JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
+    );
+    assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600);
+    assert_eq!(bond_held(TRAINER), BOND);
+}
+
 #[test]
 fn without_any_possible_verifier_the_job_ends_inconclusive() {
     new_test_ext().execute_with(|| {
@@ -1290,13 +1301,8 @@ fn without_any_possible_verifier_the_job_ends_inconclusive() {
         run_to_block(11);
         assert!(matches!(state(job), JobState::Verifying { .. }));
         run_to_block(13);
-        assert_eq!(
-            state(job),
-            JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
-        );
         // The bundle was committed (its model served) and never checked: the price is burnt.
-        assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600);
-        assert_eq!(bond_held(TRAINER), BOND);
+        assert_ended_undecided(job);
         JobMarket::do_try_state().unwrap();
     });
 }
@@ -2473,12 +2479,7 @@ mod undecided {
             for sybil in 3..=5 {
                 assert_eq!(bond_held(sybil), BOND, "no seat, no collateral frozen");
             }
-            assert_eq!(
-                state(job),
-                JobState::Failed { trainer: Some(TRAINER), reason: FailureReason::Inconclusive }
-            );
-            assert_eq!(Balances::balance(&OWNER), ENDOWMENT - 600);
-            assert_eq!(bond_held(TRAINER), BOND);
+            assert_ended_undecided(job);
             JobMarket::do_try_state().unwrap();
         });
     }

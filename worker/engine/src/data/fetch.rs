@@ -85,13 +85,14 @@ fn download(url: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
     let fail = |reason: String| Error::Download { url: url.to_string(), reason };
     // Public-only: a redirect could lead to a private host the check never saw, so none is
     // followed (a 3xx is an error).
-    let redirects = if PUBLIC_ONLY.load(Ordering::Relaxed) { 0 } else { 10 };
+    let public_only = PUBLIC_ONLY.load(Ordering::Relaxed);
+    let redirects = if public_only { 0 } else { 10 };
     let config = ureq::Agent::config_builder()
         .max_redirects(redirects)
         .timeout_connect(Some(Duration::from_secs(10)))
         .timeout_global(Some(limit))
         .build();
-    let agent = if PUBLIC_ONLY.load(Ordering::Relaxed) {
+    let agent = if public_only {
         // The name passed `ergon_protocol::url::check`; the addresses it resolves to must pass too.
         ureq::Agent::with_parts(config, DefaultConnector::new(), PublicOnlyResolver::default())
     } else {
