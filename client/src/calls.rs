@@ -4,6 +4,7 @@
 //! these, so a call's encoding has one home on the Rust side. (The user command line, in
 //! JavaScript, builds them from the metadata with polkadot.js.)
 
+use ergon_protocol::DeviceClass;
 use subxt::transactions::Payload;
 
 use crate::{
@@ -13,6 +14,7 @@ use crate::{
             bounded_collections::bounded_vec::BoundedVec,
             ergon_runtime::RuntimeCall,
             pallet_drilling::{pallet::Call as DrillingCall, types::TaskKind},
+            pallet_job_market::types::VerifierOffer,
         },
     },
     AccountId32, Static, H256,
@@ -33,9 +35,12 @@ pub fn unbond(amount: u128) -> impl Payload {
     runtime::tx().trainer_staking().unbond(amount)
 }
 
-/// `JobMarket::set_verifier(enabled)`.
-pub fn set_verifier(enabled: bool) -> impl Payload {
-    runtime::tx().job_market().set_verifier(enabled)
+/// `JobMarket::set_verifier(offer)`: joins the verifier pool replaying on `class` at `capacity`
+/// micro-ut per hour (`Some`), or leaves it (`None`).
+pub fn set_verifier(offer: Option<(DeviceClass, u128)>) -> impl Payload {
+    runtime::tx().job_market().set_verifier(
+        offer.map(|(class, capacity)| VerifierOffer { class: Static(class), capacity }),
+    )
 }
 
 /// `JobMarket::post_job(spec, budget, bid_window, deadline)`.
@@ -58,14 +63,16 @@ pub fn accept_bid(job: u64, trainer: &[u8; 32]) -> impl Payload {
     runtime::tx().job_market().accept_bid(job, AccountId32(*trainer))
 }
 
-/// `JobMarket::submit_bundle(job, root, uri, final_model_hash, metrics)`: the trainer commits its
-/// bundle's Merkle root, where it serves it, its final model's hash and what it claims of it.
+/// `JobMarket::submit_bundle(job, root, uri, final_model_hash, metrics, device)`: the trainer
+/// commits its bundle's Merkle root, where it serves it, its final model's hash, what it claims of
+/// it and the device class it trained on.
 pub fn submit_bundle(
     job: u64,
     root: [u8; 32],
     uri: &str,
     final_model: [u8; 32],
     metrics: ClaimedMetrics,
+    device: DeviceClass,
 ) -> impl Payload {
     runtime::tx().job_market().submit_bundle(
         job,
@@ -73,6 +80,7 @@ pub fn submit_bundle(
         BoundedVec(uri.as_bytes().to_vec()),
         H256(final_model),
         metrics,
+        Static(device),
     )
 }
 

@@ -2,8 +2,8 @@
 //! compile time from `metadata/ergon.scale` (the runtime's V16 metadata; regenerate it with
 //! `ERGON_BLESS=1 SKIP_WASM_BUILD=1 cargo test --release -p ergon-runtime client_metadata_is_current`).
 //!
-//! Ergon's own argument types are not regenerated: the job spec, a verdict, a replay sketch and a
-//! drilling matrix chain are the
+//! Ergon's own argument types are not regenerated: the job spec, a verdict, a replay sketch, a
+//! device class and a drilling matrix chain are the
 //! protocol crates' types (wrapped in [`subxt::utils::Static`], which encodes them with SCALE), so the
 //! worker builds them with the same code the runtime checks them with.
 
@@ -20,6 +20,10 @@
     substitute_type(
         path = "ergon_protocol::evidence::Sketch",
         with = "::subxt::utils::Static<::ergon_protocol::Sketch>"
+    ),
+    substitute_type(
+        path = "ergon_protocol::device::DeviceClass",
+        with = "::subxt::utils::Static<::ergon_protocol::DeviceClass>"
     ),
     substitute_type(
         path = "ergon_drill::MatmulChain",

@@ -84,9 +84,12 @@ durations! {
     MIN_TRAINING_TIME: BlockNumber, "blocks" = 2 * MINUTE, fast 20;
     /// Longest a job may run: 30 days; a day.
     MAX_JOB_DURATION: BlockNumber, "blocks" = 30 * DAY, fast 24 * 60 * FAST_MINUTE;
-    /// Verifiers commit their verdicts within this window after the draw: 30 minutes for a round's
-    /// replay of up to `MaxReplayWork` on a 2-core CPU with the download; 3 minutes for a test job's.
+    /// Verifiers commit their verdicts within this window after their replay's time at their
+    /// declared capacity (download, checks, the transaction): 30 minutes; 3 minutes.
     JOB_COMMIT_WINDOW: BlockNumber, "blocks" = 30 * MINUTE, fast 3 * FAST_MINUTE;
+    /// Longest a drawn verifier's replay may take at its declared capacity (queue included) on
+    /// top of the commit window: 2 hours; 10 minutes.
+    MAX_REPLAY_WINDOW: BlockNumber, "blocks" = 2 * HOUR, fast 10 * FAST_MINUTE;
     /// ...and reveal them within this one: 10 minutes; 1 minute.
     JOB_REVEAL_WINDOW: BlockNumber, "blocks" = 10 * MINUTE, fast FAST_MINUTE;
     /// Finished jobs are kept for clients this long: a day; an hour.

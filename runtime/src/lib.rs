@@ -174,7 +174,10 @@ pub type UncheckedExtrinsic =
 pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
 
 /// Storage migrations run on runtime upgrade.
-type Migrations = (pallet_job_market::migrations::SpecV2<Runtime>,);
+type Migrations = (
+    pallet_job_market::migrations::SpecV2<Runtime>,
+    pallet_job_market::migrations::VerifierCapacity<Runtime>,
+);
 
 /// Executive: handles dispatch to the various pallets.
 pub type Executive = frame_executive::Executive<

@@ -18,7 +18,8 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import {
-  blocksFrom, checkedSpec, connect, describeError, erg, ergUp, followJob, nextHead, plancks, postingFee,
+  blocksFrom, checkedSpec, connect, describeError, deviceClass, erg, ergUp, followJob, nextHead, plancks,
+  postingFee,
   send, signer,
 } from './lib/ergon.mjs';
 import { keyFromFile } from './lib/key-file.mjs';
@@ -516,7 +517,11 @@ async function account(ctx) {
   const rate = (await api.rpc.ergon.hashrate(target)).toPrimitive();
   const jobs = (await api.rpc.ergon.jobsOf(target, 512)).toPrimitive();
   const tasks = (await api.rpc.ergon.drillingTasksOf(target, 1000)).toPrimitive();
-  const inPool = (await api.query.jobMarket.verifierPool(target)).isSome;
+  const entry = await api.query.jobMarket.verifierPool(target);
+  const pool = entry.isSome ? entry.unwrap() : null;
+  const inPool = pool
+    ? { device: deviceClass(pool.class), utPerHour: Number(pool.capacity.toBigInt()) / 1e6, busyUntil: pool.busyUntil.toNumber() }
+    : null;
   say(`account ${target} at block #${best} (${nonce.toNumber()} transactions sent)`);
   say(`  balance: ${erg(data.free.toBigInt())} free, ${erg(data.reserved.toBigInt())} held (bond and escrow), ${erg(data.frozen.toBigInt())} frozen`);
   say(`  bond: ${erg(ledger.active)} active, ${erg(ledger.obligated)} of it collateral for ${ledger.obligations} open duties`);
@@ -526,7 +531,10 @@ async function account(ctx) {
   }
   say(`  ECP: ${Number(ecp.ecp) / 1e6} ut (drilling ${Number(ecp.drilling) / 1e6} ut, training ${Number(ecp.training) / 1e6} ut; lifetime ${Number(ecp.lifetime) / 1e6} ut)`);
   say(`  drilling: ${rate ? `${rate.tasks} tasks agreed, ${rate.utPerHour} ut/hour` : 'no record'}; ${tasks.length} unfinished tasks${tasks.length ? ` (${tasks.join(', ')})` : ''}`);
-  say(`  verifier pool: ${inPool ? 'in it' : 'not in it'}; jobs (owned, bid on, trained, verified): ${jobs.length ? jobs.join(', ') : 'none'}`);
+  const poolLine = inPool
+    ? `in it (${inPool.device}, ${inPool.utPerHour} ut/hour declared${inPool.busyUntil > best ? `, busy until #${inPool.busyUntil}` : ''})`
+    : 'not in it';
+  say(`  verifier pool: ${poolLine}; jobs (owned, bid on, trained, verified): ${jobs.length ? jobs.join(', ') : 'none'}`);
   return {
     account: target,
     free: data.free.toString(),

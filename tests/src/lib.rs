@@ -29,6 +29,12 @@ use sp_core::H256;
 
 pub use rpc::RpcError;
 
+/// What the tests' own verifier accounts declare when they join the pool: the CPU at 100 ut an
+/// hour (the test jobs' rounds are a fraction of a ut), which their 1 100-ERG bonds back on the
+/// fast chain (a round filling its 3-minute commit window at that rate: 5 ut, 120 ERG of fees).
+pub const TEST_VERIFIER_OFFER: Option<(ergon_protocol::DeviceClass, u128)> =
+    Some((ergon_protocol::DeviceClass::Cpu, 100 * ergon_protocol::units::MICRO_UT_PER_UT));
+
 /// Path of the `ergon-node` binary under test: `$ERGON_NODE`, or `ergon-node` in the cargo target
 /// directory's `release/`. It must embed the `fast-runtime` build (short slots, epochs and
 /// windows): the tests' waits are sized for it, and on the production runtime they would run four

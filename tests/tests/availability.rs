@@ -39,7 +39,18 @@ fn committed_job(node: &Node, spec: &ergon_job_spec::JobSpec, root: [u8; 32], ur
     node.send(calls::post_job(spec, 20 * ERG, 10, best + 500), &alice, timeout);
     node.send(calls::bid(id, 5 * ERG), &bob, timeout);
     node.send(calls::accept_bid(id, &bob.public_key().0), &alice, timeout);
-    node.send(calls::submit_bundle(id, root, uri, [6; 32], calls::NO_CLAIMS), &bob, timeout);
+    node.send(
+        calls::submit_bundle(
+            id,
+            root,
+            uri,
+            [6; 32],
+            calls::NO_CLAIMS,
+            ergon_protocol::DeviceClass::Cpu,
+        ),
+        &bob,
+        timeout,
+    );
     // The commitment took: the job left `assigned` (a bundle nobody serves may already have been
     // attested unavailable and failed, on the fast chain within a block or two).
     let job = node.call("ergon_job", json!([id])).expect("ergon_job");

@@ -101,7 +101,10 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     let mut bonds = vec![(calls::bond(2_000 * ERG), &bob)];
     bonds.extend(pairs.iter().map(|v| (calls::bond(1_100 * ERG), v)));
     node.send_all(&bonds, Duration::from_secs(120));
-    let joins: Vec<_> = pairs.iter().map(|v| (calls::set_verifier(true), v)).collect();
+    let joins: Vec<_> = pairs
+        .iter()
+        .map(|v| (calls::set_verifier(ergon_integration_tests::TEST_VERIFIER_OFFER), v))
+        .collect();
     node.send_all(&joins, Duration::from_secs(120));
 
     // Alice posts a 100 ERG job, Bob takes it at 30 ERG and commits the forged bundle.
@@ -118,7 +121,18 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     node.send(calls::bid(job, price), &bob, timeout);
     node.send(calls::accept_bid(job, &bob.public_key().0), &alice, timeout);
     let uri = format!("http://127.0.0.1:{}/job", server.port);
-    node.send(calls::submit_bundle(job, root, &uri, [6; 32], calls::NO_CLAIMS), &bob, timeout);
+    node.send(
+        calls::submit_bundle(
+            job,
+            root,
+            &uri,
+            [6; 32],
+            calls::NO_CLAIMS,
+            ergon_protocol::DeviceClass::Cpu,
+        ),
+        &bob,
+        timeout,
+    );
     let view = node.call("ergon_job", json!([job])).expect("ergon_job");
     assert_eq!(view["state"]["status"], "verifying", "{view}");
     let trainer_bond = ledger(&node, &bob).active;

@@ -141,7 +141,10 @@ fn a_draw_is_not_computable_from_the_chain_at_the_commitment() {
         timeout,
     );
     node.send_all(
-        &[(calls::set_verifier(true), &charlie), (calls::set_verifier(true), &dave)],
+        &[
+            (calls::set_verifier(ergon_integration_tests::TEST_VERIFIER_OFFER), &charlie),
+            (calls::set_verifier(ergon_integration_tests::TEST_VERIFIER_OFFER), &dave),
+        ],
         timeout,
     );
 
@@ -156,7 +159,18 @@ fn a_draw_is_not_computable_from_the_chain_at_the_commitment() {
     node.send(calls::post_job(&spec, 20 * ERG, 5, best + 500), &alice, timeout);
     node.send(calls::bid(job, 5 * ERG), &bob, timeout);
     node.send(calls::accept_bid(job, &bob.public_key().0), &alice, timeout);
-    node.send(calls::submit_bundle(job, root, &uri, [6; 32], calls::NO_CLAIMS), &bob, timeout);
+    node.send(
+        calls::submit_bundle(
+            job,
+            root,
+            &uri,
+            [6; 32],
+            calls::NO_CLAIMS,
+            ergon_protocol::DeviceClass::Cpu,
+        ),
+        &bob,
+        timeout,
+    );
 
     // The commitment's block: round 0 opened there.
     let committed = node.client().block_on(async {

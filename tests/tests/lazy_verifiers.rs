@@ -42,7 +42,10 @@ fn lazy_verifiers_agreeing_on_the_chord_lose_to_the_trainers_evidence() {
     let lazy: Vec<Signer> = LAZY.iter().map(|k| dev_pair(k)).collect();
     let bonds: Vec<_> = lazy.iter().map(|v| (calls::bond(1_100 * ERG), v)).collect();
     node.send_all(&bonds, timeout);
-    let joins: Vec<_> = lazy.iter().map(|v| (calls::set_verifier(true), v)).collect();
+    let joins: Vec<_> = lazy
+        .iter()
+        .map(|v| (calls::set_verifier(ergon_integration_tests::TEST_VERIFIER_OFFER), v))
+        .collect();
     node.send_all(&joins, timeout);
     let bob_account = dev_pair("//Bob").public_key().0;
     wait_for("Bob's daemon to bond", Duration::from_secs(180), || {

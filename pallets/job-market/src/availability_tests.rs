@@ -63,6 +63,7 @@ fn verifying_job(uri: &str, root: H256) -> JobId {
         BundleUri::truncate_from(uri.as_bytes().to_vec()),
         H256::repeat_byte(8),
         ClaimedMetrics::default(),
+        ergon_protocol::DeviceClass::Cpu,
     ));
     Jobs::<Test>::mutate(job, |j| j.as_mut().expect("job exists").checkpoints = 1);
     job
@@ -208,6 +209,7 @@ fn file_uris_are_refused_and_the_worker_skips_non_attesters_and_jobs_it_just_che
                 BundleUri::truncate_from(b"file:///tmp/bundle".to_vec()),
                 H256::repeat_byte(8),
                 ClaimedMetrics::default(),
+                ergon_protocol::DeviceClass::Cpu,
             ),
             Error::<Test>::InvalidUri
         );
@@ -636,7 +638,7 @@ fn drawn_job(spec: ergon_job_spec::JobSpec) -> (JobId, Vec<u64>) {
         assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 10_000));
     }
     for who in 3..=9 {
-        assert_ok!(JobMarket::set_verifier(RuntimeOrigin::signed(who), true));
+        assert_ok!(JobMarket::set_verifier(RuntimeOrigin::signed(who), offer()));
     }
     assert_ok!(JobMarket::submit_bundle(
         RuntimeOrigin::signed(TRAINER),
@@ -645,6 +647,7 @@ fn drawn_job(spec: ergon_job_spec::JobSpec) -> (JobId, Vec<u64>) {
         BundleUri::truncate_from(BASE.as_bytes().to_vec()),
         H256::repeat_byte(8),
         ClaimedMetrics::default(),
+        ergon_protocol::DeviceClass::Cpu,
     ));
     run_to_block(System::block_number() + 2);
     let round = Rounds::<Test>::get(job).expect("a round");

@@ -110,6 +110,9 @@ fn trainer<T: Config>(index: u32) -> T::AccountId {
             since: Default::default(),
             weight: u64::MAX,
             kernels: T::KernelsRevision::get(),
+            class: ergon_protocol::DeviceClass::Cpu,
+            capacity: T::MaxVerifierCapacity::get(),
+            busy_until: Default::default(),
         },
     );
     who
@@ -189,6 +192,7 @@ fn submitted<T: Config>(verifiers: u32) -> (JobId, T::AccountId, T::AccountId) {
         bundle_uri(),
         H256::repeat_byte(2),
         ClaimedMetrics::default(),
+        ergon_protocol::DeviceClass::Cpu,
     )
     .expect("the assigned trainer submits");
     (job, owner, trainer)
@@ -413,6 +417,7 @@ mod benchmarks {
             bundle_uri(),
             H256::repeat_byte(2),
             ClaimedMetrics::default(),
+            ergon_protocol::DeviceClass::Cpu,
         );
         assert!(Rounds::<T>::get(job).is_some());
     }
@@ -585,13 +590,18 @@ mod benchmarks {
         Ok(())
     }
 
-    /// An eligible trainer joins the verifier pool.
+    /// An eligible trainer joins the verifier pool, declaring the least capacity (which its bond
+    /// backs).
     #[benchmark]
     fn set_verifier() {
         let who: T::AccountId = account("joiner", 0, 0);
         T::BenchmarkHelper::make_trainer(&who);
+        let offer = VerifierOffer {
+            class: ergon_protocol::DeviceClass::Cpu,
+            capacity: T::MinVerifierCapacity::get(),
+        };
         #[extrinsic_call]
-        _(RawOrigin::Signed(who.clone()), true);
+        _(RawOrigin::Signed(who.clone()), Some(offer));
         assert!(VerifierPool::<T>::contains_key(&who));
     }
 
@@ -605,6 +615,9 @@ mod benchmarks {
                 since: Default::default(),
                 weight: 1,
                 kernels: T::KernelsRevision::get(),
+                class: ergon_protocol::DeviceClass::Cpu,
+                capacity: T::MinVerifierCapacity::get(),
+                busy_until: Default::default(),
             },
         );
         let caller = funded::<T>("caller", 0);

@@ -75,6 +75,7 @@ extern crate alloc;
 pub mod availability;
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmarking;
+pub mod capacity;
 pub mod data_check;
 pub mod fees;
 pub mod migrations;
@@ -119,6 +120,7 @@ pub mod pallet {
     use ergon_job_spec::JobSpec;
     use ergon_protocol::traits::ComputePowerLedger;
     use ergon_protocol::traits::{BondInspect, Obligation, Obligations, Slashing};
+    use ergon_protocol::DeviceClass;
     use frame_support::{
         pallet_prelude::*,
         traits::{
@@ -134,8 +136,9 @@ pub mod pallet {
         Perbill, Permill,
     };
 
-    /// 1: job specs v2 ([`crate::migrations::SpecV2`]).
-    const STORAGE_VERSION: StorageVersion = StorageVersion::new(1);
+    /// 1: job specs v2 ([`crate::migrations::SpecV2`]); 2: verifiers declare a device class and a
+    /// capacity ([`crate::migrations::VerifierCapacity`]).
+    const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
 
     #[pallet::pallet]
     #[pallet::storage_version(STORAGE_VERSION)]
@@ -250,13 +253,30 @@ pub mod pallet {
         #[pallet::constant]
         type MinCreditCap: Get<u128>;
 
-        /// Most training work (micro-ut) a verifier may have to replay in one round (its segments'
-        /// share of the job): more could not be replayed within `CommitWindow`, and a job that
-        /// cannot be verified would end Inconclusive with its model in the trainer's hands.
+        /// Expected milliseconds per block: converts a verifier's declared capacity (work per hour)
+        /// into the blocks its replay takes.
         #[pallet::constant]
-        type MaxReplayWork: Get<u128>;
+        type MillisecsPerBlock: Get<u64>;
 
-        /// Collateral a drawn verifier freezes for its round.
+        /// Least replay capacity a verifier may declare, in micro-ut per hour.
+        #[pallet::constant]
+        type MinVerifierCapacity: Get<u128>;
+
+        /// Most replay capacity a verifier may declare, in micro-ut per hour (a multi-GPU machine).
+        /// With `MaxReplayWindow` it bounds a round's work ([`Pallet::max_round_work`]): a job whose
+        /// round no verifier could replay in time is refused at posting.
+        #[pallet::constant]
+        type MaxVerifierCapacity: Get<u128>;
+
+        /// Longest a drawn verifier's replay may take at its declared capacity, queue included
+        /// (blocks): a verifier is drawn only for a round it finishes within this, and the round's
+        /// commit window is its slowest seat's replay plus `CommitWindow` (issue 37: the window
+        /// follows the drawn verifiers' capacity, not one global replay limit).
+        #[pallet::constant]
+        type MaxReplayWindow: Get<BlockNumberFor<Self>>;
+
+        /// Least collateral a drawn verifier freezes for its round; a round whose fee is more
+        /// freezes the fee ([`Pallet::seat_collateral`]).
         #[pallet::constant]
         type VerifierCollateral: Get<BalanceOf<Self>>;
 
@@ -298,7 +318,8 @@ pub mod pallet {
         #[pallet::constant]
         type MaxRounds: Get<u32>;
 
-        /// Blocks verifiers have to replay and commit.
+        /// Blocks verifiers have to download, check and commit, besides their replay's time at
+        /// their declared capacity.
         #[pallet::constant]
         type CommitWindow: Get<BlockNumberFor<Self>>;
 
@@ -383,6 +404,11 @@ pub mod pallet {
         VerifierEntry<BlockNumberFor<T>>,
         OptionQuery,
     >;
+
+    /// The device class each bundle under verification was trained on, as its trainer declared
+    /// with it: only verifiers whose class [`DeviceClass::verifies`] it are drawn.
+    #[pallet::storage]
+    pub type BundleDevice<T: Config> = StorageMap<_, Twox64Concat, JobId, DeviceClass, OptionQuery>;
 
     /// Revealed votes of a job's earlier rounds awaiting the round that decides. Their collateral
     /// stays frozen until then.
@@ -554,7 +580,7 @@ pub mod pallet {
             deadline: BlockNumberFor<T>,
         },
         /// The trainer committed its bundle.
-        BundleSubmitted { job: JobId, trainer: T::AccountId, root: H256 },
+        BundleSubmitted { job: JobId, trainer: T::AccountId, root: H256, device: DeviceClass },
         /// A round's verifiers were drawn, each with the segments it replays (a dispute's verifiers
         /// all replay the disputed segments).
         VerifiersDrawn {
@@ -600,8 +626,9 @@ pub mod pallet {
             burnt: BalanceOf<T>,
             work_micro_ut: u128,
         },
-        /// `who` joined (`enabled`) or left the verifier pool.
-        VerifierSet { who: T::AccountId, enabled: bool },
+        /// `who` joined the verifier pool with `offer` (its device class and replay capacity), or
+        /// left it (`None`).
+        VerifierSet { who: T::AccountId, offer: Option<VerifierOffer> },
         /// The assigned trainer missed the deadline: its bid deposit went to the owner.
         BidDepositForfeited { job: JobId, trainer: T::AccountId, amount: BalanceOf<T> },
         /// Two passes of a regular round sketched these segments differently: one of them did not
@@ -694,8 +721,9 @@ pub mod pallet {
         /// less than `MinPricePerUt` for the job's work: raise the budget.
         BudgetBelowWorkPrice,
         /// A verifier's round (its replay and the evaluation of the rules and the validation set)
-        /// would cost more than `MaxReplayWork`: checkpoint more often, or use fewer validation
-        /// samples.
+        /// would be more work than the fastest verifier may declare to do within
+        /// `MaxReplayWindow` ([`Pallet::max_round_work`]): checkpoint more often, or use fewer
+        /// validation samples.
         VerificationTooLong,
         /// The owner has `MaxOpenJobsPerOwner` unfinished jobs already.
         TooManyOpenJobs,
@@ -710,6 +738,16 @@ pub mod pallet {
         TooManyVerifiers,
         /// The account is not in the verifier pool.
         NotInVerifierPool,
+        /// The declared replay capacity is outside [`MinVerifierCapacity`, `MaxVerifierCapacity`].
+        CapacityOutOfRange,
+        /// The free bond cannot cover the collateral of a round at the declared capacity
+        /// ([`Pallet::capacity_backing`]): declare less, or bond more.
+        CapacityNotBacked,
+        /// The device class names no hardware the worker runs (a CUDA capability out of range).
+        InvalidDeviceClass,
+        /// This job's bundle cannot be trained on that device class: a spec that does not replay
+        /// across devices (convolutions) trains on the CPU.
+        DeviceNotAllowed,
         /// The verifier is still eligible: only its owner may remove it.
         StillEligible,
         /// The free balance cannot cover the budget.
@@ -1094,6 +1132,7 @@ pub mod pallet {
             bundle_uri: BundleUri,
             final_model_hash: H256,
             metrics: ClaimedMetrics,
+            device: DeviceClass,
         ) -> DispatchResult {
             let who = ensure_signed(origin)?;
             let mut record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
@@ -1108,6 +1147,11 @@ pub mod pallet {
             ensure!(
                 metrics.diverged_at.is_none_or(|step| step <= record.total_steps()),
                 Error::<T>::DivergenceOutOfRange
+            );
+            ensure!(device.is_valid(), Error::<T>::InvalidDeviceClass);
+            ensure!(
+                device.may_train(record.spec.replays_across_devices()),
+                Error::<T>::DeviceNotAllowed
             );
             let bundle = BundleCommitment {
                 root: bundle_root,
@@ -1127,8 +1171,9 @@ pub mod pallet {
             // settles): a junk commitment forfeits it to the owner, as a missed deadline does.
             record.state = JobState::Verifying { trainer: trainer.clone(), price, bundle };
             Rounds::<T>::insert(job, verification::new_round::<T>(0, now, Default::default()));
+            BundleDevice::<T>::insert(job, device);
             Jobs::<T>::insert(job, record);
-            Self::deposit_event(Event::BundleSubmitted { job, trainer, root: bundle_root });
+            Self::deposit_event(Event::BundleSubmitted { job, trainer, root: bundle_root, device });
             Ok(())
         }
 
@@ -1232,36 +1277,60 @@ pub mod pallet {
             Self::do_trainer_evidence(job, who, evidence)
         }
 
-        /// Joins (`enabled`) or leaves the verifier pool. Joining needs an eligible bond; a drawn
-        /// verifier must commit and reveal in time or lose part of its collateral. Rounds already
-        /// drawn must still be answered after leaving. Joining again refreshes the draw weight to
-        /// the active bond now; either way the entry takes part only in draws from randomness that
-        /// began after this block (so nobody can join, or weigh more, once it knows a draw).
+        /// Joins the verifier pool with `offer` (`Some`), or leaves it (`None`). Joining needs an
+        /// eligible bond; a drawn verifier must commit and reveal in time or lose part of its
+        /// collateral. Rounds already drawn must still be answered after leaving. Joining again
+        /// refreshes the draw weight to the active bond now and replaces the offer (the queue of
+        /// rounds drawn before stays); either way the entry takes part only in draws from
+        /// randomness that began after this block (so nobody can join, or weigh more, once it
+        /// knows a draw).
         ///
-        /// Joining declares that the verifier's worker runs the current `KernelsRevision`: it is
-        /// drawn only for jobs of that revision. After a runtime upgrade raises it, a verifier
-        /// joins again once its worker runs the new kernels.
+        /// The offer declares the device class the worker replays on (it is drawn only for
+        /// bundles that class verifies) and its replay capacity in micro-ut per hour (it is drawn
+        /// only for rounds it replays within `MaxReplayWindow`, after the rounds it has already
+        /// been drawn for): a verifier is never asked for more than it declared, so silence is
+        /// never forced on it. The capacity must be backed: the free bond must cover the collateral
+        /// of a round that fills the commit window at that capacity ([`Self::capacity_backing`]).
+        ///
+        /// Joining also declares that the verifier's worker runs the current `KernelsRevision`:
+        /// it is drawn only for jobs of that revision. After a runtime upgrade raises it, a
+        /// verifier joins again once its worker runs the new kernels.
         #[pallet::call_index(8)]
         #[pallet::weight(T::WeightInfo::set_verifier())]
-        pub fn set_verifier(origin: OriginFor<T>, enabled: bool) -> DispatchResult {
+        pub fn set_verifier(origin: OriginFor<T>, offer: Option<VerifierOffer>) -> DispatchResult {
             let who = ensure_signed(origin)?;
-            if enabled {
-                ensure!(T::Staking::is_eligible(&who), Error::<T>::NotEligible);
-                ensure!(
-                    VerifierPool::<T>::contains_key(&who)
-                        || VerifierPool::<T>::count() < T::MaxVerifierPool::get(),
-                    Error::<T>::TooManyVerifiers
-                );
-                let entry = VerifierEntry {
-                    since: frame_system::Pallet::<T>::block_number(),
-                    weight: verification::stake_weight::<T>(&who),
-                    kernels: T::KernelsRevision::get(),
-                };
-                VerifierPool::<T>::insert(&who, entry);
-            } else {
-                VerifierPool::<T>::remove(&who);
+            match offer {
+                Some(VerifierOffer { class, capacity }) => {
+                    ensure!(T::Staking::is_eligible(&who), Error::<T>::NotEligible);
+                    ensure!(class.is_valid(), Error::<T>::InvalidDeviceClass);
+                    ensure!(
+                        (T::MinVerifierCapacity::get()..=T::MaxVerifierCapacity::get())
+                            .contains(&capacity),
+                        Error::<T>::CapacityOutOfRange
+                    );
+                    ensure!(
+                        T::Staking::free_collateral(&who) >= Self::capacity_backing(capacity),
+                        Error::<T>::CapacityNotBacked
+                    );
+                    let previous = VerifierPool::<T>::get(&who);
+                    ensure!(
+                        previous.is_some()
+                            || VerifierPool::<T>::count() < T::MaxVerifierPool::get(),
+                        Error::<T>::TooManyVerifiers
+                    );
+                    let entry = VerifierEntry {
+                        since: frame_system::Pallet::<T>::block_number(),
+                        weight: verification::stake_weight::<T>(&who),
+                        kernels: T::KernelsRevision::get(),
+                        class,
+                        capacity,
+                        busy_until: previous.map(|p| p.busy_until).unwrap_or_default(),
+                    };
+                    VerifierPool::<T>::insert(&who, entry);
+                }
+                None => VerifierPool::<T>::remove(&who),
             }
-            Self::deposit_event(Event::VerifierSet { who, enabled });
+            Self::deposit_event(Event::VerifierSet { who, offer });
             Ok(())
         }
 
@@ -1274,7 +1343,7 @@ pub mod pallet {
             ensure!(VerifierPool::<T>::contains_key(&who), Error::<T>::NotInVerifierPool);
             ensure!(!T::Staking::is_eligible(&who), Error::<T>::StillEligible);
             VerifierPool::<T>::remove(&who);
-            Self::deposit_event(Event::VerifierSet { who, enabled: false });
+            Self::deposit_event(Event::VerifierSet { who, offer: None });
             Ok(())
         }
     }
@@ -1460,6 +1529,7 @@ pub mod pallet {
             verification::release_verifiers::<T>(id);
             Rounds::<T>::remove(id);
             PastVerifiers::<T>::remove(id);
+            BundleDevice::<T>::remove(id);
             TrainerEvidence::<T>::remove(id);
             PendingVotes::<T>::remove(id);
             Attestations::<T>::remove(id);

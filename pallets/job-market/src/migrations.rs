@@ -5,6 +5,11 @@
 //! in place: its owner and everything after the spec are kept byte for byte, the spec is read as v1
 //! and upgraded (seeded weights, constant rate — what v1 trained). `Jobs`' counter is untouched:
 //! no job is added or removed.
+//!
+//! Version 2: verifiers declare a device class and a replay capacity (issue 37). Each
+//! [`crate::VerifierPool`] entry keeps its block, weight and kernels and is given the CPU class,
+//! the least capacity (`MinVerifierCapacity`) and an empty queue: it is drawn only for rounds a
+//! CPU of that capacity replays in time until its daemon joins again with what it measured.
 
 use alloc::vec::Vec;
 use codec::{Decode, Encode};
@@ -14,8 +19,9 @@ use frame_support::{
     traits::{Get, UncheckedOnRuntimeUpgrade},
     weights::Weight,
 };
+use frame_system::pallet_prelude::BlockNumberFor;
 
-use crate::{pallet::Jobs, Config, JobOf, Pallet, LOG_TARGET};
+use crate::{pallet::Jobs, Config, JobOf, Pallet, VerifierEntry, VerifierPool, LOG_TARGET};
 
 /// Jobs' specs v1 → v2, run once when the pallet's storage version is 0.
 pub type SpecV2<T> =
@@ -72,6 +78,58 @@ impl<T: Config> UncheckedOnRuntimeUpgrade for UpgradeSpecs<T> {
         frame_support::ensure!(
             Jobs::<T>::iter_values().count() as u64 == before,
             "a stored job does not read as v2"
+        );
+        Ok(())
+    }
+}
+
+/// Verifier entries v1 → v2, run once when the pallet's storage version is 1.
+pub type VerifierCapacity<T> =
+    VersionedMigration<1, 2, DeclareCapacity<T>, Pallet<T>, <T as frame_system::Config>::DbWeight>;
+
+/// A verifier entry as version 1 stored it.
+#[derive(Decode)]
+pub struct VerifierEntryV1<BlockNumber> {
+    /// Block it joined.
+    pub since: BlockNumber,
+    /// Its draw weight.
+    pub weight: u64,
+    /// The kernels revision it declared.
+    pub kernels: u32,
+}
+
+/// The unversioned step of [`VerifierCapacity`].
+pub struct DeclareCapacity<T>(core::marker::PhantomData<T>);
+
+impl<T: Config> UncheckedOnRuntimeUpgrade for DeclareCapacity<T> {
+    fn on_runtime_upgrade() -> Weight {
+        let mut n = 0u64;
+        VerifierPool::<T>::translate::<VerifierEntryV1<BlockNumberFor<T>>, _>(|_, old| {
+            n += 1;
+            Some(VerifierEntry {
+                since: old.since,
+                weight: old.weight,
+                kernels: old.kernels,
+                class: ergon_protocol::DeviceClass::Cpu,
+                capacity: T::MinVerifierCapacity::get(),
+                busy_until: Default::default(),
+            })
+        });
+        log::info!(target: LOG_TARGET, "verifier pool v1 → v2: {n} entries declared CPU at the least capacity");
+        T::DbWeight::get().reads_writes(n, n)
+    }
+
+    #[cfg(feature = "try-runtime")]
+    fn pre_upgrade() -> Result<Vec<u8>, sp_runtime::TryRuntimeError> {
+        Ok((VerifierPool::<T>::count() as u64).encode())
+    }
+
+    #[cfg(feature = "try-runtime")]
+    fn post_upgrade(state: Vec<u8>) -> Result<(), sp_runtime::TryRuntimeError> {
+        let before = u64::decode(&mut &state[..]).map_err(|_| "pre-upgrade state")?;
+        frame_support::ensure!(
+            VerifierPool::<T>::iter_values().count() as u64 == before,
+            "a verifier entry was lost or does not read as v2"
         );
         Ok(())
     }
@@ -142,6 +200,28 @@ mod tests {
     fn bytes_that_are_not_a_v1_job_are_left_alone() {
         new_test_ext().execute_with(|| {
             assert_eq!(upgrade_job::<Test>(&[1, 2, 3]), None);
+        });
+    }
+
+    #[test]
+    fn v1_verifier_entries_become_least_capacity_cpu_entries() {
+        new_test_ext().execute_with(|| {
+            let key = VerifierPool::<Test>::hashed_key_for(7u64);
+            unhashed::put_raw(&key, &(3u64, 500u64, 1u32).encode());
+            frame_support::storage::unhashed::put(
+                &VerifierPool::<Test>::counter_storage_final_key(),
+                &1u32,
+            );
+            StorageVersion::new(1).put::<Pallet<Test>>();
+
+            VerifierCapacity::<Test>::on_runtime_upgrade();
+
+            assert_eq!(Pallet::<Test>::on_chain_storage_version(), 2);
+            let entry = VerifierPool::<Test>::get(7).expect("kept");
+            assert_eq!((entry.since, entry.weight, entry.kernels), (3, 500, 1));
+            assert_eq!(entry.class, ergon_protocol::DeviceClass::Cpu);
+            assert_eq!(entry.capacity, MinVerifierCapacity::get());
+            assert_eq!(entry.busy_until, 0);
         });
     }
 }

@@ -124,8 +124,9 @@ parameter_types! {
     pub static PaymentBurn: Permill = Permill::zero();
     /// Least per-job credit cap, micro-ut (the example job's work fits unless a test lowers it).
     pub static MinCreditCap: u128 = u128::MAX;
-    /// Most replay work per verifier and round, micro-ut.
-    pub static MaxReplayWork: u128 = u128::MAX;
+    /// Least and most replay capacity a verifier declares, micro-ut per hour (a test narrows them).
+    pub static MinVerifierCapacity: u128 = 1;
+    pub static MaxVerifierCapacity: u128 = u64::MAX as u128;
     /// A dispute's seats: 4 (a test may take the runtime's 5).
     pub static DisputeVerifiers: u32 = 4;
     /// Verification rounds: a regular one and a dispute (a test may allow a second dispute).
@@ -157,7 +158,10 @@ impl pallet_job_market::Config for Test {
     type PaymentBurn = PaymentBurn;
     type MaxCreditShare = MaxCreditShare;
     type MinCreditCap = MinCreditCap;
-    type MaxReplayWork = MaxReplayWork;
+    type MillisecsPerBlock = ConstU64<6_000>;
+    type MinVerifierCapacity = MinVerifierCapacity;
+    type MaxVerifierCapacity = MaxVerifierCapacity;
+    type MaxReplayWindow = ConstU64<20>;
     type VerifierCollateral = ConstU128<1_000>;
     type MaxVerifierPool = ConstU32<16>;
     type KernelsRevision = KernelsRevision;
@@ -207,6 +211,15 @@ pub fn example_spec() -> ergon_job_spec::JobSpec {
         .expect("the example spec parses")
 }
 
+/// What the tests' verifiers declare: the CPU at the most capacity (every round replays within a
+/// block), unless a test declares otherwise.
+pub fn offer() -> Option<pallet_job_market::VerifierOffer> {
+    Some(pallet_job_market::VerifierOffer {
+        class: ergon_protocol::DeviceClass::Cpu,
+        capacity: MaxVerifierCapacity::get(),
+    })
+}
+
 /// Funds of each account at genesis.
 pub const ENDOWMENT: u128 = 1_000_000;
 
@@ -230,7 +243,8 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
         ReplayPricePerUt::set(0);
         PaymentBurn::set(Permill::zero());
         MinCreditCap::set(u128::MAX);
-        MaxReplayWork::set(u128::MAX);
+        MinVerifierCapacity::set(1);
+        MaxVerifierCapacity::set(u64::MAX as u128);
         MaxRounds::set(2);
         DisputeVerifiers::set(4);
     });

@@ -1,7 +1,8 @@
 //! What the market accepts as a job spec: a valid spec (`ergon_job_spec`'s rules, the same code the
 //! worker trains with) that trains something, has at least `MinSegments` checkpoint segments, and
 //! whose verification round (the replay, the rules' samples and the validation set: see
-//! [`verification_work`]) costs at most `MaxReplayWork`. `post_job` and the `check_spec` runtime
+//! [`verification_work`]) is at most what the fastest verifier may declare to do within
+//! `MaxReplayWindow` ([`crate::Pallet::max_round_work`]). `post_job` and the `check_spec` runtime
 //! API (the `ergon_checkSpec` RPC) both ask here, so a client learns before signing exactly what the
 //! chain would refuse.
 
@@ -10,7 +11,7 @@ use ergon_job_spec::{JobSpec, SpecError, SpecSummary};
 use frame_support::traits::Get;
 use scale_info::TypeInfo;
 
-use crate::{verification, Config, Error};
+use crate::{Config, Error};
 
 /// Why the market refuses a spec.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Encode, Decode, TypeInfo)]
@@ -23,7 +24,8 @@ pub enum SpecRejection {
     /// Fewer than `MinSegments` checkpoint segments: lower the checkpoint interval.
     TooFewCheckpoints,
     /// A verifier's round (its replay and the evaluation of the rules and the validation set) would
-    /// cost more than `MaxReplayWork`: checkpoint more often, or use fewer validation samples.
+    /// be more than [`crate::Pallet::max_round_work`]: checkpoint more often, or use fewer
+    /// validation samples.
     VerificationTooLong,
 }
 
@@ -57,29 +59,22 @@ pub fn check<T: Config>(spec: &JobSpec) -> Result<SpecSummary, SpecRejection> {
     if segments < T::MinSegments::get() as u64 {
         return Err(SpecRejection::TooFewCheckpoints);
     }
-    if verification_work::<T>(spec, &summary) > T::MaxReplayWork::get() {
+    if verification_work::<T>(spec, &summary) > crate::Pallet::<T>::max_round_work() {
         return Err(SpecRejection::VerificationTooLong);
     }
     Ok(summary)
 }
 
-/// Work (micro-ut) of one verifier's round: its share of the replay
-/// ([`verification::replay_work`]) and the forward passes every verification makes for the rules
-/// and the metrics ([`ergon_protocol::overhead::evaluation_flops`]: the validation set, whatever
-/// its size, is evaluated in full).
+/// Work (micro-ut) of one verifier's regular round: `SegmentsPerRound` of the spec's segments
+/// and the rules' and metrics' evaluation ([`crate::capacity::vote_work`]).
 pub fn verification_work<T: Config>(spec: &JobSpec, summary: &SpecSummary) -> u128 {
-    let segments = summary.checkpoints.saturating_sub(1);
-    let replay = verification::replay_work(
+    crate::capacity::vote_work::<T>(
+        spec,
         summary.training_micro_ut(),
-        segments,
+        summary.checkpoints.saturating_sub(1),
         T::SegmentsPerRound::get(),
-    );
-    let evaluation =
-        ergon_job_spec::flops::flops_to_micro_ut(ergon_protocol::overhead::evaluation_flops(
-            summary.forward_flops_per_sample,
-            spec.validation.samples,
-        ));
-    replay.saturating_add(evaluation)
+        summary.forward_flops_per_sample,
+    )
 }
 
 /// The dispatch error a refused spec gives: one a user can act on per rule.

@@ -73,7 +73,8 @@ fn submit(job: JobId) {
         H256::repeat_byte(7),
         uri(),
         H256::repeat_byte(8),
-        ClaimedMetrics::default()
+        ClaimedMetrics::default(),
+        ergon_protocol::DeviceClass::Cpu
     ));
 }
 
@@ -203,7 +204,7 @@ fn run(test: impl FnOnce()) {
     new_test_ext().execute_with(|| {
         for who in 2..=9 {
             bond(who);
-            assert_ok!(JobMarket::set_verifier(origin(who), true));
+            assert_ok!(JobMarket::set_verifier(origin(who), offer()));
         }
         test();
         JobMarket::do_try_state().expect("job-market invariants");
@@ -577,7 +578,8 @@ fn missed_deadline_slashes_and_refunds() {
                 H256::zero(),
                 uri(),
                 H256::zero(),
-                Default::default()
+                Default::default(),
+                ergon_protocol::DeviceClass::Cpu
             ),
             Error::<Test>::NotAssignedTrainer
         );
@@ -596,6 +598,7 @@ fn submit_bundle_refusals() {
                 BundleUri::truncate_from(uri.to_vec()),
                 H256::zero(),
                 Default::default(),
+                ergon_protocol::DeviceClass::Cpu,
             )
         };
         assert_noop!(submit_as(3, b"http://x/"), Error::<Test>::NotAssignedTrainer);
@@ -701,6 +704,7 @@ fn submit_diverged(job: JobId, step: u64) -> frame_support::dispatch::DispatchRe
         uri(),
         H256::repeat_byte(8),
         ClaimedMetrics { diverged_at: Some(step), ..Default::default() },
+        ergon_protocol::DeviceClass::Cpu,
     )
 }
 
@@ -1213,7 +1217,7 @@ fn attack_a_lazy_pass_on_a_disputed_segment_is_slashed() {
         // The last dispute needs verifiers nobody drew yet: three more in the pool.
         for who in 10..=12 {
             bond(who);
-            assert_ok!(JobMarket::set_verifier(origin(who), true));
+            assert_ok!(JobMarket::set_verifier(origin(who), offer()));
         }
         // Three rounds reserve 3 + 4 + 4 votes: a larger budget for the same price.
         let job = assigned(2_000, 600);
@@ -1569,6 +1573,7 @@ mod properties {
                 uri(),
                 H256::repeat_byte(2),
                 Default::default(),
+                ergon_protocol::DeviceClass::Cpu,
             ),
             Action::Commit { verifier, job, pass } => {
                 let round = Rounds::<Test>::get(job).map(|r| r.number).unwrap_or_default();
@@ -1840,6 +1845,13 @@ mod attacks {
         });
     }
 
+    /// Sets the largest declarable capacity so that a round may be exactly `work` micro-ut
+    /// (`MaxReplayWindow` is 20 blocks of 6 s: a capacity does 1/30 of its hourly work).
+    fn limit_round_work(work: u128) {
+        MaxVerifierCapacity::set(work * 30);
+        assert_eq!(JobMarket::max_round_work(), work);
+    }
+
     /// A job whose verification cannot fit the commit window would end Inconclusive and refund
     /// the owner, who keeps the model it downloaded. It is refused at `post_job`.
     #[test]
@@ -1849,12 +1861,12 @@ mod attacks {
             let summary = spec.validate().unwrap();
             let per_round = crate::spec_check::verification_work::<Test>(&spec, &summary);
             assert!(per_round > verification::replay_work(work(), 32, 2), "evaluation counted");
-            MaxReplayWork::set(per_round - 1);
+            limit_round_work(per_round - 1);
             assert_noop!(
                 JobMarket::post_job(origin(OWNER), Box::new(example_spec()), 1_000, 5, 30),
                 Error::<Test>::VerificationTooLong
             );
-            MaxReplayWork::set(per_round);
+            limit_round_work(per_round);
             post(1_000);
         });
     }
@@ -1868,7 +1880,7 @@ mod attacks {
         run(|| {
             let spec = example_spec();
             let summary = spec.validate().unwrap();
-            MaxReplayWork::set(crate::spec_check::verification_work::<Test>(&spec, &summary));
+            limit_round_work(crate::spec_check::verification_work::<Test>(&spec, &summary));
             post(1_000);
             let mut bomb = example_spec();
             bomb.validation.samples *= 1_000;
@@ -1897,11 +1909,11 @@ mod attacks {
             for sybil in 100..108u64 {
                 let _ = <Balances as Mutate<u64>>::set_balance(&sybil, 100 * BOND);
                 assert_ok!(TrainerStaking::bond(origin(sybil), 50 * BOND));
-                assert_ok!(JobMarket::set_verifier(origin(sybil), true));
+                assert_ok!(JobMarket::set_verifier(origin(sybil), offer()));
             }
             // An honest-looking verifier already in the pool bonds 40 times more and refreshes.
             assert_ok!(TrainerStaking::bond(origin(9), 40 * BOND));
-            assert_ok!(JobMarket::set_verifier(origin(9), true));
+            assert_ok!(JobMarket::set_verifier(origin(9), offer()));
             run_to_block(3);
             let drawn = verifiers(job);
             assert_eq!(drawn.len(), 3);
@@ -1915,7 +1927,7 @@ mod attacks {
             small_pool();
             // Account 9 has enormous ECP but leaves the pool: it is never drawn.
             ComputePower::credit(&9, pallet_compute_power::WorkKind::Training, u64::MAX as u128);
-            assert_ok!(JobMarket::set_verifier(origin(9), false));
+            assert_ok!(JobMarket::set_verifier(origin(9), None));
             for _ in 0..4 {
                 let job = assigned(1_400, 600);
                 submit(job);
@@ -1954,7 +1966,7 @@ mod attacks {
             // workers and join again; 6 to 9 stay on revision 1.
             KernelsRevision::set(2);
             for who in 3..=5 {
-                assert_ok!(JobMarket::set_verifier(origin(who), true));
+                assert_ok!(JobMarket::set_verifier(origin(who), offer()));
                 assert_eq!(VerifierPool::<Test>::get(who).unwrap().kernels, 2);
             }
             assert_eq!(VerifierPool::<Test>::get(6).unwrap().kernels, 1);
@@ -1975,7 +1987,10 @@ mod attacks {
     #[test]
     fn verifier_pool_refusals_and_pruning() {
         run(|| {
-            assert_noop!(JobMarket::set_verifier(origin(OWNER), true), Error::<Test>::NotEligible);
+            assert_noop!(
+                JobMarket::set_verifier(origin(OWNER), offer()),
+                Error::<Test>::NotEligible
+            );
             assert_noop!(JobMarket::prune_verifier(origin(OWNER), 3), Error::<Test>::StillEligible);
             assert_noop!(
                 JobMarket::prune_verifier(origin(OWNER), OWNER),
@@ -1998,7 +2013,7 @@ fn attack_a_pool_of_one_never_decides_a_round_alone() {
         assert_eq!(JobMarket::min_verifier_pool(), 2);
         bond(TRAINER);
         bond(3);
-        assert_ok!(JobMarket::set_verifier(origin(3), true));
+        assert_ok!(JobMarket::set_verifier(origin(3), offer()));
         let job = assigned(1_400, 600);
         submit(job);
         run_to_block(4);
@@ -2016,7 +2031,7 @@ fn attack_a_pool_of_one_never_decides_a_round_alone() {
         // A second verifier joins. Round 0 cannot use it (it joined after the round opened): the
         // round ends unstaffed when its window is over, and round 1 seats both.
         bond(4);
-        assert_ok!(JobMarket::set_verifier(origin(4), true));
+        assert_ok!(JobMarket::set_verifier(origin(4), offer()));
         run_to_block(9);
         let round = Rounds::<Test>::get(job).unwrap();
         assert_eq!((round.number, round.phase), (1, Phase::Commit));
@@ -2037,7 +2052,7 @@ fn a_draw_that_seats_one_gives_the_seat_back_and_tries_again() {
         bond(TRAINER);
         for who in [3, 4] {
             bond(who);
-            assert_ok!(JobMarket::set_verifier(origin(who), true));
+            assert_ok!(JobMarket::set_verifier(origin(who), offer()));
         }
         use pallet_trainer_staking::{Obligation, Obligations};
         let elsewhere = Obligation::Verification { job: 99, round: 0 };
@@ -2322,7 +2337,7 @@ mod undecided {
             DisputeVerifiers::set(5);
             for who in 10..=11 {
                 bond(who);
-                assert_ok!(JobMarket::set_verifier(origin(who), true));
+                assert_ok!(JobMarket::set_verifier(origin(who), offer()));
             }
             test();
         })
@@ -2466,7 +2481,7 @@ mod undecided {
             bond(TRAINER);
             for sybil in 3..=5 {
                 bond(sybil);
-                assert_ok!(JobMarket::set_verifier(origin(sybil), true));
+                assert_ok!(JobMarket::set_verifier(origin(sybil), offer()));
             }
             assert_eq!(JobMarket::min_verifier_pool(), 7);
             let job = assigned(1_400, 600);
@@ -2498,6 +2513,303 @@ mod undecided {
             assert!(dispute.iter().all(|v| !first.contains(v)));
             vote(job, &dispute, &[Verdict::Pass; 4]);
             assert!(matches!(state(job), JobState::Completed { .. }));
+        });
+    }
+}
+
+/// Verifier classes and capacity (issue 37): a verifier is drawn only for bundles its class
+/// verifies and for rounds it replays in time at its declared capacity; the declaration is backed
+/// by bond; a round's seat freezes its fee.
+mod capacity {
+    use super::*;
+    use ergon_protocol::DeviceClass;
+
+    const H100: DeviceClass = DeviceClass::Cuda { capability: 90 };
+
+    fn declare(who: u64, class: DeviceClass, capacity: u128) {
+        assert_ok!(JobMarket::set_verifier(origin(who), Some(VerifierOffer { class, capacity })));
+    }
+
+    /// Work of a regular round's vote of the example job (2 segments and the evaluation).
+    fn vote_work() -> u128 {
+        let spec = example_spec();
+        let summary = spec.validate().unwrap();
+        crate::spec_check::verification_work::<Test>(&spec, &summary)
+    }
+
+    /// A capacity at which a vote of the example job takes `blocks` blocks of 6 s.
+    fn capacity_for(blocks: u128) -> u128 {
+        vote_work() * 600 / blocks
+    }
+
+    /// The attack on capacity: an honest CPU verifier handed more replay than it can do in the
+    /// window is silent, and slashed for it. Each seat now queues behind the rounds its verifier
+    /// was drawn for: one that would finish past `MaxReplayWindow` is not drawn, so it can never
+    /// be slashed for silence it was forced into; the round's commit window is its slowest
+    /// seat's replay plus `CommitWindow`, and the job drawn second waits for the seats to free
+    /// up instead of ending unverified.
+    #[test]
+    fn a_verifier_is_never_drawn_beyond_its_declared_capacity() {
+        new_test_ext().execute_with(|| {
+            small_pool();
+            bond(TRAINER);
+            // Three verifiers, each replaying a vote in 12 blocks: one round at a time.
+            for who in [3, 4, 5] {
+                bond(who);
+                declare(who, DeviceClass::Cpu, capacity_for(12));
+            }
+            let first = assigned(1_400, 600);
+            let second = assigned(1_400, 600);
+            submit(first);
+            submit(second);
+            run_to_block(3);
+            let round = Rounds::<Test>::get(first).unwrap();
+            assert_eq!(round.phase, Phase::Commit);
+            let mut seated = verifiers(first);
+            seated.sort();
+            assert_eq!(seated, vec![3, 4, 5]);
+            // Their commit window: 12 blocks of replay, then `CommitWindow` (5).
+            assert_eq!(Jobs::<Test>::get(first).unwrap().timeout, 3 + 12 + 5);
+            for who in [3, 4, 5] {
+                assert_eq!(VerifierPool::<Test>::get(who).unwrap().busy_until, 15);
+            }
+            // The second job finds them busy until block 15, past its 20-block replay window
+            // (15 + 12 > 3 + 20): nobody is seated, and it waits rather than end unverified.
+            assert_eq!(Rounds::<Test>::get(second).unwrap().phase, Phase::Drawing);
+            System::assert_has_event(
+                Event::DrawPostponed { job: second, round: 0, seated: 0 }.into(),
+            );
+            use pallet_trainer_staking::{Obligation, Obligations};
+            for who in [3, 4, 5] {
+                let seat = Obligation::Verification { job: second, round: 0 };
+                assert_eq!(<TrainerStaking as Obligations<u64>>::collateral(&who, seat), 0);
+            }
+            // The second job's draw finds them once their queue leaves room: from block 7
+            // (15 + 12 ≤ 7 + 20).
+            run_to_block(7);
+            assert_eq!(Rounds::<Test>::get(second).unwrap().phase, Phase::Commit);
+            let mut seated = verifiers(second);
+            seated.sort();
+            assert_eq!(seated, vec![3, 4, 5]);
+            assert_eq!(Jobs::<Test>::get(second).unwrap().timeout, 27 + 5);
+            for who in [3, 4, 5] {
+                assert_eq!(VerifierPool::<Test>::get(who).unwrap().busy_until, 27);
+            }
+            JobMarket::do_try_state().unwrap();
+        });
+    }
+
+    /// A bundle only another class can check: a CPU-trained bundle is replayed on CPUs, and the
+    /// pool holds only GPU verifiers (or CPUs too slow for the round). The job waits for capable
+    /// verifiers and then ends with nothing held: no escrow, no frozen collateral, nobody
+    /// slashed (the bundle was served unchecked, so its price is burnt as in every undecided
+    /// end).
+    #[test]
+    fn a_job_whose_class_has_too_few_verifiers_waits_and_ends_with_nothing_held() {
+        new_test_ext().execute_with(|| {
+            small_pool();
+            bond(TRAINER);
+            for who in [3, 4, 5] {
+                bond(who);
+                declare(who, H100, MaxVerifierCapacity::get());
+            }
+            // A CPU slower than the round needs (21 blocks > the 20-block replay window).
+            bond(6);
+            declare(6, DeviceClass::Cpu, capacity_for(21));
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(4);
+            System::assert_has_event(
+                Event::PoolTooSmall { job, round: 0, candidates: 0, needed: 3 }.into(),
+            );
+            run_to_block(13);
+            assert_ended_undecided(job);
+            for who in [3, 4, 5, 6] {
+                assert_eq!(bond_held(who), BOND, "never drawn, never slashed");
+                assert_eq!(pallet_trainer_staking::Ledgers::<Test>::get(who).unwrap().obligated, 0);
+            }
+            assert_eq!(escrow_held(OWNER), 0);
+            JobMarket::do_try_state().unwrap();
+        });
+    }
+
+    /// A GPU's bundle of a dense model is checked by GPUs of its class, and by any other class
+    /// within the replay tolerance; a convolutional model's bundle must be trained on the CPU.
+    #[test]
+    fn the_bundle_class_decides_who_may_verify_it() {
+        new_test_ext().execute_with(|| {
+            small_pool();
+            bond(TRAINER);
+            for who in [3, 4, 5] {
+                bond(who);
+                declare(
+                    who,
+                    if who == 3 { DeviceClass::Cpu } else { H100 },
+                    MaxVerifierCapacity::get(),
+                );
+            }
+            let job = assigned(1_400, 600);
+            assert_noop!(
+                JobMarket::submit_bundle(
+                    origin(TRAINER),
+                    job,
+                    H256::repeat_byte(7),
+                    uri(),
+                    H256::repeat_byte(8),
+                    ClaimedMetrics::default(),
+                    DeviceClass::Cuda { capability: 7 },
+                ),
+                Error::<Test>::InvalidDeviceClass
+            );
+            assert_ok!(JobMarket::submit_bundle(
+                origin(TRAINER),
+                job,
+                H256::repeat_byte(7),
+                uri(),
+                H256::repeat_byte(8),
+                ClaimedMetrics::default(),
+                H100,
+            ));
+            assert_eq!(BundleDevice::<Test>::get(job), Some(H100));
+            run_to_block(3);
+            let mut seated = verifiers(job);
+            seated.sort();
+            assert_eq!(seated, vec![3, 4, 5], "the CPU replays a GPU's dense bundle too");
+
+            // A convolutional spec does not replay across devices: its bundle comes from a CPU.
+            let cnn: ergon_job_spec::JobSpec = serde_json::from_str(include_str!(
+                "../../../worker/examples/fashion-mnist-cnn.json"
+            ))
+            .unwrap();
+            assert!(!cnn.replays_across_devices());
+            let id = NextJobId::<Test>::get();
+            let now = System::block_number();
+            assert_ok!(JobMarket::post_job(origin(OWNER), Box::new(cnn), 100_000, 5, now + 20));
+            assert_ok!(JobMarket::bid(origin(TRAINER), id, 600));
+            assert_ok!(JobMarket::accept_bid(origin(OWNER), id, TRAINER));
+            assert_noop!(
+                JobMarket::submit_bundle(
+                    origin(TRAINER),
+                    id,
+                    H256::repeat_byte(7),
+                    uri(),
+                    H256::repeat_byte(8),
+                    ClaimedMetrics::default(),
+                    H100,
+                ),
+                Error::<Test>::DeviceNotAllowed
+            );
+        });
+    }
+
+    /// Declaring a capacity puts bond behind it: the free bond must cover a round filling the
+    /// commit window at that capacity and the replay floor; a capacity outside the chain's range
+    /// or a class no worker runs is refused.
+    #[test]
+    fn capacity_declarations_need_stake() {
+        new_test_ext().execute_with(|| {
+            ReplayPricePerUt::set(1_000_000);
+            bond(3);
+            // 5 blocks of 6 s: a capacity of 120 ut an hour does 1 ut in the window, 1 000 000 at
+            // the floor plus the 20 % markup.
+            assert_eq!(JobMarket::capacity_backing(120_000_000), 1_200_000);
+            assert_eq!(JobMarket::capacity_backing(1), 1_000, "at least `VerifierCollateral`");
+            let backed = ergon_protocol::capacity::backed_capacity(
+                BOND,
+                30_000,
+                1_000_000,
+                200_000_000,
+                u128::MAX,
+            );
+            assert_noop!(
+                JobMarket::set_verifier(
+                    origin(3),
+                    Some(VerifierOffer { class: DeviceClass::Cpu, capacity: backed + 1 })
+                ),
+                Error::<Test>::CapacityNotBacked
+            );
+            declare(3, DeviceClass::Cpu, backed);
+            // Collateral frozen elsewhere no longer backs a declaration.
+            use pallet_trainer_staking::{Obligation, Obligations};
+            let elsewhere = Obligation::Verification { job: 99, round: 0 };
+            assert_ok!(<TrainerStaking as Obligations<u64>>::obligate(&3, elsewhere, BOND / 2));
+            assert_noop!(
+                JobMarket::set_verifier(
+                    origin(3),
+                    Some(VerifierOffer { class: DeviceClass::Cpu, capacity: backed })
+                ),
+                Error::<Test>::CapacityNotBacked
+            );
+            MinVerifierCapacity::set(10);
+            assert_noop!(
+                JobMarket::set_verifier(
+                    origin(3),
+                    Some(VerifierOffer { class: DeviceClass::Cpu, capacity: 9 })
+                ),
+                Error::<Test>::CapacityOutOfRange
+            );
+            assert_noop!(
+                JobMarket::set_verifier(
+                    origin(3),
+                    Some(VerifierOffer {
+                        class: DeviceClass::Cuda { capability: 1_000 },
+                        capacity: 10
+                    })
+                ),
+                Error::<Test>::InvalidDeviceClass
+            );
+            // Re-declaring keeps the queue of rounds already drawn.
+            VerifierPool::<Test>::mutate(3, |e| e.as_mut().unwrap().busy_until = 40);
+            declare(3, DeviceClass::Cpu, 10);
+            assert_eq!(VerifierPool::<Test>::get(3).unwrap().busy_until, 40);
+        });
+    }
+
+    /// A seat on a large job freezes its fee, not the flat `VerifierCollateral` sized for toy
+    /// jobs: being proven wrong (10 % slashed) or silent costs in proportion to what the seat
+    /// earns, and a verifier whose bond cannot cover the fee is passed over.
+    #[test]
+    fn a_seat_freezes_its_fee_when_that_is_more_than_the_least_collateral() {
+        new_test_ext().execute_with(|| {
+            small_pool();
+            // The replay floor puts a fee basis of 30 000 on the example job.
+            let work = example_spec().validate().unwrap().training_micro_ut();
+            ReplayPricePerUt::set(30_000 * 1_000_000 / work);
+            bond(TRAINER);
+            for who in [3, 4, 5, 6] {
+                bond(who);
+                // A vote in 20 blocks: the bond backs it (a 5-block window's work: ≈ 9 000).
+                declare(who, DeviceClass::Cpu, capacity_for(20));
+            }
+            // Verifier 6's bond is mostly frozen elsewhere.
+            use pallet_trainer_staking::{Obligation, Obligations};
+            let elsewhere = Obligation::Verification { job: 99, round: 0 };
+            assert_ok!(<TrainerStaking as Obligations<u64>>::obligate(&6, elsewhere, BOND - 1_500));
+            let job = assigned(100_000, 600);
+            let record = Jobs::<Test>::get(job).unwrap();
+            let fee = crate::fees::vote_fee::<Test>(
+                600,
+                record.work_micro_ut,
+                record.segments(),
+                2,
+                record.overhead_ppb(),
+            );
+            assert!(fee > 1_500 && fee < BOND, "fee {fee}");
+            assert_eq!(crate::capacity::seat_collateral::<Test>(&record, 600, 2), fee);
+            submit(job);
+            run_to_block(3);
+            let mut seated = verifiers(job);
+            seated.sort();
+            assert_eq!(seated, vec![3, 4, 5], "6 cannot cover the fee");
+            for who in [3, 4, 5] {
+                assert_eq!(
+                    <TrainerStaking as Obligations<u64>>::collateral(
+                        &who,
+                        Obligation::Verification { job, round: 0 }
+                    ),
+                    fee
+                );
+            }
         });
     }
 }

@@ -104,6 +104,36 @@ pub struct VerifierEntry<BlockNumber> {
     /// The worker kernels revision it declared when it joined (`KernelsRevision` then): it is
     /// drawn only for jobs of that revision, whose bundles it replays exactly.
     pub kernels: u32,
+    /// The hardware class it replays on: it is drawn only for bundles that class verifies
+    /// ([`ergon_protocol::DeviceClass::verifies`]).
+    pub class: ergon_protocol::DeviceClass,
+    /// Its declared replay capacity, micro-ut per hour: it is drawn only for rounds it replays
+    /// within `MaxReplayWindow` after the work it was drawn for before.
+    pub capacity: u128,
+    /// When the replays it was drawn for end at its declared capacity: a new round queues behind
+    /// them. Joining again keeps it, so re-declaring never empties a queue.
+    pub busy_until: BlockNumber,
+}
+
+/// What a verifier declares when it joins the pool ([`crate::Pallet::set_verifier`]).
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    Debug,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+pub struct VerifierOffer {
+    /// The hardware class its worker replays on.
+    pub class: ergon_protocol::DeviceClass,
+    /// Its replay capacity, micro-ut per hour, within [`MinVerifierCapacity`,
+    /// `MaxVerifierCapacity`] and backed by its free bond ([`crate::Pallet::capacity_backing`]).
+    pub capacity: u128,
 }
 
 /// One drawn verifier's task and progress in a round.

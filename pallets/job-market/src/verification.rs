@@ -232,8 +232,8 @@ fn draw<T: Config>(
     round: &mut RoundOf<T>,
     now: BlockNumberFor<T>,
 ) -> bool {
-    let JobState::Verifying { trainer, .. } = &job.state else { return false };
-    let trainer = trainer.clone();
+    let JobState::Verifying { trainer, price, .. } = &job.state else { return false };
+    let (trainer, price) = (trainer.clone(), *price);
     let fresh = T::Randomness::fresh(round.opened_at);
     let (seed, since) = match fresh {
         Some((random, since)) => {
@@ -250,16 +250,25 @@ fn draw<T: Config>(
         None => ([0; 32], now),
     };
     let past = PastVerifiers::<T>::get(id);
-    let collateral = T::VerifierCollateral::get();
+    // What each seat replays and evaluates, on which hardware it may (issue 37): a dispute's seats
+    // replay the disputed segments, a regular round's `SegmentsPerRound` each.
+    let count =
+        if round.is_dispute() { round.disputed.len() as u32 } else { T::SegmentsPerRound::get() };
+    let work = crate::capacity::round_work::<T>(job, count);
+    let bundle = crate::BundleDevice::<T>::get(id).unwrap_or(ergon_protocol::DeviceClass::Cpu);
+    let across = job.spec.replays_across_devices();
+    let collateral = crate::capacity::seat_collateral::<T>(job, price, count);
     // Opted-in verifiers that joined before the randomness began, weighted by their bond (the stake
     // they put at risk, never more than at joining), not by ECP: ECP can be earned with sham jobs,
-    // stake cannot be had for free. Only those running the job's kernels: another revision's
-    // replay of an honest bundle can be off by more than ε.
+    // stake cannot be had for free. Only those running the job's kernels (another revision's
+    // replay of an honest bundle can be off by more than ε), on a class that verifies the bundle,
+    // with a declared capacity that replays the round within `MaxReplayWindow`.
     let candidates: Vec<(T::AccountId, u64)> = if fresh.is_some() {
         VerifierPool::<T>::iter()
             .filter(|(who, entry)| {
                 entry.since < since
                     && entry.kernels == job.kernels
+                    && crate::capacity::could_serve::<T>(entry, bundle, across, work)
                     && *who != trainer
                     && *who != job.owner
                     && !past.contains(who)
@@ -284,15 +293,23 @@ fn draw<T: Config>(
             candidates: pool,
             needed,
         });
-        return wait_or_settle_unstaffed::<T>(id, job, round, now);
+        return wait_or_settle_unstaffed::<T>(id, job, round, now, Zero::zero());
     }
     let order = ergon_protocol::draw::weighted_order(&seed, b"verifiers", &candidates);
     // The first of the race that can still put up the collateral (skipping one never moves the
     // others): `Verifiers` for a regular round, `DisputeVerifiers` for a dispute.
     let wanted = if round.is_dispute() { T::DisputeVerifiers::get() } else { T::Verifiers::get() };
+    // A candidate still busy with earlier rounds past `MaxReplayWindow` is passed over, like one
+    // whose bond cannot cover the seat: it is never drawn beyond its declared capacity.
+    let mut busy = false;
     let verifiers: Vec<T::AccountId> = order
         .into_iter()
         .filter(|v| {
+            let Some(entry) = VerifierPool::<T>::get(v) else { return false };
+            if !crate::capacity::can_serve::<T>(&entry, bundle, across, work, now) {
+                busy = true;
+                return false;
+            }
             T::Staking::is_eligible(v)
                 && T::Staking::obligate(
                     v,
@@ -316,7 +333,10 @@ fn draw<T: Config>(
             round: round.number,
             seated: verifiers.len() as u32,
         });
-        return wait_or_settle_unstaffed::<T>(id, job, round, now);
+        // Candidates busy with other rounds are free within `MaxReplayWindow` (no seat is given
+        // more): the round waits for them that long rather than end unverified.
+        let extra = if busy { T::MaxReplayWindow::get() } else { Zero::zero() };
+        return wait_or_settle_unstaffed::<T>(id, job, round, now, extra);
     }
     // A dispute's verifiers all replay the disputed segments; a regular round's each get their own.
     let segments: Vec<Vec<u32>> = if round.is_dispute() {
@@ -343,6 +363,16 @@ fn draw<T: Config>(
             .collect(),
     );
     round.phase = Phase::Commit;
+    // Each seat's replay queues behind its earlier rounds; the round waits for the slowest.
+    let mut last_ready = now;
+    for v in &verifiers {
+        VerifierPool::<T>::mutate(v, |entry| {
+            if let Some(entry) = entry {
+                entry.busy_until = crate::capacity::ready_at::<T>(entry, work, now);
+                last_ready = last_ready.max(entry.busy_until);
+            }
+        });
+    }
     PastVerifiers::<T>::mutate(id, |past| {
         for v in &verifiers {
             let _ = past.try_push(v.clone());
@@ -358,20 +388,22 @@ fn draw<T: Config>(
         settle::<T>(id, job, round.clone());
         return true;
     }
-    Pallet::<T>::reschedule(id, job, now.saturating_add(T::CommitWindow::get()));
+    Pallet::<T>::reschedule(id, job, last_ready.saturating_add(T::CommitWindow::get()));
     false
 }
 
 /// A draw that could not seat its round: tries again from later randomness while the round's commit
-/// window lasts (other duties' collateral comes free, the pool grows); after it, settles the round
-/// as unstaffed. Returns whether the round was settled (`round` is then stale).
+/// window (and `extra` blocks) lasts (other duties' collateral comes free, busy verifiers finish,
+/// the pool grows); after it, settles the round as unstaffed. Returns whether the round was
+/// settled (`round` is then stale).
 fn wait_or_settle_unstaffed<T: Config>(
     id: JobId,
     job: &mut JobOf<T>,
     round: &RoundOf<T>,
     now: BlockNumberFor<T>,
+    extra: BlockNumberFor<T>,
 ) -> bool {
-    if now <= round.opened_at.saturating_add(T::CommitWindow::get()) {
+    if now <= round.opened_at.saturating_add(T::CommitWindow::get()).saturating_add(extra) {
         let retry = T::Randomness::retry_in(now).max(One::one());
         Pallet::<T>::reschedule(id, job, now.saturating_add(retry));
         return false;

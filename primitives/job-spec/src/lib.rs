@@ -675,6 +675,22 @@ impl JobSpec {
         sets
     }
 
+    /// Whether an honest training of this spec on one device class replays within the verifier's
+    /// tolerance on another (a CPU verifier replaying a GPU's bundle): not a convolutional model's.
+    /// Each of its steps takes millions of ReLU and max-pool decisions, and the few that another
+    /// summation order flips grow over a segment past ε (1.3·10⁻³ to 2.6·10⁻² GPU ↔ CPU on one
+    /// H100 over three seeds, up to 7.9·10⁻³ between two CPU kernels: docs/pot-calibration.md);
+    /// the MLP's and the transformer's stayed under 1.8·10⁻⁶ and 7·10⁻⁵. Such a job trains on the
+    /// CPU and is replayed there (the worker), and the chain takes its bundle only from the CPU
+    /// class (`ergon_protocol::device`). The one home of the rule.
+    pub fn replays_across_devices(&self) -> bool {
+        !self
+            .model
+            .layers
+            .iter()
+            .any(|l| matches!(l, Layer::Conv2d { .. } | Layer::MaxPool2d { .. }))
+    }
+
     /// Samples per micro-batch: `batch_size / gradients.micro_batches` (the spec's whole batch
     /// without accumulation).
     pub fn micro_batch_size(&self) -> u32 {

@@ -15,6 +15,9 @@
 //!   sketches of one segment are compared.
 //! - [`overhead`]: what a verification does besides its replay (rules and metrics), as a share of
 //!   training, which the fees pay for.
+//! - [`capacity`]: verifiers' declared replay capacity: replay times and the bond behind it.
+//! - [`device`]: the hardware classes bundles are trained and replayed on, and which class may
+//!   verify which.
 //! - [`commitments`]: what verifiers and drilling executors commit to before they reveal.
 //! - [`kernels`]: the revision of the worker's floating-point kernels that the chain pins each job
 //!   to (replay is exact only between identical kernels).
@@ -30,7 +33,9 @@
 
 extern crate alloc;
 
+pub mod capacity;
 pub mod commitments;
+pub mod device;
 pub mod draw;
 pub mod evidence;
 pub mod hash;
@@ -47,5 +52,6 @@ pub mod url;
 mod vectors;
 
 pub use commitments::Verdict;
+pub use device::DeviceClass;
 pub use evidence::Sketch;
 pub use seed::job_seed;

@@ -428,9 +428,14 @@ impl pallet_job_market::Config for Runtime {
     type MaxCreditShare = MaxCreditShare;
     // ...or 100 ut, so that a young network can grow.
     type MinCreditCap = ConstU128<{ 100 * 1_000_000 }>;
-    // 100 ut replayed per round: about 6 minutes on a 2-core CPU (~1 000 ut/hour), well inside the
-    // 30-minute commit window with the download.
-    type MaxReplayWork = ConstU128<{ 100 * 1_000_000 }>;
+    // Verifiers declare their replay capacity (issue 37): from 10 ut an hour (a slow CPU; a
+    // 2-core one does ~1 000) to 3·10⁷ (an 8-GPU machine at ~3.3·10⁶ ut an hour per H100 in
+    // bf16), and are drawn only for rounds they replay within `MaxReplayWindow` (2 hours): a vote
+    // of a job may be up to 6·10⁷ ut, so jobs of GPU-hours are taken and served by GPU verifiers.
+    type MillisecsPerBlock = ConstU64<{ crate::durations::MILLI_SECS_PER_BLOCK }>;
+    type MinVerifierCapacity = ConstU128<{ 10 * 1_000_000 }>;
+    type MaxVerifierCapacity = ConstU128<{ 30_000_000 * 1_000_000 }>;
+    type MaxReplayWindow = ConstU32<MAX_REPLAY_WINDOW>;
     type VerifierCollateral = ConstU128<{ 100 * ERG }>;
     type MaxVerifierPool = ConstU32<1_000>;
     // The worker kernels this runtime pins new jobs to: a release whose kernels change bumps it,

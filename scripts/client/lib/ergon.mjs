@@ -211,7 +211,8 @@ const CONSTANT_UNITS = {
   erg: ['minBudget', 'postingFee', 'slotRent', 'bidDeposit', 'verifierCollateral', 'minBond', 'blockReward'],
   ergPerUt: ['minPricePerUt', 'replayPricePerUt'],
   blocks: ['minBidWindow', 'maxBidWindow', 'minTrainingTime', 'maxJobDuration', 'commitWindow', 'revealWindow', 'retention', 'unbondingPeriod'],
-  microUt: ['maxReplayWork', 'minCreditCap', 'minAuthorityEcp'],
+  microUt: ['minCreditCap', 'minAuthorityEcp'],
+  microUtPerHour: ['minVerifierCapacity', 'maxVerifierCapacity'],
 };
 
 /** `Name = value` for each `` `Name` `` in `docs` that is a constant of pallet `section`. */
@@ -228,6 +229,7 @@ export function namedLimits(api, section, docs) {
       if (CONSTANT_UNITS.ergPerUt.includes(key)) return `${name} = ${erg(v)} per ut`;
       if (CONSTANT_UNITS.blocks.includes(key)) return `${name} = ${v} blocks`;
       if (CONSTANT_UNITS.microUt.includes(key)) return `${name} = ${Number(v) / 1e6} ut`;
+      if (CONSTANT_UNITS.microUtPerHour.includes(key)) return `${name} = ${Number(v) / 1e6} ut per hour`;
       return `${name} = ${v}`;
     })
     .filter(Boolean);
@@ -435,7 +437,7 @@ export function jobEventLine(e) {
     case 'JobPosted': return `posted: ${erg(d.budget)} in escrow (${erg(d.fee)} burnt), bids until #${d.bidWindowEnd}, due by #${d.deadline}`;
     case 'BidPlaced': return `bid ${erg(d.price)} by ${d.trainer.toString()}`;
     case 'JobAssigned': return `assigned to ${d.trainer.toString()} at ${erg(d.price)}, due by #${d.deadline}`;
-    case 'BundleSubmitted': return `bundle committed: root ${d.root.toHex()}`;
+    case 'BundleSubmitted': return `bundle committed: root ${d.root.toHex()}, trained on ${deviceClass(d.device)}`;
     case 'AvailabilityAttested': return `availability attested: ${d.available.isTrue ? 'available' : 'UNAVAILABLE'}`;
     case 'VerifiersDrawn': return `round ${d.round} drew ${d.assignments.map(([v, s]) => `${short(v)} (segments ${s.join(',')})`).join('; ')}`;
     case 'VerdictCommitted': return `${short(d.verifier)} committed its verdict (round ${d.round})`;
@@ -525,6 +527,13 @@ export async function followJob(api, id, say) {
 export function postingFee(api, blocks) {
   const c = api.consts.jobMarket;
   return c.postingFee.toBigInt() + c.slotRent.toBigInt() * BigInt(blocks);
+}
+
+/** A device class as the chain encodes it (`Cpu`, `Cuda { capability }`) in words: `cpu`, `cuda sm_90`. */
+export function deviceClass(c) {
+  const v = c && typeof c.toJSON === 'function' ? c.toJSON() : c;
+  if (v && typeof v === 'object' && v.cuda) return `cuda sm_${v.cuda.capability}`;
+  return 'cpu';
 }
 
 /** Plancks as ERG with up to 4 decimals. */

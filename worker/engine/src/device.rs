@@ -9,7 +9,7 @@
 //! replay on a CPU within ε, so the verifier fails a bundle of one that names another device.
 
 use candle_core::Device;
-use ergon_job_spec::{JobSpec, Layer};
+use ergon_job_spec::JobSpec;
 
 use crate::error::{Error, Result};
 
@@ -32,29 +32,31 @@ pub struct OpenDevice {
     pub description: String,
     /// The GPU's memory in bytes (`None` on the CPU).
     pub memory_bytes: Option<u64>,
+    /// Its class on chain: what bundles trained here are declared as, and what a verifier
+    /// replaying here declares ([`ergon_protocol::DeviceClass`]).
+    pub class: ergon_protocol::DeviceClass,
 }
 
 /// Whether this build can train on CUDA GPUs.
 pub const CUDA_BUILD: bool = cfg!(feature = "cuda");
 
 /// Whether a job of `spec` may train on a GPU: whether a CPU verifier replays an honest GPU
-/// training of it within ε. Not a convolutional model's: each step takes millions of ReLU and
-/// max-pool decisions, and the few that another summation order flips grow over a segment past ε
-/// (1.3·10⁻³ to 2.6·10⁻² GPU ↔ CPU on one H100 over three seeds, up to 7.9·10⁻³ between two CPU
-/// kernels: docs/pot-calibration.md). The MLP's and the transformer's stayed under 1.8·10⁻⁶ and
-/// 7·10⁻⁵. Such a job trains on the CPU, and its verifiers all replay it there, whatever they
-/// compute on: their verdicts never depend on their hardware.
+/// training of it within ε ([`JobSpec::replays_across_devices`], the rule's one home, which the
+/// chain applies to the bundle's declared class too).
 pub fn replays_across_devices(spec: &JobSpec) -> bool {
-    !spec.model.layers.iter().any(|l| matches!(l, Layer::Conv2d { .. } | Layer::MaxPool2d { .. }))
+    spec.replays_across_devices()
 }
 
 /// Opens `choice`: the CPU always works; a GPU needs a `cuda` build, the NVIDIA driver and the CUDA
 /// libraries, and a device of that ordinal, else a clear [`Error::Gpu`].
 pub fn open(choice: DeviceChoice) -> Result<OpenDevice> {
     match choice {
-        DeviceChoice::Cpu => {
-            Ok(OpenDevice { device: Device::Cpu, description: "cpu".into(), memory_bytes: None })
-        }
+        DeviceChoice::Cpu => Ok(OpenDevice {
+            device: Device::Cpu,
+            description: "cpu".into(),
+            memory_bytes: None,
+            class: ergon_protocol::DeviceClass::Cpu,
+        }),
         DeviceChoice::Cuda(ordinal) => open_cuda(ordinal),
     }
 }
@@ -104,7 +106,9 @@ fn open_cuda(ordinal: usize) -> Result<OpenDevice> {
         "cuda:{ordinal} {name} (sm_{major}{minor}, {:.1} GiB)",
         memory as f64 / (1u64 << 30) as f64
     );
-    Ok(OpenDevice { device, description, memory_bytes: Some(memory) })
+    let capability = u16::try_from(major * 10 + minor).unwrap_or(u16::MAX);
+    let class = ergon_protocol::DeviceClass::Cuda { capability };
+    Ok(OpenDevice { device, description, memory_bytes: Some(memory), class })
 }
 
 #[cfg(not(feature = "cuda"))]

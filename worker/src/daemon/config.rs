@@ -184,6 +184,7 @@ impl Config {
                 (None, Some(gpu)) => gpu,
                 (None, None) => policy::available_memory().unwrap_or(1 << 30),
             },
+            class: device.class,
         };
         let (cpu, gpu) = if device.device.is_cpu() {
             (given, None)
@@ -191,6 +192,7 @@ impl Config {
             let cpu = Capacity {
                 micro_ut_per_hour: measured(&candle_core::Device::Cpu),
                 memory_bytes: policy::available_memory().unwrap_or(1 << 30),
+                class: ergon_protocol::DeviceClass::Cpu,
             };
             (cpu, Some(given))
         };

@@ -353,6 +353,38 @@ async fn expected_block_time(chain: &Chain) -> Result<Duration, Fatal> {
     Ok(Duration::from_millis(ms))
 }
 
+/// What this daemon declares when it joins the verifier pool: its device's class and measured
+/// capacity, no more than its `free` bond backs under the chain's rule
+/// ([`ergon_protocol::capacity::backed_capacity`] with the runtime's constants); `None` when the
+/// bond does not back the chain's least capacity.
+async fn verifier_offer(
+    ctx: &Ctx,
+    at: &ergon_client::chain::AtBlock,
+    free: u128,
+) -> Result<Option<(ergon_protocol::DeviceClass, u128)>, Fatal> {
+    let chain_err = |e: ergon_client::subxt::Error| Fatal::Chain(e.into());
+    let market = runtime::constants().job_market();
+    macro_rules! constant {
+        ($name:ident) => {
+            at.constants().entry(market.$name()).map_err(|e| chain_err(e.into()))?
+        };
+    }
+    let window = constant!(commit_window) as u64;
+    let block_ms = constant!(millisecs_per_block);
+    let price = constant!(replay_price_per_ut);
+    let markup = constant!(verifier_fee_markup).0;
+    let least = constant!(min_verifier_capacity);
+    let most = constant!(max_verifier_capacity);
+    let collateral = constant!(verifier_collateral);
+    if free < collateral {
+        return Ok(None);
+    }
+    let backed = |bond: u128| {
+        ergon_protocol::capacity::backed_capacity(bond, window * block_ms, price, markup, most)
+    };
+    Ok(ctx.policy.verifier_offer(backed, free, least))
+}
+
 /// Bonds up to `--bond` and joins the verifier pool, as the roles need.
 async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
     settle_earlier_transactions(ctx).await;
@@ -362,11 +394,14 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
         .try_fetch(runtime::storage().trainer_staking().ledgers(), (ctx.me,))
         .await
         .map_err(|e| Fatal::Chain(e.into()))?;
-    let active = match ledger {
+    let (active, obligated) = match ledger {
         Some(v) => {
-            v.decode().map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?.active
+            let l = v
+                .decode()
+                .map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?;
+            (l.active, l.obligated)
         }
-        None => 0,
+        None => (0, 0),
     };
     let want = ctx.config.bond.saturating_mul(policy::ERG);
     if want > active {
@@ -374,6 +409,8 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
         ctx.send(call, None, "bond").await.map_err(Fatal::Chain)?;
         info!(bonded = want / policy::ERG, "bonded");
     }
+    // The bond free for collateral once the one just sent is in (`at` is from before it).
+    let free = active.max(want).saturating_sub(obligated);
     // Opt in for the roles asked for, and out of those no longer asked for (an account left in
     // the pool would be drawn and, silent, slashed); what was drawn before is still answered.
     // Joining declares the chain's current kernels revision, so only a worker that runs it joins
@@ -392,21 +429,43 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
         .map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?;
     let wanted = ctx.config.has(config::Role::Verifier);
     let ours = ergon_engine::KERNELS_REVISION;
-    match policy::pool_move(wanted, entry.map(|e| e.kernels), current) {
-        policy::PoolMove::Stay => {}
-        policy::PoolMove::Join => {
-            let call = calls::set_verifier(true);
-            ctx.send(call, None, "joining the verifier pool").await.map_err(Fatal::Chain)?;
-            info!(kernels = ours, "joined the verifier pool");
+    let offer = verifier_offer(ctx, &at, free).await?;
+    // An entry of another class (the machine changed) is declared again, like another revision's.
+    let declared = entry.map(|e| {
+        let same_class = offer.is_none_or(|(class, _)| e.class.0 == class);
+        if same_class {
+            e.kernels
+        } else {
+            u32::MAX
         }
+    });
+    match policy::pool_move(wanted, declared, current) {
+        policy::PoolMove::Stay => {}
+        policy::PoolMove::Join => match offer {
+            Some((class, capacity)) => {
+                let call = calls::set_verifier(Some((class, capacity)));
+                ctx.send(call, None, "joining the verifier pool").await.map_err(Fatal::Chain)?;
+                info!(
+                    kernels = ours,
+                    %class,
+                    ut_per_hour = capacity as f64 / 1e6,
+                    "joined the verifier pool"
+                );
+            }
+            None => warn!(
+                "not joining the verifier pool: the free bond does not back the chain's least \
+                 replay capacity (bond more with --bond)"
+            ),
+        },
         policy::PoolMove::Leave => {
-            let call = calls::set_verifier(false);
+            let call = calls::set_verifier(None);
             ctx.send(call, None, "leaving the verifier pool").await.map_err(Fatal::Chain)?;
             if wanted {
                 warn!(
                     kernels = ours,
                     current,
-                    "left the verifier pool: its entry declares other kernels than this worker's"
+                    "left the verifier pool: its entry declares other kernels or another device \
+                     class than this worker's"
                 );
             }
         }

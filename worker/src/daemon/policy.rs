@@ -13,6 +13,7 @@
 //! every verifier's CPU. Its bid is checked against the CPU's throughput and memory.
 
 use ergon_job_spec::{DataFormat, JobSpec, SpecSummary};
+use ergon_protocol::DeviceClass;
 
 pub use ergon_protocol::units::ERG;
 /// Micro-ut in one ut.
@@ -25,6 +26,8 @@ pub struct Capacity {
     pub micro_ut_per_hour: u128,
     /// Memory a training may use, in bytes.
     pub memory_bytes: u64,
+    /// The device's class on chain (what its bundles are declared as, what it verifies as).
+    pub class: DeviceClass,
 }
 
 /// The device a job trains on.
@@ -184,6 +187,27 @@ impl Policy {
         }
     }
 
+    /// The class of the device a bundle of `spec` is trained on: what the trainer declares with it.
+    pub fn bundle_class(&self, spec: &JobSpec) -> DeviceClass {
+        self.capacity(self.train_on(spec)).class
+    }
+
+    /// What this machine offers as a verifier, given `free_bond` (plancks not yet collateral) and
+    /// the chain's rule for the bond a capacity needs (`backed`, the largest capacity a bond
+    /// backs): the GPU's class and capacity on a GPU host (it replays GPU bundles there), else
+    /// the CPU's, never more capacity than the bond backs. `None` if the bond does not back
+    /// `least` (the chain's least capacity).
+    pub fn verifier_offer(
+        &self,
+        backed: impl Fn(u128) -> u128,
+        free_bond: u128,
+        least: u128,
+    ) -> Option<(DeviceClass, u128)> {
+        let device = self.gpu.unwrap_or(self.cpu);
+        let capacity = device.micro_ut_per_hour.min(backed(free_bond));
+        (capacity >= least).then_some((device.class, capacity))
+    }
+
     /// The capacity of the device `on`.
     fn capacity(&self, on: TrainOn) -> Capacity {
         match (on, self.gpu) {
@@ -264,7 +288,11 @@ mod tests {
             price_per_ut: 100 * ERG,
             cost_per_hour: ERG,
             min_margin_percent: 20,
-            cpu: Capacity { micro_ut_per_hour: 1_000 * MICRO, memory_bytes: 8 << 30 },
+            cpu: Capacity {
+                micro_ut_per_hour: 1_000 * MICRO,
+                memory_bytes: 8 << 30,
+                class: DeviceClass::Cpu,
+            },
             gpu: None,
             deadline_use_percent: 50,
         }
@@ -279,7 +307,11 @@ mod tests {
             (example("fashion-mnist-cnn"), spec(), example("char-transformer"));
         // A CPU that trains the MLP in an hour, a GPU that trains anything in a second.
         let slow = Capacity { micro_ut_per_hour: work(&mlp), ..policy().cpu };
-        let fast = Capacity { micro_ut_per_hour: u128::MAX / 4, memory_bytes: 80 << 30 };
+        let fast = Capacity {
+            micro_ut_per_hour: u128::MAX / 4,
+            memory_bytes: 80 << 30,
+            class: DeviceClass::Cuda { capability: 90 },
+        };
         let cpu_host = Policy { cpu: slow, ..policy() };
         let host = Policy { gpu: Some(fast), ..cpu_host.clone() };
         assert_eq!(host.train_on(&cnn), TrainOn::Cpu);
@@ -381,5 +413,39 @@ mod tests {
         // The worker was upgraded before the chain: its entry declares kernels it no longer runs.
         assert_eq!(pool_move(true, Some(ours - 1), ours - 1), PoolMove::Leave);
         assert_eq!(pool_move(true, None, ours - 1), PoolMove::Wait);
+    }
+
+    /// A verifier declares its device's class and measured capacity, cut to what its bond backs
+    /// under the chain's rule; a GPU host declares the GPU (CPU bundles go to CPU verifiers).
+    #[test]
+    fn the_verifier_offer_is_the_device_cut_to_the_bond() {
+        let erg = ergon_protocol::units::ERG;
+        // The fast chain's window (120 blocks of 1.5 s), 20 ERG per ut, a 20 % markup.
+        let backed = |bond| {
+            ergon_protocol::capacity::backed_capacity(
+                bond,
+                180_000,
+                20 * erg,
+                200_000_000,
+                u128::MAX,
+            )
+        };
+        let host = policy();
+        assert_eq!(
+            host.verifier_offer(backed, 1_000_000 * erg, 10 * MICRO),
+            Some((DeviceClass::Cpu, 1_000 * MICRO)),
+            "a large bond: the measured capacity"
+        );
+        // 1 000 ut/h fill the 3-minute window with 50 ut: 1 200 ERG of fees; 600 ERG back half.
+        let (_, cut) = host.verifier_offer(backed, 600 * erg, 10 * MICRO).unwrap();
+        assert_eq!(cut / MICRO, 500, "{cut}");
+        assert_eq!(host.verifier_offer(backed, erg, 10 * MICRO), None, "backs less than the least");
+        let h100 = DeviceClass::Cuda { capability: 90 };
+        let gpu =
+            Capacity { micro_ut_per_hour: 3_000_000 * MICRO, memory_bytes: 80 << 30, class: h100 };
+        let gpu_host = Policy { gpu: Some(gpu), ..policy() };
+        assert_eq!(gpu_host.verifier_offer(backed, u128::MAX, 10 * MICRO).map(|o| o.0), Some(h100));
+        assert_eq!(gpu_host.bundle_class(&spec()), h100, "a dense model trains on the GPU");
+        assert_eq!(gpu_host.bundle_class(&example("fashion-mnist-cnn")), DeviceClass::Cpu);
     }
 }

@@ -182,7 +182,8 @@ impl Trainer {
                         validation_accuracy_ppm: accuracy,
                         diverged_at: record.diverged_at,
                     };
-                    let call = calls::submit_bundle(id, root, &uri, model, metrics);
+                    let device = ctx.policy.bundle_class(&job.spec);
+                    let call = calls::submit_bundle(id, root, &uri, model, metrics, device);
                     match ctx.send(call, Some(id), "bundle commitment").await {
                         Ok(()) => {
                             record.submitted = true;

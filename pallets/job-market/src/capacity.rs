@@ -1,0 +1,133 @@
+//! Verifiers' device classes and capacities (issue 37): which rounds a verifier may be drawn for,
+//! how long its commit window is, and what its seat and its declaration put at stake.
+//!
+//! A verifier declares a [`DeviceClass`] and a replay capacity (micro-ut per hour) when it joins
+//! ([`crate::Pallet::set_verifier`]). A round's work is its replay plus the rules' and metrics'
+//! evaluation ([`round_work`]); a verifier is drawn for it only if its class verifies the bundle
+//! and it finishes the round within `MaxReplayWindow` at its declared capacity, after the rounds
+//! it was drawn for before ([`ready_at`]). The round's commit window is its slowest seat's finish
+//! plus `CommitWindow` (download, checks, the transaction). So a job of GPU-hours is served by
+//! GPU verifiers in minutes, a CPU is never handed more than it said it does, and the largest job
+//! the chain takes is set by the largest capacity a verifier may declare ([`max_round_work`]),
+//! not by one replay limit sized for CPUs.
+//!
+//! **What a seat puts at stake.** A seat freezes its round's fee, or `VerifierCollateral` if that
+//! is more ([`seat_collateral`]): a fee of thousands of ERG on a GPU-hour job is not guarded by a
+//! collateral sized for toy jobs. A declaration must be backed by a free bond that covers a round
+//! filling the commit window at the declared capacity and the replay floor price
+//! ([`ergon_protocol::capacity::backing`]): declaring a capacity costs bond in proportion.
+
+use ergon_protocol::DeviceClass;
+use frame_support::traits::Get;
+use frame_system::pallet_prelude::BlockNumberFor;
+use sp_runtime::traits::{SaturatedConversion, Saturating};
+
+use crate::{BalanceOf, Config, JobOf, Pallet, VerifierEntry};
+
+/// Work (micro-ut) of one vote replaying `count` of the job's segments: the replay's share of the
+/// training ([`crate::verification::replay_work`]) and the forward passes of the rules and the
+/// metrics ([`ergon_protocol::overhead::evaluation_flops`]).
+pub fn vote_work<T: Config>(
+    spec: &ergon_job_spec::JobSpec,
+    work_micro_ut: u128,
+    segments: u64,
+    count: u32,
+    forward_flops_per_sample: u128,
+) -> u128 {
+    let replay = crate::verification::replay_work(work_micro_ut, segments, count);
+    let evaluation =
+        ergon_job_spec::flops::flops_to_micro_ut(ergon_protocol::overhead::evaluation_flops(
+            forward_flops_per_sample,
+            spec.validation.samples,
+        ));
+    replay.saturating_add(evaluation)
+}
+
+/// Work (micro-ut) of one vote of a round of `job` that replays `count` segments.
+pub fn round_work<T: Config>(job: &JobOf<T>, count: u32) -> u128 {
+    let forward = job.spec.validate().map(|s| s.forward_flops_per_sample).unwrap_or(u128::MAX);
+    vote_work::<T>(&job.spec, job.work_micro_ut, job.segments(), count, forward)
+}
+
+/// Milliseconds of `MaxReplayWindow`.
+fn replay_window_ms<T: Config>() -> u64 {
+    T::MillisecsPerBlock::get().saturating_mul(T::MaxReplayWindow::get().saturated_into::<u64>())
+}
+
+/// Whole blocks `work` micro-ut take at `capacity` micro-ut per hour (the fraction of a block
+/// falls in `CommitWindow`'s margin).
+pub fn replay_blocks<T: Config>(work: u128, capacity: u128) -> BlockNumberFor<T> {
+    let ms = ergon_protocol::capacity::time_for(work, capacity);
+    (ms / T::MillisecsPerBlock::get().max(1)).saturated_into()
+}
+
+/// The block at which `entry` would finish a round of `work` drawn at `now`: after the rounds it
+/// was drawn for before, at its declared capacity.
+pub fn ready_at<T: Config>(
+    entry: &VerifierEntry<BlockNumberFor<T>>,
+    work: u128,
+    now: BlockNumberFor<T>,
+) -> BlockNumberFor<T> {
+    entry.busy_until.max(now).saturating_add(replay_blocks::<T>(work, entry.capacity))
+}
+
+/// Whether `entry` may be drawn at `now` for a round of `work` on a bundle trained on `bundle`:
+/// its class verifies the bundle, and it finishes within `MaxReplayWindow`.
+pub fn can_serve<T: Config>(
+    entry: &VerifierEntry<BlockNumberFor<T>>,
+    bundle: DeviceClass,
+    across_devices: bool,
+    work: u128,
+    now: BlockNumberFor<T>,
+) -> bool {
+    entry.class.verifies(bundle, across_devices)
+        && ready_at::<T>(entry, work, now) <= now.saturating_add(T::MaxReplayWindow::get())
+}
+
+/// Whether `entry`'s class and capacity could ever serve a round of `work` on `bundle` (with an
+/// empty queue): what the pool floor counts.
+pub fn could_serve<T: Config>(
+    entry: &VerifierEntry<BlockNumberFor<T>>,
+    bundle: DeviceClass,
+    across_devices: bool,
+    work: u128,
+) -> bool {
+    entry.class.verifies(bundle, across_devices)
+        && replay_blocks::<T>(work, entry.capacity) <= T::MaxReplayWindow::get()
+}
+
+/// The collateral a seat of `job`'s round replaying `count` segments freezes: its fee, or
+/// `VerifierCollateral` if that is more.
+pub fn seat_collateral<T: Config>(job: &JobOf<T>, price: BalanceOf<T>, count: u32) -> BalanceOf<T> {
+    let fee = crate::fees::vote_fee::<T>(
+        price,
+        job.work_micro_ut,
+        job.segments(),
+        count,
+        job.overhead_ppb(),
+    );
+    fee.max(T::VerifierCollateral::get())
+}
+
+impl<T: Config> Pallet<T> {
+    /// Most work (micro-ut) one vote may be: what the largest declarable capacity does within
+    /// `MaxReplayWindow`. A spec whose vote is more is refused (`VerificationTooLong`).
+    pub fn max_round_work() -> u128 {
+        ergon_protocol::capacity::work_in(T::MaxVerifierCapacity::get(), replay_window_ms::<T>())
+    }
+
+    /// The free bond a declared `capacity` needs: the collateral of a round filling `CommitWindow`
+    /// at that capacity and the replay floor ([`ergon_protocol::capacity::backing`]), or
+    /// `VerifierCollateral` if that is more.
+    pub fn capacity_backing(capacity: u128) -> BalanceOf<T> {
+        let window_ms = T::MillisecsPerBlock::get()
+            .saturating_mul(T::CommitWindow::get().saturated_into::<u64>());
+        let backing = ergon_protocol::capacity::backing(
+            capacity,
+            window_ms,
+            T::ReplayPricePerUt::get().saturated_into(),
+            T::VerifierFeeMarkup::get().deconstruct(),
+        );
+        backing.saturated_into::<BalanceOf<T>>().max(T::VerifierCollateral::get())
+    }
+}
