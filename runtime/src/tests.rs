@@ -539,31 +539,9 @@ fn draw_randomness_is_made_of_vrf_outputs_after_the_commitment() {
 /// round) its round was refused. Who can replay it is decided at the draw, by declared capacity.
 #[test]
 fn a_gpu_hour_job_passes_check_spec() {
-    let text = |role: &str, samples: u64| {
-        format!(
-            r#"{{"format":{{"type":"Tokens","width":"U16","vocab_size":50257,"seq_len":1024}},
-            "files":["https://data.example/{role}-000.bin","https://data.example/{role}-001.bin"],
-            "content_root":"0x{}","samples":{samples}}}"#,
-            "11".repeat(32)
-        )
-    };
-    let block = r#"{"type":"TransformerBlock","dim":768,"heads":12,"hidden":3072}"#;
-    let json = format!(
-        r#"{{"model":{{"layers":[
-            {{"type":"Embedding","vocab_size":50257,"dim":768}},
-            {{"type":"PositionalEmbedding","max_len":1024,"dim":768}},
-            {blocks},
-            {{"type":"LayerNorm","dim":768}},
-            {{"type":"TiedEmbeddingHead"}}]}},
-        "train":{train},"validation":{validation},
-        "optimizer":{{"type":"AdamW","lr":0.0006,"beta1":0.9,"beta2":0.95,"eps":1e-08,"weight_decay":0.1}},
-        "epochs":1,"batch_size":512,"checkpoint_interval":32}}"#,
-        blocks = vec![block; 12].join(","),
-        train = text("train", 1_800_000),
-        validation = text("val", 512),
-    );
     let spec: pallet_job_market_runtime_api::JobSpec =
-        serde_json::from_str(&json).expect("a GPT-2-small spec");
+        serde_json::from_str(include_str!("../examples/gpt2-small-h100-hour.json"))
+            .expect("a GPT-2-small spec");
     ext("development").execute_with(|| {
         let summary = pallet_job_market::spec_check::check::<Runtime>(&spec).expect("accepted");
         let ut = summary.training_micro_ut() / 1_000_000;

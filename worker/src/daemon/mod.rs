@@ -396,9 +396,8 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
         .map_err(|e| Fatal::Chain(e.into()))?;
     let (active, obligated) = match ledger {
         Some(v) => {
-            let l = v
-                .decode()
-                .map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?;
+            let l =
+                v.decode().map_err(|e| Fatal::Chain(ergon_client::subxt::Error::from(e).into()))?;
             (l.active, l.obligated)
         }
         None => (0, 0),
