@@ -2526,6 +2526,19 @@ mod capacity {
 
     const H100: DeviceClass = DeviceClass::Cuda { capability: 90 };
 
+    /// The trainer commits `job`'s bundle, declaring it trained on `device`.
+    fn submit_on(job: JobId, device: DeviceClass) -> frame_support::dispatch::DispatchResult {
+        JobMarket::submit_bundle(
+            origin(TRAINER),
+            job,
+            H256::repeat_byte(7),
+            uri(),
+            H256::repeat_byte(8),
+            ClaimedMetrics::default(),
+            device,
+        )
+    }
+
     fn declare(who: u64, class: DeviceClass, capacity: u128) {
         assert_ok!(JobMarket::set_verifier(origin(who), Some(VerifierOffer { class, capacity })));
     }
@@ -2650,26 +2663,10 @@ mod capacity {
             }
             let job = assigned(1_400, 600);
             assert_noop!(
-                JobMarket::submit_bundle(
-                    origin(TRAINER),
-                    job,
-                    H256::repeat_byte(7),
-                    uri(),
-                    H256::repeat_byte(8),
-                    ClaimedMetrics::default(),
-                    DeviceClass::Cuda { capability: 7 },
-                ),
+                submit_on(job, DeviceClass::Cuda { capability: 7 }),
                 Error::<Test>::InvalidDeviceClass
             );
-            assert_ok!(JobMarket::submit_bundle(
-                origin(TRAINER),
-                job,
-                H256::repeat_byte(7),
-                uri(),
-                H256::repeat_byte(8),
-                ClaimedMetrics::default(),
-                H100,
-            ));
+            assert_ok!(submit_on(job, H100));
             assert_eq!(BundleDevice::<Test>::get(job), Some(H100));
             run_to_block(3);
             let mut seated = verifiers(job);
@@ -2687,18 +2684,7 @@ mod capacity {
             assert_ok!(JobMarket::post_job(origin(OWNER), Box::new(cnn), 100_000, 5, now + 20));
             assert_ok!(JobMarket::bid(origin(TRAINER), id, 600));
             assert_ok!(JobMarket::accept_bid(origin(OWNER), id, TRAINER));
-            assert_noop!(
-                JobMarket::submit_bundle(
-                    origin(TRAINER),
-                    id,
-                    H256::repeat_byte(7),
-                    uri(),
-                    H256::repeat_byte(8),
-                    ClaimedMetrics::default(),
-                    H100,
-                ),
-                Error::<Test>::DeviceNotAllowed
-            );
+            assert_noop!(submit_on(id, H100), Error::<Test>::DeviceNotAllowed);
         });
     }
 
