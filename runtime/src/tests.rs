@@ -535,7 +535,7 @@ fn draw_randomness_is_made_of_vrf_outputs_after_the_commitment() {
 }
 
 /// Issue 37: a GPT-2-small-shaped job of about an H100-hour of bf16 training (≥ 3·10⁶ ut) passes
-/// the production runtime's `check_spec`; under the old flat limit (`MaxReplayWork` = 100 ut per
+/// the production runtime's `check_spec`; under the old flat limit (100 ut of replay per
 /// round) its round was refused. Who can replay it is decided at the draw, by declared capacity.
 #[test]
 fn a_gpu_hour_job_passes_check_spec() {

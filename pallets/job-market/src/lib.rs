@@ -4,7 +4,8 @@
 //!
 //! 1. [`Pallet::post_job`]: the spec is validated on chain (bounded size, shapes) and its training work
 //!    computed from the spec (never from a trainer's claim). The budget must pay at least
-//!    `MinPricePerUt` for that work, and a verifier's replay must fit its window (`MaxReplayWork`).
+//!    `MinPricePerUt` for that work, and one verifier's round must be at most what the largest
+//!    declarable capacity replays within `MaxReplayWindow` ([`Pallet::max_round_work`]).
 //!    A non-refundable `PostingFee`, plus `SlotRent` for every block until the deadline (an unfinished
 //!    job holds a slot that long), is burnt; the budget is held in escrow ([`HoldReason::Escrow`]).
 //!    An owner has at most `MaxOpenJobsPerOwner` unfinished jobs; `MaxActiveJobs` counts unfinished
@@ -17,14 +18,18 @@
 //!    freezes the price as the trainer's obligation collateral (trainer staking's
 //!    [`ergon_protocol::traits::Obligations`]).
 //! 3. [`Pallet::submit_bundle`] by the assigned trainer before the deadline commits the bundle's Merkle
-//!    root, URI, final-model hash and claimed metrics; the bid deposit comes back once validators
+//!    root, URI, final-model hash, claimed metrics and the device class it trained on; the bid
+//!    deposit comes back once validators
 //!    attest the bundle available. Missing the deadline, or committing a bundle they find
 //!    unavailable, slashes `TrainerSlash` of the collateral, forfeits the deposit to the owner and
 //!    refunds the owner: walking away costs more than the job paid.
 //! 4. Verification rounds ([`verification`]): VRF outputs of blocks after the commitment draw
-//!    `Verifiers` from the trainers who opted in ([`Pallet::set_verifier`]), weighted by their bond
-//!    (stake at risk, not ECP; never the trainer or the owner), each freezing `VerifierCollateral`
-//!    and each given `SegmentsPerRound` checkpoint segments to replay, every segment shared by
+//!    `Verifiers` from the trainers who opted in ([`Pallet::set_verifier`], declaring a device
+//!    class and a replay capacity backed by bond), weighted by their bond (stake at risk, not ECP;
+//!    never the trainer or the owner), among those whose class verifies the bundle's and who
+//!    replay the round within `MaxReplayWindow` after the rounds they hold ([`capacity`]), each
+//!    freezing the round's fee (at least `VerifierCollateral`) and each given `SegmentsPerRound`
+//!    checkpoint segments to replay, every segment shared by
 //!    exactly two verifiers (a ring: no replay is shared by the round, every pass is cross-checked).
 //!    A round needs two seats at least: a draw that seats fewer waits for later randomness.
 //!    Verifiers [`Pallet::commit_verdict`] then [`Pallet::reveal_verdict`]; a fail names the segment
@@ -1119,8 +1124,9 @@ pub mod pallet {
         }
 
         /// The assigned trainer commits its checkpoint bundle: Merkle `bundle_root`, where it is
-        /// served, the final model's hash and the claimed metrics. Verification starts with
-        /// randomness from a later block. A training that diverged commits the checkpoints before
+        /// served, the final model's hash, the claimed metrics and the `device` class it trained
+        /// on (only verifiers whose class verifies it are drawn; a spec that does not replay across
+        /// devices trains on the CPU). Verification starts with randomness from a later block. A training that diverged commits the checkpoints before
         /// the divergence and says where (`metrics.diverged_at`): a confirmed claim pays for the
         /// steps trained, and nobody is slashed.
         #[pallet::call_index(4)]
