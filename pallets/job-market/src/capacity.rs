@@ -27,7 +27,7 @@ use crate::{BalanceOf, Config, JobOf, Pallet, VerifierEntry};
 /// Work (micro-ut) of one vote replaying `count` of the job's segments: the replay's share of the
 /// training ([`crate::verification::replay_work`]) and the forward passes of the rules and the
 /// metrics ([`ergon_protocol::overhead::evaluation_flops`]).
-pub fn vote_work<T: Config>(
+pub fn vote_work(
     spec: &ergon_job_spec::JobSpec,
     work_micro_ut: u128,
     segments: u64,
@@ -46,12 +46,12 @@ pub fn vote_work<T: Config>(
 /// Work (micro-ut) of one vote of a round of `job` that replays `count` segments.
 pub fn round_work<T: Config>(job: &JobOf<T>, count: u32) -> u128 {
     let forward = job.spec.validate().map(|s| s.forward_flops_per_sample).unwrap_or(u128::MAX);
-    vote_work::<T>(&job.spec, job.work_micro_ut, job.segments(), count, forward)
+    vote_work(&job.spec, job.work_micro_ut, job.segments(), count, forward)
 }
 
-/// Milliseconds of `MaxReplayWindow`.
-fn replay_window_ms<T: Config>() -> u64 {
-    T::MillisecsPerBlock::get().saturating_mul(T::MaxReplayWindow::get().saturated_into::<u64>())
+/// Milliseconds of `blocks` blocks.
+fn blocks_ms<T: Config>(blocks: BlockNumberFor<T>) -> u64 {
+    T::MillisecsPerBlock::get().saturating_mul(blocks.saturated_into::<u64>())
 }
 
 /// Whole blocks `work` micro-ut take at `capacity` micro-ut per hour (the fraction of a block
@@ -113,18 +113,19 @@ impl<T: Config> Pallet<T> {
     /// Most work (micro-ut) one vote may be: what the largest declarable capacity does within
     /// `MaxReplayWindow`. A spec whose vote is more is refused (`VerificationTooLong`).
     pub fn max_round_work() -> u128 {
-        ergon_protocol::capacity::work_in(T::MaxVerifierCapacity::get(), replay_window_ms::<T>())
+        ergon_protocol::capacity::work_in(
+            T::MaxVerifierCapacity::get(),
+            blocks_ms::<T>(T::MaxReplayWindow::get()),
+        )
     }
 
     /// The free bond a declared `capacity` needs: the collateral of a round filling `CommitWindow`
     /// at that capacity and the replay floor ([`ergon_protocol::capacity::backing`]), or
     /// `VerifierCollateral` if that is more.
     pub fn capacity_backing(capacity: u128) -> BalanceOf<T> {
-        let window_ms = T::MillisecsPerBlock::get()
-            .saturating_mul(T::CommitWindow::get().saturated_into::<u64>());
         let backing = ergon_protocol::capacity::backing(
             capacity,
-            window_ms,
+            blocks_ms::<T>(T::CommitWindow::get()),
             T::ReplayPricePerUt::get().saturated_into(),
             T::VerifierFeeMarkup::get().deconstruct(),
         );

@@ -68,7 +68,7 @@ pub fn check<T: Config>(spec: &JobSpec) -> Result<SpecSummary, SpecRejection> {
 /// Work (micro-ut) of one verifier's regular round: `SegmentsPerRound` of the spec's segments
 /// and the rules' and metrics' evaluation ([`crate::capacity::vote_work`]).
 pub fn verification_work<T: Config>(spec: &JobSpec, summary: &SpecSummary) -> u128 {
-    crate::capacity::vote_work::<T>(
+    crate::capacity::vote_work(
         spec,
         summary.training_micro_ut(),
         summary.checkpoints.saturating_sub(1),

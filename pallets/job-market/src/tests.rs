@@ -2543,6 +2543,24 @@ mod capacity {
         assert_ok!(JobMarket::set_verifier(origin(who), Some(VerifierOffer { class, capacity })));
     }
 
+    /// A test network's pool floor, the trainer bonded, and each of `pool` bonded and declaring
+    /// its class and capacity.
+    fn network(pool: &[(u64, DeviceClass, u128)]) {
+        small_pool();
+        bond(TRAINER);
+        for &(who, class, capacity) in pool {
+            bond(who);
+            declare(who, class, capacity);
+        }
+    }
+
+    /// The seats of `job`'s current round, in account order.
+    fn seated(job: JobId) -> Vec<u64> {
+        let mut seated = verifiers(job);
+        seated.sort();
+        seated
+    }
+
     /// Work of a regular round's vote of the example job (2 segments and the evaluation).
     fn vote_work() -> u128 {
         let spec = example_spec();
@@ -2564,13 +2582,8 @@ mod capacity {
     #[test]
     fn a_verifier_is_never_drawn_beyond_its_declared_capacity() {
         new_test_ext().execute_with(|| {
-            small_pool();
-            bond(TRAINER);
             // Three verifiers, each replaying a vote in 12 blocks: one round at a time.
-            for who in [3, 4, 5] {
-                bond(who);
-                declare(who, DeviceClass::Cpu, capacity_for(12));
-            }
+            network(&[3, 4, 5].map(|who| (who, DeviceClass::Cpu, capacity_for(12))));
             let first = assigned(1_400, 600);
             let second = assigned(1_400, 600);
             submit(first);
@@ -2578,9 +2591,7 @@ mod capacity {
             run_to_block(3);
             let round = Rounds::<Test>::get(first).unwrap();
             assert_eq!(round.phase, Phase::Commit);
-            let mut seated = verifiers(first);
-            seated.sort();
-            assert_eq!(seated, vec![3, 4, 5]);
+            assert_eq!(seated(first), vec![3, 4, 5]);
             // Their commit window: 12 blocks of replay, then `CommitWindow` (5).
             assert_eq!(Jobs::<Test>::get(first).unwrap().timeout, 3 + 12 + 5);
             for who in [3, 4, 5] {
@@ -2601,9 +2612,7 @@ mod capacity {
             // (15 + 12 ≤ 7 + 20).
             run_to_block(7);
             assert_eq!(Rounds::<Test>::get(second).unwrap().phase, Phase::Commit);
-            let mut seated = verifiers(second);
-            seated.sort();
-            assert_eq!(seated, vec![3, 4, 5]);
+            assert_eq!(seated(second), vec![3, 4, 5]);
             assert_eq!(Jobs::<Test>::get(second).unwrap().timeout, 27 + 5);
             for who in [3, 4, 5] {
                 assert_eq!(VerifierPool::<Test>::get(who).unwrap().busy_until, 27);
@@ -2620,15 +2629,15 @@ mod capacity {
     #[test]
     fn a_job_whose_class_has_too_few_verifiers_waits_and_ends_with_nothing_held() {
         new_test_ext().execute_with(|| {
-            small_pool();
-            bond(TRAINER);
-            for who in [3, 4, 5] {
-                bond(who);
-                declare(who, H100, MaxVerifierCapacity::get());
-            }
-            // A CPU slower than the round needs (21 blocks > the 20-block replay window).
-            bond(6);
-            declare(6, DeviceClass::Cpu, capacity_for(21));
+            let gpu = MaxVerifierCapacity::get();
+            // Three GPUs, and a CPU slower than the round needs (21 blocks > the 20-block replay
+            // window).
+            network(&[
+                (3, H100, gpu),
+                (4, H100, gpu),
+                (5, H100, gpu),
+                (6, DeviceClass::Cpu, capacity_for(21)),
+            ]);
             let job = assigned(1_400, 600);
             submit(job);
             run_to_block(4);
@@ -2651,16 +2660,8 @@ mod capacity {
     #[test]
     fn the_bundle_class_decides_who_may_verify_it() {
         new_test_ext().execute_with(|| {
-            small_pool();
-            bond(TRAINER);
-            for who in [3, 4, 5] {
-                bond(who);
-                declare(
-                    who,
-                    if who == 3 { DeviceClass::Cpu } else { H100 },
-                    MaxVerifierCapacity::get(),
-                );
-            }
+            let most = MaxVerifierCapacity::get();
+            network(&[(3, DeviceClass::Cpu, most), (4, H100, most), (5, H100, most)]);
             let job = assigned(1_400, 600);
             assert_noop!(
                 submit_on(job, DeviceClass::Cuda { capability: 7 }),
@@ -2669,9 +2670,7 @@ mod capacity {
             assert_ok!(submit_on(job, H100));
             assert_eq!(BundleDevice::<Test>::get(job), Some(H100));
             run_to_block(3);
-            let mut seated = verifiers(job);
-            seated.sort();
-            assert_eq!(seated, vec![3, 4, 5], "the CPU replays a GPU's dense bundle too");
+            assert_eq!(seated(job), vec![3, 4, 5], "the CPU replays a GPU's dense bundle too");
 
             // A convolutional spec does not replay across devices: its bundle comes from a CPU.
             let cnn: ergon_job_spec::JobSpec = serde_json::from_str(include_str!(
@@ -2757,16 +2756,11 @@ mod capacity {
     #[test]
     fn a_seat_freezes_its_fee_when_that_is_more_than_the_least_collateral() {
         new_test_ext().execute_with(|| {
-            small_pool();
             // The replay floor puts a fee basis of 30 000 on the example job.
             let work = example_spec().validate().unwrap().training_micro_ut();
             ReplayPricePerUt::set(30_000 * 1_000_000 / work);
-            bond(TRAINER);
-            for who in [3, 4, 5, 6] {
-                bond(who);
-                // A vote in 20 blocks: the bond backs it (a 5-block window's work: ≈ 9 000).
-                declare(who, DeviceClass::Cpu, capacity_for(20));
-            }
+            // A vote in 20 blocks: the bond backs it (a 5-block window's work: ≈ 9 000).
+            network(&[3, 4, 5, 6].map(|who| (who, DeviceClass::Cpu, capacity_for(20))));
             // Verifier 6's bond is mostly frozen elsewhere.
             use pallet_trainer_staking::{Obligation, Obligations};
             let elsewhere = Obligation::Verification { job: 99, round: 0 };
@@ -2784,9 +2778,7 @@ mod capacity {
             assert_eq!(crate::capacity::seat_collateral::<Test>(&record, 600, 2), fee);
             submit(job);
             run_to_block(3);
-            let mut seated = verifiers(job);
-            seated.sort();
-            assert_eq!(seated, vec![3, 4, 5], "6 cannot cover the fee");
+            assert_eq!(seated(job), vec![3, 4, 5], "6 cannot cover the fee");
             for who in [3, 4, 5] {
                 assert_eq!(
                     <TrainerStaking as Obligations<u64>>::collateral(

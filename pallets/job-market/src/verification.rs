@@ -263,6 +263,8 @@ fn draw<T: Config>(
     // stake cannot be had for free. Only those running the job's kernels (another revision's
     // replay of an honest bundle can be off by more than ε), on a class that verifies the bundle,
     // with a declared capacity that replays the round within `MaxReplayWindow`.
+    // The candidates' entries, read once: the seats are checked and queued from them.
+    let mut entries = alloc::collections::BTreeMap::new();
     let candidates: Vec<(T::AccountId, u64)> = if fresh.is_some() {
         VerifierPool::<T>::iter()
             .filter(|(who, entry)| {
@@ -275,6 +277,7 @@ fn draw<T: Config>(
             })
             .map(|(who, entry)| {
                 let weight = entry.weight.min(stake_weight::<T>(&who));
+                entries.insert(who.clone(), entry);
                 (who, weight)
             })
             .collect()
@@ -305,8 +308,8 @@ fn draw<T: Config>(
     let verifiers: Vec<T::AccountId> = order
         .into_iter()
         .filter(|v| {
-            let Some(entry) = VerifierPool::<T>::get(v) else { return false };
-            if !crate::capacity::can_serve::<T>(&entry, bundle, across, work, now) {
+            let Some(entry) = entries.get(v) else { return false };
+            if !crate::capacity::can_serve::<T>(entry, bundle, across, work, now) {
                 busy = true;
                 return false;
             }
@@ -366,12 +369,11 @@ fn draw<T: Config>(
     // Each seat's replay queues behind its earlier rounds; the round waits for the slowest.
     let mut last_ready = now;
     for v in &verifiers {
-        VerifierPool::<T>::mutate(v, |entry| {
-            if let Some(entry) = entry {
-                entry.busy_until = crate::capacity::ready_at::<T>(entry, work, now);
-                last_ready = last_ready.max(entry.busy_until);
-            }
-        });
+        if let Some(mut entry) = entries.remove(v) {
+            entry.busy_until = crate::capacity::ready_at::<T>(&entry, work, now);
+            last_ready = last_ready.max(entry.busy_until);
+            VerifierPool::<T>::insert(v, entry);
+        }
     }
     PastVerifiers::<T>::mutate(id, |past| {
         for v in &verifiers {

@@ -429,16 +429,9 @@ async fn startup(ctx: &Ctx) -> Result<(), Fatal> {
     let wanted = ctx.config.has(config::Role::Verifier);
     let ours = ergon_engine::KERNELS_REVISION;
     let offer = verifier_offer(ctx, &at, free).await?;
-    // An entry of another class (the machine changed) is declared again, like another revision's.
-    let declared = entry.map(|e| {
-        let same_class = offer.is_none_or(|(class, _)| e.class.0 == class);
-        if same_class {
-            e.kernels
-        } else {
-            u32::MAX
-        }
-    });
-    match policy::pool_move(wanted, declared, current) {
+    let our_class =
+        entry.as_ref().is_none_or(|e| offer.is_none_or(|(class, _)| e.class.0 == class));
+    match policy::pool_move(wanted, entry.map(|e| e.kernels), our_class, current) {
         policy::PoolMove::Stay => {}
         policy::PoolMove::Join => match offer {
             Some((class, capacity)) => {

@@ -112,16 +112,18 @@ pub enum PoolMove {
     Wait,
 }
 
-/// The move for a daemon that wants the verifier role (`wanted`), whose pool entry declares
-/// `entry` (`None`: not in the pool), when the chain pins new jobs and joiners to `current`.
+/// The move for a daemon that wants the verifier role (`wanted`), whose pool entry declares the
+/// kernels `entry` (`None`: not in the pool) and this machine's device class (`our_class`; an
+/// entry of another class, the machine changed, is stale like another revision's), when the
+/// chain pins new jobs and joiners to `current`.
 /// A worker stays in the pool after a runtime upgrade raised the revision, drawn for the jobs
 /// posted before it, until its operator upgrades it; it then joins again under the new revision.
-pub fn pool_move(wanted: bool, entry: Option<u32>, current: u32) -> PoolMove {
+pub fn pool_move(wanted: bool, entry: Option<u32>, our_class: bool, current: u32) -> PoolMove {
     let ours = ergon_engine::KERNELS_REVISION;
     match (wanted, entry) {
         (false, None) => PoolMove::Stay,
         (false, Some(_)) => PoolMove::Leave,
-        (true, Some(declared)) if declared == ours => PoolMove::Stay,
+        (true, Some(declared)) if declared == ours && our_class => PoolMove::Stay,
         (true, _) if current == ours => PoolMove::Join,
         (true, Some(_)) => PoolMove::Leave,
         (true, None) => PoolMove::Wait,
@@ -402,17 +404,27 @@ mod tests {
         assert_eq!(runs_kernels(ours), Ok(()));
         assert_eq!(runs_kernels(ours + 1), Err(NoBid::OtherKernels { job: ours + 1, ours }));
         // The chain runs this worker's revision.
-        assert_eq!(pool_move(true, None, ours), PoolMove::Join);
-        assert_eq!(pool_move(true, Some(ours), ours), PoolMove::Stay);
-        assert_eq!(pool_move(true, Some(ours - 1), ours), PoolMove::Join, "upgraded: declares it");
-        assert_eq!(pool_move(false, Some(ours), ours), PoolMove::Leave);
-        assert_eq!(pool_move(false, None, ours), PoolMove::Stay);
+        assert_eq!(pool_move(true, None, true, ours), PoolMove::Join);
+        assert_eq!(pool_move(true, Some(ours), true, ours), PoolMove::Stay);
+        assert_eq!(
+            pool_move(true, Some(ours - 1), true, ours),
+            PoolMove::Join,
+            "upgraded: declares it"
+        );
+        assert_eq!(pool_move(false, Some(ours), true, ours), PoolMove::Leave);
+        assert_eq!(pool_move(false, None, true, ours), PoolMove::Stay);
         // The chain moved on to the next revision, this worker not yet.
-        assert_eq!(pool_move(true, Some(ours), ours + 1), PoolMove::Stay, "drawn for older jobs");
-        assert_eq!(pool_move(true, None, ours + 1), PoolMove::Wait);
+        assert_eq!(
+            pool_move(true, Some(ours), true, ours + 1),
+            PoolMove::Stay,
+            "drawn for older jobs"
+        );
+        assert_eq!(pool_move(true, None, true, ours + 1), PoolMove::Wait);
         // The worker was upgraded before the chain: its entry declares kernels it no longer runs.
-        assert_eq!(pool_move(true, Some(ours - 1), ours - 1), PoolMove::Leave);
-        assert_eq!(pool_move(true, None, ours - 1), PoolMove::Wait);
+        assert_eq!(pool_move(true, Some(ours - 1), true, ours - 1), PoolMove::Leave);
+        assert_eq!(pool_move(true, None, true, ours - 1), PoolMove::Wait);
+        // The machine changed class (a GPU added or removed): declared again.
+        assert_eq!(pool_move(true, Some(ours), false, ours), PoolMove::Join);
     }
 
     /// A verifier declares its device's class and measured capacity, cut to what its bond backs
