@@ -15,7 +15,7 @@
 //! is more ([`seat_collateral`]): a fee of thousands of ERG on a GPU-hour job is not guarded by a
 //! collateral sized for toy jobs. A declaration must be backed by a free bond that covers a round
 //! filling the commit window at the declared capacity and the replay floor price
-//! ([`ergon_protocol::capacity::backing`]): declaring a capacity costs bond in proportion.
+//! ([`ergon_protocol::capacity::BackingTerms`]): declaring a capacity costs bond in proportion.
 
 use ergon_protocol::DeviceClass;
 use frame_support::traits::Get;
@@ -119,16 +119,21 @@ impl<T: Config> Pallet<T> {
         )
     }
 
+    /// The chain's terms for the bond behind a declared capacity: `CommitWindow`, the replay
+    /// floor, the fee markup and `VerifierCollateral`.
+    pub fn backing_terms() -> ergon_protocol::capacity::BackingTerms {
+        ergon_protocol::capacity::BackingTerms {
+            window_ms: blocks_ms::<T>(T::CommitWindow::get()),
+            replay_price_per_ut: T::ReplayPricePerUt::get().saturated_into(),
+            markup_ppb: T::VerifierFeeMarkup::get().deconstruct(),
+            least: T::VerifierCollateral::get().saturated_into(),
+        }
+    }
+
     /// The free bond a declared `capacity` needs: the collateral of a round filling `CommitWindow`
-    /// at that capacity and the replay floor ([`ergon_protocol::capacity::backing`]), or
-    /// `VerifierCollateral` if that is more.
+    /// at that capacity and the replay floor, or `VerifierCollateral` if that is more
+    /// ([`ergon_protocol::capacity::BackingTerms::backing`]).
     pub fn capacity_backing(capacity: u128) -> BalanceOf<T> {
-        let backing = ergon_protocol::capacity::backing(
-            capacity,
-            blocks_ms::<T>(T::CommitWindow::get()),
-            T::ReplayPricePerUt::get().saturated_into(),
-            T::VerifierFeeMarkup::get().deconstruct(),
-        );
-        backing.saturated_into::<BalanceOf<T>>().max(T::VerifierCollateral::get())
+        Self::backing_terms().backing(capacity).saturated_into()
     }
 }

@@ -2699,13 +2699,7 @@ mod capacity {
             // the floor plus the 20 % markup.
             assert_eq!(JobMarket::capacity_backing(120_000_000), 1_200_000);
             assert_eq!(JobMarket::capacity_backing(1), 1_000, "at least `VerifierCollateral`");
-            let backed = ergon_protocol::capacity::backed_capacity(
-                BOND,
-                30_000,
-                1_000_000,
-                200_000_000,
-                u128::MAX,
-            );
+            let backed = JobMarket::backing_terms().backed_capacity(BOND, u128::MAX);
             assert_noop!(
                 JobMarket::set_verifier(
                     origin(3),

@@ -355,7 +355,7 @@ async fn expected_block_time(chain: &Chain) -> Result<Duration, Fatal> {
 
 /// What this daemon declares when it joins the verifier pool: its device's class and measured
 /// capacity, no more than its `free` bond backs under the chain's rule
-/// ([`ergon_protocol::capacity::backed_capacity`] with the runtime's constants); `None` when the
+/// ([`ergon_protocol::capacity::BackingTerms`] with the runtime's constants); `None` when the
 /// bond does not back the chain's least capacity.
 async fn verifier_offer(
     ctx: &Ctx,
@@ -369,20 +369,15 @@ async fn verifier_offer(
             at.constants().entry(market.$name()).map_err(|e| chain_err(e.into()))?
         };
     }
-    let window = constant!(commit_window) as u64;
-    let block_ms = constant!(millisecs_per_block);
-    let price = constant!(replay_price_per_ut);
-    let markup = constant!(verifier_fee_markup).0;
-    let least = constant!(min_verifier_capacity);
-    let most = constant!(max_verifier_capacity);
-    let collateral = constant!(verifier_collateral);
-    if free < collateral {
-        return Ok(None);
-    }
-    let backed = |bond: u128| {
-        ergon_protocol::capacity::backed_capacity(bond, window * block_ms, price, markup, most)
+    let terms = ergon_protocol::capacity::BackingTerms {
+        window_ms: constant!(commit_window) as u64 * constant!(millisecs_per_block),
+        replay_price_per_ut: constant!(replay_price_per_ut),
+        markup_ppb: constant!(verifier_fee_markup).0,
+        least: constant!(verifier_collateral),
     };
-    Ok(ctx.policy.verifier_offer(backed, free, least))
+    let most = constant!(max_verifier_capacity);
+    let backed = |bond: u128| terms.backed_capacity(bond, most);
+    Ok(ctx.policy.verifier_offer(backed, free, constant!(min_verifier_capacity)))
 }
 
 /// Bonds up to `--bond` and joins the verifier pool, as the roles need.

@@ -433,15 +433,13 @@ mod tests {
     fn the_verifier_offer_is_the_device_cut_to_the_bond() {
         let erg = ergon_protocol::units::ERG;
         // The fast chain's window (120 blocks of 1.5 s), 20 ERG per ut, a 20 % markup.
-        let backed = |bond| {
-            ergon_protocol::capacity::backed_capacity(
-                bond,
-                180_000,
-                20 * erg,
-                200_000_000,
-                u128::MAX,
-            )
+        let terms = ergon_protocol::capacity::BackingTerms {
+            window_ms: 180_000,
+            replay_price_per_ut: 20 * erg,
+            markup_ppb: 200_000_000,
+            least: 100 * erg,
         };
+        let backed = |bond| terms.backed_capacity(bond, u128::MAX);
         let host = policy();
         assert_eq!(
             host.verifier_offer(backed, 1_000_000 * erg, 10 * MICRO),
