@@ -175,6 +175,32 @@ fn grandpa_equivocation_is_reported_to_offences_and_slashed() {
     });
 }
 
+/// im-online hears of a session's progress at twice BABE's pace: a heartbeat goes out by 40 % of the
+/// session (80 % of what im-online is told), not in its last fifth where few blocks are left to
+/// carry it.
+#[test]
+fn heartbeats_go_out_by_two_fifths_of_a_session() {
+    use frame_support::traits::EstimateNextSessionRotation;
+    use sp_runtime::Permill;
+    ext("local_testnet").execute_with(|| {
+        let start = pallet_babe::GenesisSlot::<Runtime>::get();
+        let length = crate::units::EPOCH_DURATION_IN_SLOTS;
+        let progress_at = |slot: u64| {
+            pallet_babe::CurrentSlot::<Runtime>::put(Slot::from(*start + slot));
+            let babe = Babe::estimate_current_session_progress(1).0.unwrap();
+            (
+                babe,
+                crate::configs::HeartbeatProgress::estimate_current_session_progress(1).0.unwrap(),
+            )
+        };
+        let (babe, heard) = progress_at(length * 2 / 5 - 1);
+        assert_eq!(babe, Permill::from_percent(40));
+        assert_eq!(heard, Permill::from_percent(80), "the heartbeat is due");
+        let (babe, heard) = progress_at(length * 3 / 4);
+        assert!(babe < Permill::one() && heard == Permill::one(), "{babe:?} {heard:?}");
+    });
+}
+
 #[test]
 fn the_block_author_is_rewarded() {
     ext("development").execute_with(|| {

@@ -5,8 +5,9 @@
 //! not more than two thirds and finality halts for good (the set cannot change without it). Here
 //! the two seats hold from genesis: `--chain local` with Eve and Ferdie added as genesis validators
 //! (1 000 ERG bonded, ECP 1 ut each, dev session keys) whose nodes are never started. Votes weigh by
-//! bond, so the four running validators (10 000 ERG each) finalize on their own; the session the
-//! sybils sit out without a block or a heartbeat (pallet-im-online) costs each a slash and its seat.
+//! bond, so the four running validators (10 000 ERG each) finalize on their own; the first judged
+//! session (session 1: the genesis session is not judged) the sybils sit out without a block or a
+//! heartbeat (pallet-im-online) costs each a slash and its seat.
 
 use std::{path::Path, process::Command, time::Duration};
 
@@ -94,7 +95,8 @@ fn sybil_seats_that_never_vote_neither_halt_finality_nor_keep_their_seats() {
     assert_same_finalized_chain(&all, 5);
     println!("finality with two of six seats silent: #5 finalized (votes 40 000 of 42 000)");
 
-    // They sit session 0 out: slashed and suspended at its end, out of the set from session 2.
+    // The genesis session is not judged (validators come up one by one); they sit session 1 out:
+    // slashed and suspended at its end, out of the set from session 3.
     wait_for("the sybils to lose their seats", Duration::from_secs(720), || {
         let validators = alice.session_validators();
         (!validators.contains(&eve) && !validators.contains(&ferdie)).then_some(())

@@ -8,6 +8,12 @@
 //! left out of the authority set for `UnresponsiveSuspension` sessions, and for the one session it
 //! was already queued for the runtime weighs its blocks and votes at the minimum
 //! ([`Pallet::is_suspended`]).
+//!
+//! The genesis session is not judged: a new network's validators start their nodes one by one,
+//! and the first of them opens session 0 with its first block, so a validator that came up a
+//! minute late would lose a seat it was given by the chain spec, and a slice of its bond, for no
+//! fault. A sybil holding a genesis seat gains one session (whose seats the spec's authors chose);
+//! from session 1 on every session is judged.
 
 use alloc::vec::Vec;
 use core::marker::PhantomData;
@@ -16,6 +22,9 @@ use sp_runtime::Perbill;
 use sp_staking::offence::{Offence, OffenceError, ReportOffence};
 
 use crate::{Config, CurrentSession, Event, Ledgers, Pallet, SlashReason, SuspendedUntil};
+
+/// The session the chain starts in, which is not judged (see the module's doc).
+pub const GENESIS_SESSION: sp_staking::SessionIndex = 0;
 
 /// pallet-im-online's `ReportUnresponsiveness`: slashes and suspends each offender at once (no
 /// pallet-offences in between, whose handler would treat it as an equivocation).
@@ -26,6 +35,9 @@ where
     O: Offence<(T::AccountId, Id)>,
 {
     fn report_offence(_reporters: Vec<T::AccountId>, offence: O) -> Result<(), OffenceError> {
+        if offence.session_index() == GENESIS_SESSION {
+            return Ok(());
+        }
         let offenders = offence.offenders();
         // im-online's own fraction grows with the share of the set offline (0 below a tenth);
         // a floor makes every missed session cost something.

@@ -315,6 +315,35 @@ fn attack_an_unresponsive_validator_is_slashed_and_loses_its_seat() {
     });
 }
 
+/// A new network's validators come up one by one: whoever missed the genesis session is neither
+/// slashed nor suspended (the first session after it is judged).
+#[test]
+fn the_genesis_session_is_not_judged() {
+    use sp_staking::offence::ReportOffence;
+    run(|| {
+        for who in [1, 2] {
+            assert_ok!(TrainerStaking::bond(origin(who), 1_000));
+            ComputePower::credit(&who, WorkKind::Training, 10_000);
+        }
+        Registered::set(vec![1, 2]);
+        let report = |session| {
+            let offence = Unresponsive { session, validators: 2, offenders: vec![(2, ())] };
+            <crate::ReportUnresponsive<Test> as ReportOffence<_, _, _>>::report_offence(
+                vec![],
+                offence,
+            )
+        };
+        assert_ok!(report(0));
+        assert_eq!(held(2), 1_000);
+        assert_eq!(SuspendedUntil::<Test>::get(2), None);
+        assert_eq!(TrainerStaking::select_authorities(2), vec![1, 2]);
+        <TrainerStaking as SessionManager<u64>>::start_session(1);
+        assert_ok!(report(1));
+        assert_eq!(held(2), 990);
+        assert!(SuspendedUntil::<Test>::get(2).is_some());
+    });
+}
+
 fn offence(who: u64) -> OffenceDetails<u64, (u64, ())> {
     OffenceDetails { offender: (who, ()), reporters: vec![] }
 }
