@@ -4,7 +4,7 @@
 
 use std::{env, path::PathBuf, process::Command};
 
-const KERNELS: &[&str] = &["update", "kernels"];
+const KERNELS: &[&str] = &["update", "kernels", "attention"];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CUDA_COMPUTE_CAP");

@@ -10,7 +10,10 @@
 //!
 //! The worker's test `worker/engine/tests/kernels.rs` pins the bits each kernel family gives to
 //! this number: a change that moves them fails it until the revision is bumped, which takes a
-//! runtime upgrade to reach the chain.
+//! runtime upgrade to reach the chain. The GPU's kernels are not pinned: a GPU may only train specs
+//! that replay across devices (`ergon_protocol::device`), whose replays are measured against ε
+//! between any two devices already, so a GPU kernel that moves its own last bits (the tiled
+//! attention did) changes no verdict.
 
 /// The kernels revision of this release: the worker's, and the one the runtime pins new jobs to.
 pub const KERNELS_REVISION: u32 = 1;

@@ -1,8 +1,8 @@
-//! The ops' CUDA kernels (`update.cu`, `kernels.cu`), compiled to PTX by the build script, and their
-//! launches. Each kernel but the attention's is its CPU twin's arithmetic in the same order, so
-//! those ops give the same bits on either device; the attention's dot products are plain loops
-//! where the CPU's come from gemm (tested on a GPU by the `on_a_gpu_*` tests, which skip where
-//! none opens).
+//! The ops' CUDA kernels (`update.cu`, `kernels.cu`, `attention.cu`), compiled to PTX by the build
+//! script, and their launches. Each kernel but the attention's is its CPU twin's arithmetic in the
+//! same order, so those ops give the same bits on either device; the attention is tiled
+//! (flash-attention's online softmax), within f32 rounding of the CPU's (tested on a GPU by the
+//! `on_a_gpu_*` tests, which skip where none opens).
 
 use std::ops::Range;
 
@@ -21,6 +21,10 @@ const UPDATE: (&str, &str) =
 /// The ops' forward and backward kernels (`kernels.cu`).
 pub(super) const KERNELS: (&str, &str) =
     ("ergon-kernels", include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx")));
+
+/// The causal attention's forward and backward kernels (`attention.cu`).
+pub(super) const ATTENTION: (&str, &str) =
+    ("ergon-attention", include_str!(concat!(env!("OUT_DIR"), "/attention.ptx")));
 
 /// Threads per block; the kernels loop over the elements (or rows) past the grid.
 const BLOCK: u32 = 256;
@@ -70,6 +74,21 @@ macro_rules! launch {
     }};
 }
 pub(super) use launch;
+
+/// Runs kernel `$name` of `$module` (`(name, ptx)`) with launch configuration `$config` and the
+/// arguments that follow (those of the kernel's signature, in order).
+macro_rules! launch_with {
+    ($device:expr, $module:expr, $name:expr, $config:expr, $($arg:expr),+ $(,)?) => {{
+        let (module, ptx) = $module;
+        let func = $device.get_or_load_custom_func($name, module, ptx)?;
+        let mut args = func.builder();
+        $( candle_core::cuda::cudarc::driver::PushKernelArg::arg(&mut args, $arg); )+
+        // SAFETY: the arguments are those of the kernel's signature, in order, with views of the
+        // lengths the kernel indexes.
+        candle_core::cuda::WrapErr::w(unsafe { args.launch($config) })?;
+    }};
+}
+pub(super) use launch_with;
 
 /// The output of an op: `data` wrapped as a storage of `device`.
 pub(super) fn storage(data: CudaSlice<f32>, device: CudaDevice) -> CudaStorage {
@@ -229,31 +248,42 @@ mod tests {
         }
     }
 
-    /// The GPU's attention is the CPU's within f32 rounding, value and gradient: its dot products
-    /// are plain loops and the CPU's come from gemm, so the bits differ (each device repeats its
-    /// own). Needs a GPU; skipped where none opens.
+    /// The GPU's tiled attention is the CPU's within f32 rounding, value and gradient, and repeats
+    /// its own bits: its dot products and softmax run in their own order (online, over tiles of
+    /// keys) where the CPU's come from gemm. Heads of every kernel width, one not a multiple of
+    /// four columns, sequences shorter and longer than a block of rows and a tile of keys. Needs a
+    /// GPU; skipped where none opens.
     #[test]
     fn on_a_gpu_attention_is_the_cpus_within_rounding() {
         let Ok(gpu) = Device::new_cuda(0) else {
             eprintln!("no CUDA GPU: skipped");
             return;
         };
-        let qkv = randn(&[3, 37, 3 * 32], 10).to_dtype(DType::F32).unwrap();
-        let w = randn(&[3, 37, 32], 11).to_dtype(DType::F32).unwrap();
-        let f = |a: &[Tensor], _: &Device| ops::causal_attention(&a[0], 4).unwrap();
-        let cpu = value_and_grads(&Device::Cpu, std::slice::from_ref(&qkv), &w, &f);
-        let on_gpu = value_and_grads(&gpu, &[qkv], &w, &f);
-        for (i, (c, g)) in cpu.iter().zip(&on_gpu).enumerate() {
-            let (c, g): (Vec<f32>, Vec<f32>) = (
-                c.iter().map(|b| f32::from_bits(*b)).collect(),
-                g.iter().map(|b| f32::from_bits(*b)).collect(),
-            );
-            let scale = c.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let worst = c.iter().zip(&g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-            assert!(
-                c.len() == g.len() && worst <= 1e-5 * scale,
-                "output {i}: off by {worst} of {scale}"
-            );
+        // (samples, positions, width, heads): heads 8, 64, 100, 16, 200 columns wide.
+        let shapes =
+            [(3, 37, 32, 4), (2, 130, 128, 2), (1, 70, 100, 1), (4, 64, 64, 4), (1, 65, 200, 1)];
+        for (seed, (b, t, d, h)) in shapes.into_iter().enumerate() {
+            let seed = 10 + 2 * seed as u8;
+            let qkv = randn(&[b, t, 3 * d], seed).to_dtype(DType::F32).unwrap();
+            let w = randn(&[b, t, d], seed + 1).to_dtype(DType::F32).unwrap();
+            let f = |a: &[Tensor], _: &Device| ops::causal_attention(&a[0], h).unwrap();
+            let cpu = value_and_grads(&Device::Cpu, std::slice::from_ref(&qkv), &w, &f);
+            let on_gpu = value_and_grads(&gpu, std::slice::from_ref(&qkv), &w, &f);
+            let again = value_and_grads(&gpu, std::slice::from_ref(&qkv), &w, &f);
+            assert!(on_gpu == again, "[{b}, {t}, {d}] in {h} heads: a second run differs");
+            for (i, (c, g)) in cpu.iter().zip(&on_gpu).enumerate() {
+                let (c, g): (Vec<f32>, Vec<f32>) = (
+                    c.iter().map(|b| f32::from_bits(*b)).collect(),
+                    g.iter().map(|b| f32::from_bits(*b)).collect(),
+                );
+                let scale = c.iter().fold(0f32, |m, v| m.max(v.abs()));
+                let worst = c.iter().zip(&g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+                println!("attention [{b}, {t}, {d}] in {h} heads, output {i}: off by {worst:.2e} of {scale:.2e}");
+                assert!(
+                    c.len() == g.len() && worst <= 1e-5 * scale,
+                    "[{b}, {t}, {d}] in {h} heads, output {i}: off by {worst} of {scale}"
+                );
+            }
         }
     }
 }

@@ -11,16 +11,10 @@ use candle_core::{
 use rayon::prelude::*;
 
 #[cfg(feature = "cuda")]
-use super::gpu::{self, launch};
+use super::gpu::{self, launch_with};
 use super::{binary, contiguous, matmul, unary, Activation, Elem, Mat, Pointwise};
 #[cfg(feature = "cuda")]
-use candle_core::{
-    cuda::{
-        cudarc::driver::{CudaSlice, CudaView},
-        CudaDevice,
-    },
-    CudaStorage,
-};
+use candle_core::{cuda::cudarc::driver::LaunchConfig, CudaStorage};
 
 /// √(2/π), in the tanh approximation of GELU.
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
@@ -255,17 +249,28 @@ impl CustomOp1 for CausalAttention {
         Ok((y, Shape::from((l.dims()[0], g.t, g.d))))
     }
 
-    /// `kernels.cu`: the weights into a `[B, h, T, T]` buffer (a thread per score, then per row),
-    /// then a thread per output value (dot products in plain loops, not gemm's order).
+    /// `attention.cu`: a thread per query, the keys and values through shared memory in tiles,
+    /// the softmax online (no `[B, h, T, T]` buffer).
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
         let g = Heads::new(l.dims(), self.heads)?;
         let qkv = gpu::f32s(s, l)?;
-        let n = qkv.len() / 3;
-        let p = gpu_weights(&s.device, &qkv, g)?;
-        let y = gpu::alloc(&s.device, n)?;
-        let (count, t, d, h) = (n as u64, g.t as u32, g.d as u32, g.h as u32);
-        launch!(&s.device, "ergon_attention_f32", n, &qkv, &p, &y, &count, &t, &d, &h);
+        let launch = GpuAttention::new(g, l.dims()[0])?;
+        let y = gpu::alloc(&s.device, qkv.len() / 3)?;
+        let (t, d, h, scale) = launch.sizes();
+        let kernel = launch.kernel("forward");
+        launch_with!(
+            &s.device,
+            gpu::ATTENTION,
+            &kernel,
+            launch.config,
+            &qkv,
+            &y,
+            &t,
+            &d,
+            &h,
+            &scale
+        );
         Ok((gpu::storage(y, s.device.clone()), Shape::from((l.dims()[0], g.t, g.d))))
     }
 
@@ -381,32 +386,96 @@ impl CustomOp2 for CausalAttentionGrad {
         }
         let (qkv, dy) = (gpu::f32s(s1, l1)?, gpu::f32s(s2, l2)?);
         let device = &s1.device;
-        let p = gpu_weights(device, &qkv, g)?;
-        // The scores' gradients, a row of the weights' buffer per sample, head and query.
-        let ds = gpu::alloc(device, p.len())?;
+        let launch = GpuAttention::new(g, l1.dims()[0])?;
+        // Each row's largest score, softmax denominator and Σ p·∂p, then ∂q, ∂k and ∂v (each
+        // kernel writes its third of every row of ∂qkv).
+        let rows = launch.rows as u64;
+        let stats = gpu::alloc(device, 3 * launch.rows)?;
         let dqkv = gpu::alloc(device, qkv.len())?;
-        let rows = p.len() / g.t;
-        let (t, d, h, scale) = (g.t as u32, g.d as u32, g.h as u32, g.scale::<f32>());
-        let (row_count, n) = (rows as u64, dy.len() as u64);
-        let kernel = "ergon_attention_dscores_f32";
-        launch!(device, kernel, rows, &qkv, &dy, &p, &ds, &row_count, &t, &d, &h, &scale);
-        let kernel = "ergon_attention_dqkv_f32";
-        launch!(device, kernel, 2 * dy.len(), &qkv, &dy, &p, &ds, &dqkv, &n, &t, &d, &h);
+        let (t, d, h, scale) = launch.sizes();
+        let kernel = launch.kernel("stats");
+        launch_with!(
+            device,
+            gpu::ATTENTION,
+            &kernel,
+            launch.config,
+            &qkv,
+            &dy,
+            &stats,
+            &t,
+            &d,
+            &h,
+            &scale,
+            &rows
+        );
+        for part in ["dq", "dk", "dv"] {
+            let kernel = launch.kernel(part);
+            let config = launch.config;
+            launch_with!(
+                device,
+                gpu::ATTENTION,
+                &kernel,
+                config,
+                &qkv,
+                &dy,
+                &stats,
+                &dqkv,
+                &t,
+                &d,
+                &h,
+                &scale,
+                &rows
+            );
+        }
         Ok((gpu::storage(dqkv, device.clone()), l1.shape().clone()))
     }
 }
 
-/// Each sample's and head's attention weights on the GPU (`[B, h, T, T]`, the lower triangles):
-/// the scores, then their softmax in place.
+/// A launch of `attention.cu`'s kernels for `samples` samples of shape `g`.
 #[cfg(feature = "cuda")]
-fn gpu_weights(device: &CudaDevice, qkv: &CudaView<'_, f32>, g: Heads) -> Result<CudaSlice<f32>> {
-    let rows = qkv.len() / 3 / g.d * g.h;
-    let p = gpu::alloc(device, rows * g.t)?;
-    let (t, d, h, scale) = (g.t as u32, g.d as u32, g.h as u32, g.scale::<f32>());
-    let (weights, row_count) = ((rows * g.t) as u64, rows as u64);
-    launch!(device, "ergon_attention_scores_f32", rows * g.t, qkv, &p, &weights, &t, &d, &h);
-    launch!(device, "ergon_attention_softmax_f32", rows, &p, &row_count, &t, &scale);
-    Ok(p)
+struct GpuAttention {
+    g: Heads,
+    /// Rows of all samples' heads: `samples · h · T`.
+    rows: usize,
+    /// The kernels' width: the narrowest of theirs that holds a head.
+    width: usize,
+    /// A block of 64 threads for each 64 rows of each sample's head.
+    config: LaunchConfig,
+}
+
+#[cfg(feature = "cuda")]
+impl GpuAttention {
+    /// Threads per block, one per row (`ERGON_ROWS`).
+    const ROWS: usize = 64;
+    /// The kernels' widths (`ERGON_ATTENTION`).
+    const WIDTHS: [usize; 4] = [32, 64, 128, 256];
+
+    fn new(g: Heads, samples: usize) -> Result<GpuAttention> {
+        let Some(width) = Self::WIDTHS.into_iter().find(|&w| g.dh <= w) else {
+            bail!("attention on a GPU: heads of {} columns (at most 256)", g.dh);
+        };
+        let blocks = g.t.div_ceil(Self::ROWS);
+        let heads = samples * g.h;
+        if samples == 0 || blocks > 65_535 || heads > i32::MAX as usize {
+            bail!("attention on a GPU: {samples} samples of {} positions in {} heads", g.t, g.h);
+        }
+        let config = LaunchConfig {
+            grid_dim: (heads as u32, blocks as u32, 1),
+            block_dim: (Self::ROWS as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        Ok(GpuAttention { g, rows: heads * g.t, width, config })
+    }
+
+    /// The kernel `part` (forward, stats, dq, dk, dv) of this width.
+    fn kernel(&self, part: &str) -> String {
+        format!("ergon_flash_{part}_c{}", self.width)
+    }
+
+    /// The kernels' size arguments: T, d, h and 1/√dₕ.
+    fn sizes(&self) -> (u32, u32, u32, f32) {
+        (self.g.t as u32, self.g.d as u32, self.g.h as u32, self.g.scale::<f32>())
+    }
 }
 
 #[cfg(test)]
