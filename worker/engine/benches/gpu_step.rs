@@ -8,13 +8,20 @@
 //!     backward, optimizer): each phase's wall time once the GPU has finished it, and the host's
 //!     time to issue it (the calls return before the GPU is done). A phase whose issue time is
 //!     close to its wall time is bound by the host (launches, allocations), one far under it by
-//!     the GPU.
+//!     the GPU;
+//!   - one more eager step between `cuProfilerStart` and `cuProfilerStop`, so that a profiler
+//!     started with profiling off sees that step's kernels alone:
+//!     `ncu --profile-from-start off --metrics gpu__time_duration.sum --print-summary per-kernel`
+//!     gives what each kernel costs.
 //!
 //! Usage: `cargo bench -p ergon-engine --features cuda --bench gpu_step -- [SPEC] [STEPS]`.
 
 use std::{path::PathBuf, time::Instant};
 
-use candle_core::{DType, Device};
+use candle_core::{
+    cuda::{cudarc::driver::Profiler, WrapErr},
+    DType, Device,
+};
 use ergon_engine::{
     data, device, model, model::Model, optim::Optimizer, rng, step::Stepper, trajectory,
 };
@@ -115,6 +122,18 @@ fn main() -> ergon_engine::Result<()> {
         println!("{phase:<10} {:>10.3} {:>10.3}", ms(wall[i]), ms(issue[i]));
     }
     println!("{:<10} {:>10.3} {:>10.3}", "total", ms(wall.iter().sum()), ms(issue.iter().sum()));
+
+    // The profiled step (see the module's doc).
+    let (x, y) = batch(warm + steps)?;
+    sync(dev)?;
+    let profiled = Profiler::new().w()?;
+    let loss = model::cross_entropy(&model.forward(&x)?, &y)?;
+    let grads = loss.backward()?;
+    let grads: Vec<_> =
+        model.params.iter().map(|p| grads.get(p.var.as_tensor()).cloned()).collect();
+    opt.step(&model.params, &grads)?;
+    sync(dev)?;
+    drop(profiled);
     Ok(())
 }
 

@@ -11,29 +11,107 @@ typedef unsigned long long u64;
 #define ERGON_EACH(i, n) \
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < (n); i += (u64)blockDim.x * gridDim.x)
 
-// A row's mean and 1/√(var + eps) (`dense.rs::moments`).
-__device__ void ergon_moments(const float *row, unsigned d, float eps, float *mean, float *rstd) {
-    float n = (float)d, sum = 0.0f, sq = 0.0f;
-    for (unsigned i = 0; i < d; i++) sum = __fadd_rn(sum, row[i]);
-    float m = __fdiv_rn(sum, n);
-    for (unsigned i = 0; i < d; i++) {
-        float c = __fsub_rn(row[i], m);
-        sq = __fadd_rn(sq, __fmul_rn(c, c));
+// Row kernels (layer norm, cross-entropy) sum each row on one thread, in the CPU's order, but read
+// and write memory in tiles: a warp holds 32 rows (lane l the l-th), and for each 32 columns its
+// lanes load the tile row by row (each load 32 neighbouring values: coalesced), then each lane takes
+// its own row's values out of shared memory in column order. Launched with 256 threads a block
+// (`gpu::config`): eight warps, 256 rows a block.
+#define ERGON_WARPS 8
+#define ERGON_TILE 32
+
+// Each warp's group of 32 rows (first row r0), striding over the grid.
+#define ERGON_EACH_ROW_GROUP(r0, rows)                                                                \
+    for (u64 r0 = ((u64)blockIdx.x * (blockDim.x / ERGON_TILE) + threadIdx.x / ERGON_TILE) * ERGON_TILE; \
+         r0 < (rows); r0 += (u64)gridDim.x * blockDim.x)
+
+typedef float ErgonTile[ERGON_TILE][ERGON_TILE + 1];
+
+// Columns c0..c0+32 of rows r0..r0+32 of `src` ([rows, d]) into the warp's tile (zeros outside).
+__device__ __forceinline__ void ergon_tile_load(const float *src, u64 rows, unsigned d, u64 r0, unsigned c0, ErgonTile &tile) {
+    unsigned lane = threadIdx.x % ERGON_TILE, c = c0 + lane;
+    for (unsigned k = 0; k < ERGON_TILE; k++) {
+        u64 r = r0 + k;
+        tile[k][lane] = (r < rows && c < d) ? src[r * d + c] : 0.0f;
     }
+    __syncwarp();
+}
+
+// The tile back into `dst` (the same place in a [rows, d] matrix).
+__device__ __forceinline__ void ergon_tile_store(float *dst, u64 rows, unsigned d, u64 r0, unsigned c0, ErgonTile &tile) {
+    __syncwarp();
+    unsigned lane = threadIdx.x % ERGON_TILE, c = c0 + lane;
+    for (unsigned k = 0; k < ERGON_TILE; k++) {
+        u64 r = r0 + k;
+        if (r < rows && c < d) dst[r * d + c] = tile[k][lane];
+    }
+    __syncwarp();
+}
+
+// f(value, column) over this lane's row of `src`, in column order.
+template <typename F>
+__device__ __forceinline__ void ergon_row_pass(const float *src, u64 rows, unsigned d, u64 r0, ErgonTile &tile, F f) {
+    unsigned lane = threadIdx.x % ERGON_TILE;
+    for (unsigned c0 = 0; c0 < d; c0 += ERGON_TILE) {
+        ergon_tile_load(src, rows, d, r0, c0, tile);
+        unsigned n = min(ERGON_TILE, d - c0);
+        for (unsigned j = 0; j < n; j++) f(tile[lane][j], c0 + j);
+        __syncwarp();
+    }
+}
+
+// f(a, b, column) over this lane's rows of `a` and `b`, in column order; with `dst`, each f's
+// result is written there.
+template <typename F>
+__device__ __forceinline__ void ergon_row_pass2(
+    const float *a, const float *b, float *dst, u64 rows, unsigned d, u64 r0, ErgonTile &tile, F f) {
+    unsigned lane = threadIdx.x % ERGON_TILE;
+    for (unsigned c0 = 0; c0 < d; c0 += ERGON_TILE) {
+        float av[ERGON_TILE];
+        ergon_tile_load(a, rows, d, r0, c0, tile);
+#pragma unroll
+        for (unsigned j = 0; j < ERGON_TILE; j++) av[j] = tile[lane][j];
+        __syncwarp();
+        ergon_tile_load(b, rows, d, r0, c0, tile);
+        unsigned n = min(ERGON_TILE, d - c0);
+#pragma unroll
+        for (unsigned j = 0; j < ERGON_TILE; j++)
+            if (j < n) tile[lane][j] = f(av[j], tile[lane][j], c0 + j);
+        if (dst) ergon_tile_store(dst, rows, d, r0, c0, tile);
+        __syncwarp();
+    }
+}
+
+// This lane's row's mean and 1/√(var + eps) (`dense.rs::moments`).
+__device__ __forceinline__ void ergon_moments(
+    const float *x, u64 rows, unsigned d, u64 r0, float eps, ErgonTile &tile, float *mean, float *rstd) {
+    float n = (float)d, sum = 0.0f, sq = 0.0f;
+    ergon_row_pass(x, rows, d, r0, tile, [&](float v, unsigned) { sum = __fadd_rn(sum, v); });
+    float m = __fdiv_rn(sum, n);
+    ergon_row_pass(x, rows, d, r0, tile, [&](float v, unsigned) {
+        float c = __fsub_rn(v, m);
+        sq = __fadd_rn(sq, __fmul_rn(c, c));
+    });
     *mean = m;
     *rstd = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sq, n), eps)));
 }
 
-// y = (x − mean)·r·γ + β, a thread per row.
+// y = (x − mean)·r·γ + β, each row on one thread.
 extern "C" __global__ void ergon_layer_norm_f32(
     const float *x, const float *gamma, const float *beta, float *y, u64 rows, unsigned d, float eps) {
-    ERGON_EACH(r, rows) {
-        const float *xr = x + r * d;
+    __shared__ ErgonTile tiles[ERGON_WARPS];
+    ErgonTile &tile = tiles[threadIdx.x / ERGON_TILE];
+    unsigned lane = threadIdx.x % ERGON_TILE;
+    ERGON_EACH_ROW_GROUP(r0, rows) {
         float mean, rstd;
-        ergon_moments(xr, d, eps, &mean, &rstd);
-        for (unsigned i = 0; i < d; i++) {
-            float v = __fmul_rn(__fmul_rn(__fsub_rn(xr[i], mean), rstd), gamma[i]);
-            y[r * d + i] = __fadd_rn(v, beta[i]);
+        ergon_moments(x, rows, d, r0, eps, tile, &mean, &rstd);
+        for (unsigned c0 = 0; c0 < d; c0 += ERGON_TILE) {
+            ergon_tile_load(x, rows, d, r0, c0, tile);
+            unsigned n = min(ERGON_TILE, d - c0);
+            for (unsigned j = 0; j < n; j++) {
+                float v = __fmul_rn(__fmul_rn(__fsub_rn(tile[lane][j], mean), rstd), gamma[c0 + j]);
+                tile[lane][j] = __fadd_rn(v, beta[c0 + j]);
+            }
+            ergon_tile_store(y, rows, d, r0, c0, tile);
         }
     }
 }
@@ -42,25 +120,31 @@ extern "C" __global__ void ergon_layer_norm_f32(
 extern "C" __global__ void ergon_layer_norm_dx_f32(
     const float *x, const float *gamma, const float *dy, float *dx, float *moments, u64 rows,
     unsigned d, float eps) {
-    ERGON_EACH(r, rows) {
-        const float *xr = x + r * d, *dyr = dy + r * d;
+    __shared__ ErgonTile tiles[ERGON_WARPS];
+    ErgonTile &tile = tiles[threadIdx.x / ERGON_TILE];
+    unsigned lane = threadIdx.x % ERGON_TILE;
+    ERGON_EACH_ROW_GROUP(r0, rows) {
         float mean, rstd, g_mean = 0.0f, gx_mean = 0.0f, n = (float)d;
-        ergon_moments(xr, d, eps, &mean, &rstd);
-        for (unsigned i = 0; i < d; i++) {
-            float xhat = __fmul_rn(__fsub_rn(xr[i], mean), rstd);
-            float g = __fmul_rn(dyr[i], gamma[i]);
+        ergon_moments(x, rows, d, r0, eps, tile, &mean, &rstd);
+        ergon_row_pass2(x, dy, nullptr, rows, d, r0, tile, [&](float xv, float dyv, unsigned i) {
+            float xhat = __fmul_rn(__fsub_rn(xv, mean), rstd);
+            float g = __fmul_rn(dyv, gamma[i]);
             g_mean = __fadd_rn(g_mean, g);
             gx_mean = __fadd_rn(gx_mean, __fmul_rn(g, xhat));
-        }
+            return dyv;
+        });
         g_mean = __fdiv_rn(g_mean, n);
         gx_mean = __fdiv_rn(gx_mean, n);
-        for (unsigned i = 0; i < d; i++) {
-            float xhat = __fmul_rn(__fsub_rn(xr[i], mean), rstd);
-            float g = __fsub_rn(__fsub_rn(__fmul_rn(dyr[i], gamma[i]), g_mean), __fmul_rn(xhat, gx_mean));
-            dx[r * d + i] = __fmul_rn(rstd, g);
+        ergon_row_pass2(x, dy, dx, rows, d, r0, tile, [&](float xv, float dyv, unsigned i) {
+            float xhat = __fmul_rn(__fsub_rn(xv, mean), rstd);
+            float g = __fsub_rn(__fsub_rn(__fmul_rn(dyv, gamma[i]), g_mean), __fmul_rn(xhat, gx_mean));
+            return __fmul_rn(rstd, g);
+        });
+        u64 r = r0 + lane;
+        if (r < rows) {
+            moments[2 * r] = mean;
+            moments[2 * r + 1] = rstd;
         }
-        moments[2 * r] = mean;
-        moments[2 * r + 1] = rstd;
     }
 }
 
@@ -93,11 +177,12 @@ extern "C" __global__ void ergon_sum_partials_f32(const float *partial, float *o
     }
 }
 
-// A row's maximum and ln Σ exp(v − max) (`dense.rs::log_sum_exp`).
-__device__ void ergon_log_sum_exp(const float *row, unsigned classes, float *max, float *lse) {
-    float m = row[0], sum = 0.0f;
-    for (unsigned j = 0; j < classes; j++) m = row[j] > m ? row[j] : m;
-    for (unsigned j = 0; j < classes; j++) sum = __fadd_rn(sum, ergon_exp(__fsub_rn(row[j], m)));
+// This lane's row's maximum and ln Σ exp(v − max) (`dense.rs::log_sum_exp`).
+__device__ __forceinline__ void ergon_log_sum_exp(
+    const float *z, u64 rows, unsigned classes, u64 r0, ErgonTile &tile, float *max, float *lse) {
+    float m = 0.0f, sum = 0.0f;
+    ergon_row_pass(z, rows, classes, r0, tile, [&](float v, unsigned j) { m = j == 0 || v > m ? v : m; });
+    ergon_row_pass(z, rows, classes, r0, tile, [&](float v, unsigned) { sum = __fadd_rn(sum, ergon_exp(__fsub_rn(v, m))); });
     *max = m;
     *lse = ergon_ln(sum);
 }
@@ -105,12 +190,16 @@ __device__ void ergon_log_sum_exp(const float *row, unsigned classes, float *max
 // Each row's loss lse − (z[t] − max); a target out of range gives NaN (the host checked them).
 extern "C" __global__ void ergon_cross_entropy_rows_f32(
     const float *z, const unsigned *targets, float *losses, u64 rows, unsigned classes) {
-    ERGON_EACH(r, rows) {
-        const float *row = z + r * classes;
-        unsigned t = targets[r];
+    __shared__ ErgonTile tiles[ERGON_WARPS];
+    ErgonTile &tile = tiles[threadIdx.x / ERGON_TILE];
+    ERGON_EACH_ROW_GROUP(r0, rows) {
         float max, lse;
-        ergon_log_sum_exp(row, classes, &max, &lse);
-        losses[r] = t < classes ? __fsub_rn(lse, __fsub_rn(row[t], max)) : __uint_as_float(0x7fc00000u);
+        ergon_log_sum_exp(z, rows, classes, r0, tile, &max, &lse);
+        u64 r = r0 + threadIdx.x % ERGON_TILE;
+        if (r < rows) {
+            unsigned t = targets[r];
+            losses[r] = t < classes ? __fsub_rn(lse, __fsub_rn(z[r * classes + t], max)) : __uint_as_float(0x7fc00000u);
+        }
     }
 }
 
@@ -123,21 +212,29 @@ extern "C" __global__ void ergon_mean_f32(const float *losses, float *out, u64 r
     }
 }
 
-// scale · (softmax(row) − onehot(target)), a thread per row, with scale = ∂loss / divisor rounded
-// from f64 to f32 (as the CPU).
+// scale · (softmax(row) − onehot(target)), each row on one thread, with scale = ∂loss / divisor
+// rounded from f64 to f32 (as the CPU).
 extern "C" __global__ void ergon_cross_entropy_grad_f32(
     const float *z, const unsigned *targets, const float *grad, float *dz, u64 rows, unsigned classes,
     double divisor) {
+    __shared__ ErgonTile tiles[ERGON_WARPS];
+    ErgonTile &tile = tiles[threadIdx.x / ERGON_TILE];
+    unsigned lane = threadIdx.x % ERGON_TILE;
     float scale = __double2float_rn(__ddiv_rn((double)grad[0], divisor));
-    ERGON_EACH(r, rows) {
-        const float *row = z + r * classes;
-        float *out = dz + r * classes;
+    ERGON_EACH_ROW_GROUP(r0, rows) {
         float max, lse;
-        ergon_log_sum_exp(row, classes, &max, &lse);
-        for (unsigned j = 0; j < classes; j++)
-            out[j] = __fmul_rn(ergon_exp(__fsub_rn(__fsub_rn(row[j], max), lse)), scale);
-        unsigned t = targets[r];
-        if (t < classes) out[t] = __fsub_rn(out[t], scale);
+        ergon_log_sum_exp(z, rows, classes, r0, tile, &max, &lse);
+        u64 r = r0 + lane;
+        unsigned t = r < rows ? targets[r] : classes;
+        for (unsigned c0 = 0; c0 < classes; c0 += ERGON_TILE) {
+            ergon_tile_load(z, rows, classes, r0, c0, tile);
+            unsigned n = min(ERGON_TILE, classes - c0);
+            for (unsigned j = 0; j < n; j++) {
+                float v = __fmul_rn(ergon_exp(__fsub_rn(__fsub_rn(tile[lane][j], max), lse)), scale);
+                tile[lane][j] = c0 + j == t ? __fsub_rn(v, scale) : v;
+            }
+            ergon_tile_store(dz, rows, classes, r0, c0, tile);
+        }
     }
 }
 
