@@ -166,6 +166,17 @@ impl Chain {
         Ok(self.at().await?.runtime_apis().call(call).await?)
     }
 
+    /// The device class the trainer declared for job `id`'s bundle (`JobMarket.BundleDevice`), at
+    /// the finalized block: what its verifiers were drawn by, and what its manifest must name.
+    pub async fn bundle_device(&self, id: u64) -> Result<Option<ergon_protocol::DeviceClass>> {
+        let at = self.at().await?;
+        let query = runtime::storage().job_market().bundle_device();
+        match at.storage().try_fetch(query, (id,)).await? {
+            Some(v) => Ok(Some(v.decode().map_err(subxt::Error::from)?.0)),
+            None => Ok(None),
+        }
+    }
+
     /// Ids of the jobs `who` owns, bid on, trains or verifies.
     pub async fn jobs_of(&self, who: &AccountId32, limit: u32) -> Result<Vec<u64>> {
         let call = runtime::runtime_apis().job_market_api().jobs_of(*who, limit);

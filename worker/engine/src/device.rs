@@ -83,6 +83,17 @@ pub fn cache_layouts(device: &Device) -> LayoutCache {
     LayoutCache { _guard: None }
 }
 
+/// Whether a manifest's device (`cpu` or `cuda:<ordinal>`, as [`crate::trajectory::environment`]
+/// writes it) is of `class`, the class the trainer declared on chain for the bundle. The kind only:
+/// a manifest does not record a GPU's compute capability (a GPU's bundle replays within ε on any
+/// class anyway, so a capability declared wrongly only changes which GPUs are drawn).
+pub fn manifest_device_is_of(device: &str, class: ergon_protocol::DeviceClass) -> bool {
+    match class {
+        ergon_protocol::DeviceClass::Cpu => device == "cpu",
+        ergon_protocol::DeviceClass::Cuda { .. } => device.starts_with("cuda:"),
+    }
+}
+
 #[cfg(feature = "cuda")]
 fn open_cuda(ordinal: usize) -> Result<OpenDevice> {
     let gpu = |reason: String| Error::Gpu { ordinal, reason };
@@ -124,6 +135,17 @@ fn open_cuda(ordinal: usize) -> Result<OpenDevice> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_manifests_device_is_of_its_kind_of_class() {
+        use ergon_protocol::DeviceClass::{Cpu, Cuda};
+        let h100 = Cuda { capability: 90 };
+        assert!(manifest_device_is_of("cpu", Cpu));
+        assert!(manifest_device_is_of("cuda:0", h100) && manifest_device_is_of("cuda:3", h100));
+        assert!(!manifest_device_is_of("cpu", h100));
+        assert!(!manifest_device_is_of("cuda:0", Cpu));
+        assert!(!manifest_device_is_of("metal:0", Cpu) && !manifest_device_is_of("", h100));
+    }
 
     #[test]
     fn the_cpu_always_opens() {

@@ -236,6 +236,28 @@ fn a_bundle_of_another_precision_fails_the_manifest_check() {
 }
 
 #[test]
+fn attack_a_bundle_of_another_class_than_declared_fails_before_any_replay() {
+    // Attack (issue 37): train on a CPU and declare a GPU class on chain, so that GPU verifiers
+    // are drawn and replay the bundle on their CPUs, slower than the capacity they declared, and
+    // miss their window. The manifest names the CPU: the bundle fails the manifest check, and
+    // nothing is replayed.
+    use ergon_protocol::DeviceClass::{Cpu, Cuda};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    let mut opts = all_segments(&out);
+    opts.expected_class = Some(Cuda { capability: 90 });
+    let report = verify::verify(&spec, &opts).unwrap();
+    let failure = report.first_failure().unwrap();
+    assert_eq!(failure.name, "manifest");
+    assert!(failure.measured.contains("class declared on chain"), "{}", failure.measured);
+    assert!(!report.checks.iter().any(|c| c.name.starts_with("replay")), "{:?}", report.checks);
+    // Declared as what it is, it passes.
+    opts.expected_class = Some(Cpu);
+    assert!(verify::verify(&spec, &opts).unwrap().passed);
+}
+
+#[test]
 fn a_bundle_of_other_kernels_fails_and_a_worker_of_other_kernels_gives_no_verdict() {
     // Replay is exact only between identical kernels: the chain pins each job to a revision. A
     // bundle that names another (trained by an old or a patched worker) fails the manifest check;

@@ -73,7 +73,8 @@ impl Verifier {
                     // Committed: the finalized state shows it a few blocks later.
                     Some(_) => {}
                     None if !self.running.contains_key(&key) => {
-                        let Some(target) = Target::of(job) else { continue };
+                        let Some(mut target) = Target::of(job) else { continue };
+                        target.class = ctx.chain.bundle_device(id).await?;
                         // Drawn for a job of other kernels (the entry was left from before an
                         // upgrade of this worker): its replay could fail an honest trainer, so no
                         // vote; the seat's collateral pays for the operator's mistake.
@@ -167,6 +168,9 @@ struct Target {
     metrics: ergon_engine::bundle::OnChainMetrics,
     /// The kernels revision the job pins.
     kernels: u32,
+    /// The device class the trainer declared for the bundle (`BundleDevice`; read apart from the
+    /// job, `None` until then).
+    class: Option<ergon_protocol::DeviceClass>,
 }
 
 impl Target {
@@ -186,6 +190,7 @@ impl Target {
                 validation_accuracy_ppm: bundle.metrics.validation_accuracy_ppm,
             },
             kernels: job.kernels,
+            class: None,
         })
     }
 }
@@ -308,6 +313,7 @@ fn replay(
     opts.expected_final_model = Some(target.final_model);
     opts.expected_metrics = Some(target.metrics);
     opts.kernels = target.kernels;
+    opts.expected_class = target.class;
     opts.datasets = Some(datasets);
     opts.threads = Some(compute.threads());
     opts.device = compute.device();

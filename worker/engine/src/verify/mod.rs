@@ -7,7 +7,7 @@
 //! 2. **manifest**: the manifest describes this spec (spec hash, batch size, step and checkpoint
 //!    schedule), the prescribed seed (mandatory: from the job id and the trainer's account bytes),
 //!    f32 and the kernels revision the job pins (a worker of another revision gives no verdict:
-//!    [`crate::Error::OtherKernels`]);
+//!    [`crate::Error::OtherKernels`]), and a device of the class declared on chain;
 //! 1. **files** also holds every checkpoint to the spec's layout before reading it: only the
 //!    spec's model and optimizer tensors, with their shapes, in a file no larger than they take
 //!    ([`crate::bundle::Layout`]), so a padded bundle never raises the verifier's memory;
@@ -129,6 +129,9 @@ pub struct VerifyOptions {
     /// manifest must name it, and a worker of another revision does not verify
     /// ([`crate::Error::OtherKernels`]).
     pub kernels: u32,
+    /// The device class the trainer declared on chain for the bundle (`JobMarket.BundleDevice`),
+    /// if known: the manifest must name a device of it, or the bundle fails before any replay.
+    pub expected_class: Option<ergon_protocol::DeviceClass>,
     /// Device to replay on.
     pub device: Device,
     /// Run the six full-pass rules ([`full_pass`]).
@@ -161,6 +164,7 @@ impl VerifyOptions {
             expected_metrics: None,
             expected_divergence: None,
             kernels: crate::KERNELS_REVISION,
+            expected_class: None,
             device: Device::Cpu,
             full_pass: true,
             replay: true,

@@ -1,6 +1,7 @@
 //! 2. **manifest**: the manifest describes this spec (spec hash, batch size, step and checkpoint
 //!    schedule), the prescribed seed (mandatory: from the job id and the trainer's account bytes),
-//!    f32 and the kernels revision the job pins; its `final_train_loss` is the one its losses give,
+//!    f32, the kernels revision the job pins and a device of the class declared on chain; its
+//!    `final_train_loss` is the one its losses give,
 //!    and, given the chain's commitment, its metrics and divergence are the committed ones.
 
 use ergon_job_spec::{JobSpec, SpecSummary};
@@ -30,6 +31,17 @@ pub(in crate::verify) fn check(
             "kernels revision {} where the job pins {}",
             m.environment.kernels, opts.kernels
         ));
+    }
+    // The class the trainer declared on chain drew the verifiers: a CPU's bundle declared a GPU's
+    // would have GPU verifiers replay it on their CPUs, slower than the capacity they declared, and
+    // run them out of their window. It fails here, before any replay.
+    if let Some(class) = opts.expected_class {
+        if !crate::device::manifest_device_is_of(&m.environment.device, class) {
+            mismatches.push(format!(
+                "device {:?} where the class declared on chain is {class:?}",
+                m.environment.device
+            ));
+        }
     }
     // A diverged bundle holds the checkpoints and losses before its divergence.
     if let Some(step) = m.diverged_at {
