@@ -22,6 +22,9 @@
 # training step of each example, eagerly against its CUDA graph (the engine's `gpu_step` bench:
 # GPU_STEP names a built one, else cargo builds and runs it).
 #
+# Then Ergon's training step against PyTorch's on the same GPU, at GPT-small size (T 256 and T 1024)
+# and on the char transformer: ms/step, model TFLOP/s, peak memory and the ratios (see below).
+#
 # WORKER and WORKER_CUDA name the CPU and CUDA builds (default: this checkout's, built if missing:
 # the CUDA one through scripts/setup-cuda.sh). PyTorch is the `python3` on PATH (PYTHON to change).
 # The CUDA build needs cuBLAS, cuRAND and the CUDA runtime 13 on the library path (PyTorch's
@@ -68,6 +71,59 @@ for model in ${MODELS:-fashion-mnist-mlp fashion-mnist-cnn char-transformer}; do
             "worker/examples/$model.json" 200)
     fi
 done
+# Ergon's step against PyTorch's at real size and on the small example: a byte-level GPT-small
+# (scripts/lib/gpt_small_spec.py: 85.6 M parameters) at T 256 × batch 32 and T 1024 × batch 8, and
+# the char transformer. Ergon: the gpu_step bench (eager, then through a CUDA graph); PyTorch:
+# scripts/lib/torch_step.py (f32 with TF32 off, bf16 autocast with SDPA, a graphed f32 step), the
+# data on the GPU, in this run. TFLOP/s from one count of the model's FLOPs for both; peak GPU
+# memory as nvidia-smi sees it while each runs.
+step_bench() {
+    if [ -n "${GPU_STEP:-}" ]; then
+        "$GPU_STEP" "$@"
+    else
+        (source "$(scripts/setup-cuda.sh)" && CARGO_TARGET_DIR="$target/cuda" cargo bench \
+            --profile release --locked -p ergon-engine --features cuda --bench gpu_step -- "$@")
+    fi
+}
+# Runs "$@", keeps its JSON lines, and adds one with the peak GPU memory it used.
+with_peak_memory() {
+    (while sleep 0.25; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; done) \
+        > "$work/memory" &
+    local poll=$!
+    "$@" | grep '^{'
+    kill "$poll"
+    echo "{\"peak_mib\": $(sort -n "$work/memory" | tail -1)}"
+}
+text="$work/text.txt"
+cat README.md docs/*.md worker/src/*/*.rs > "$text"
+root="$("$worker" content-root "$text")"
+"$python" scripts/lib/gpt_small_spec.py "$text" "$root" 256 32 "$work/gpt-small-256.json"
+"$python" scripts/lib/gpt_small_spec.py "$text" "$root" 1024 8 "$work/gpt-small-1024.json"
+printf '\n%-22s %-9s %10s %8s %10s %s\n' spec side ms/step TFLOP/s "peak MiB" "ratio (PyTorch ms / Ergon ms)"
+for case in "$work/gpt-small-256.json:10:f32 bf16" "$work/gpt-small-1024.json:10:f32 bf16" \
+    "worker/examples/char-transformer.json:200:f32 graph"; do
+    IFS=: read -r spec steps variants <<<"$case"
+    with_peak_memory step_bench "$spec" "$steps" > "$work/ergon.json"
+    # shellcheck disable=SC2086 # the variants are words
+    with_peak_memory "$python" scripts/lib/torch_step.py "$spec" "$steps" $variants > "$work/torch.json"
+    "$python" - "$spec" "$work/ergon.json" "$work/torch.json" \
+        "$("$python" scripts/lib/torch_step.py --flops "$spec")" <<'PY'
+import json, os, sys
+spec, ergon, torch, flops = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+ergon = [json.loads(l) for l in open(ergon)]
+torch = [json.loads(l) for l in open(torch)]
+e_ms, e_peak = ergon[0]["graph_ms"], ergon[-1]["peak_mib"]
+name = os.path.basename(spec).removesuffix(".json")
+tf = lambda ms: flops / (ms / 1e3) / 1e12
+print(f"{name:<22} {'ergon':<9} {e_ms:10.2f} {tf(e_ms):8.1f} {e_peak:10d}")
+for t in torch[:-1]:
+    print(f"{'':<22} {'torch ' + t['variant']:<9} {t['ms']:10.2f} {tf(t['ms']):8.1f} {'':>10} "
+          f"{t['ms'] / e_ms:.2f}x")
+print(f"{'':<22} memory: Ergon {e_peak} MiB, PyTorch (all variants) {torch[-1]['peak_mib']} MiB: "
+      f"{e_peak / torch[-1]['peak_mib']:.2f}x")
+PY
+done
+
 segments="$(seq -s, 0 9)"
 
 # The checkpoints' digests and the losses of a bundle, hashed: equal for equal trainings.

@@ -4,13 +4,14 @@ byte-level text data resident on the GPU, timed with CUDA events after warm-up s
 
 Variants: `f32` (eager, TF32 off: the arithmetic of Ergon's f32 path), `bf16` (eager under bf16
 autocast, attention through SDPA's fused kernels), and `graph` (the f32 step captured whole in a
-CUDA graph, for models small enough that launches dominate). For each it prints one line:
+CUDA graph, for models small enough that launches dominate). For each it prints one JSON line:
 
-    torch VARIANT MS ms/step TFLOPS TFLOP/s ALLOC GB allocated RESERVED GB reserved
+    {"variant": "f32", "ms": …, "tflops": …, "allocated_gb": …, "reserved_gb": …}
 
-with the model FLOPs of `flops()` (the same count scripts/bench-gpu.sh applies to Ergon's step).
+with the model FLOPs of `flops()` (the count scripts/bench-gpu.sh applies to Ergon's step too:
+`torch_step.py --flops SPEC` prints it).
 
-Usage: torch_step.py SPEC.json STEPS VARIANT...
+Usage: torch_step.py SPEC.json STEPS VARIANT...  |  torch_step.py --flops SPEC.json
 """
 import json
 import sys
@@ -120,13 +121,17 @@ def run(spec, steps, variant):
     tflops = flops(spec) / (ms / 1e3) / 1e12
     alloc = torch.cuda.max_memory_allocated() / 1e9
     reserved = torch.cuda.max_memory_reserved() / 1e9
-    print(f"torch {variant} {ms:.2f} ms/step {tflops:.1f} TFLOP/s {alloc:.2f} GB allocated "
-          f"{reserved:.2f} GB reserved", flush=True)
+    print(json.dumps({"variant": variant, "ms": round(ms, 3), "tflops": round(tflops, 2),
+                      "allocated_gb": round(alloc, 3), "reserved_gb": round(reserved, 3)}),
+          flush=True)
     del model, opt
     torch.cuda.empty_cache()
 
 
 def main():
+    if sys.argv[1] == "--flops":
+        print(flops(json.load(open(sys.argv[2]))))
+        return
     spec = json.load(open(sys.argv[1]))
     steps = int(sys.argv[2])
     for variant in sys.argv[3:]:

@@ -14,6 +14,8 @@
 //!     `ncu --profile-from-start off --metrics gpu__time_duration.sum --print-summary per-kernel`
 //!     gives what each kernel costs.
 //!
+//! Last, the step times as one JSON line (`{"spec", "eager_ms", "graph_ms", "forward_ms", …}`).
+//!
 //! Usage: `cargo bench -p ergon-engine --features cuda --bench gpu_step -- [SPEC] [STEPS]`.
 
 use std::{path::PathBuf, time::Instant};
@@ -122,6 +124,16 @@ fn main() -> ergon_engine::Result<()> {
         println!("{phase:<10} {:>10.3} {:>10.3}", ms(wall[i]), ms(issue[i]));
     }
     println!("{:<10} {:>10.3} {:>10.3}", "total", ms(wall.iter().sum()), ms(issue.iter().sum()));
+    // The same, machine-readable (scripts/bench-gpu.sh reads it).
+    let times = serde_json::json!({
+        "spec": name,
+        "eager_ms": eager * 1e3,
+        "graph_ms": graph * 1e3,
+        "forward_ms": ms(wall[0]),
+        "backward_ms": ms(wall[1]),
+        "optimizer_ms": ms(wall[2]),
+    });
+    println!("{times}");
 
     // The profiled step (see the module's doc).
     let (x, y) = batch(warm + steps)?;
