@@ -66,16 +66,26 @@ fn uri() -> BundleUri {
     BundleUri::truncate_from(b"http://bundles.test/bundle/".to_vec())
 }
 
-fn submit(job: JobId) {
-    assert_ok!(JobMarket::submit_bundle(
+/// The trainer commits `job`'s bundle (a fixed root and final-model hash) with `metrics`,
+/// declaring it trained on `device`.
+fn commit_bundle(
+    job: JobId,
+    metrics: ClaimedMetrics,
+    device: ergon_protocol::DeviceClass,
+) -> frame_support::dispatch::DispatchResult {
+    JobMarket::submit_bundle(
         origin(TRAINER),
         job,
         H256::repeat_byte(7),
         uri(),
         H256::repeat_byte(8),
-        ClaimedMetrics::default(),
-        ergon_protocol::DeviceClass::Cpu
-    ));
+        metrics,
+        device,
+    )
+}
+
+fn submit(job: JobId) {
+    assert_ok!(commit_bundle(job, ClaimedMetrics::default(), ergon_protocol::DeviceClass::Cpu));
 }
 
 /// The drawn verifiers of the job's current round (after running to the draw).
@@ -697,15 +707,8 @@ fn happy_path_pays_trainer_and_verifiers_and_credits_training() {
 
 /// Commits a bundle that says the training diverged at `step`.
 fn submit_diverged(job: JobId, step: u64) -> frame_support::dispatch::DispatchResult {
-    JobMarket::submit_bundle(
-        origin(TRAINER),
-        job,
-        H256::repeat_byte(7),
-        uri(),
-        H256::repeat_byte(8),
-        ClaimedMetrics { diverged_at: Some(step), ..Default::default() },
-        ergon_protocol::DeviceClass::Cpu,
-    )
+    let metrics = ClaimedMetrics { diverged_at: Some(step), ..Default::default() };
+    commit_bundle(job, metrics, ergon_protocol::DeviceClass::Cpu)
 }
 
 /// The attack: an owner posts a spec that diverges (a learning rate far too high), so that whoever
@@ -2528,15 +2531,7 @@ mod capacity {
 
     /// The trainer commits `job`'s bundle, declaring it trained on `device`.
     fn submit_on(job: JobId, device: DeviceClass) -> frame_support::dispatch::DispatchResult {
-        JobMarket::submit_bundle(
-            origin(TRAINER),
-            job,
-            H256::repeat_byte(7),
-            uri(),
-            H256::repeat_byte(8),
-            ClaimedMetrics::default(),
-            device,
-        )
+        commit_bundle(job, ClaimedMetrics::default(), device)
     }
 
     fn declare(who: u64, class: DeviceClass, capacity: u128) {

@@ -60,21 +60,6 @@ pub(super) fn alloc(device: &CudaDevice, n: usize) -> Result<CudaSlice<f32>> {
     unsafe { device.alloc::<f32>(n.max(1)) }
 }
 
-/// Runs kernel `$name` of `kernels.cu` over `$n` elements or rows, with the arguments that follow
-/// (those of the kernel's signature, in order).
-macro_rules! launch {
-    ($device:expr, $name:expr, $n:expr, $($arg:expr),+ $(,)?) => {{
-        let (module, ptx) = $crate::ops::gpu::KERNELS;
-        let func = $device.get_or_load_custom_func($name, module, ptx)?;
-        let mut args = func.builder();
-        $( candle_core::cuda::cudarc::driver::PushKernelArg::arg(&mut args, $arg); )+
-        // SAFETY: the arguments are those of the kernel's signature in kernels.cu, in order, with
-        // views of the lengths the kernel indexes.
-        candle_core::cuda::WrapErr::w(unsafe { args.launch($crate::ops::gpu::config($n)) })?;
-    }};
-}
-pub(super) use launch;
-
 /// Runs kernel `$name` of `$module` (`(name, ptx)`) with launch configuration `$config` and the
 /// arguments that follow (those of the kernel's signature, in order).
 macro_rules! launch_with {
@@ -89,6 +74,21 @@ macro_rules! launch_with {
     }};
 }
 pub(super) use launch_with;
+
+/// Runs kernel `$name` of `kernels.cu` over `$n` elements or rows, with the arguments that follow
+/// (those of the kernel's signature, in order).
+macro_rules! launch {
+    ($device:expr, $name:expr, $n:expr, $($arg:expr),+ $(,)?) => {
+        $crate::ops::gpu::launch_with!(
+            $device,
+            $crate::ops::gpu::KERNELS,
+            $name,
+            $crate::ops::gpu::config($n),
+            $($arg),+
+        )
+    };
+}
+pub(super) use launch;
 
 /// The output of an op: `data` wrapped as a storage of `device`.
 pub(super) fn storage(data: CudaSlice<f32>, device: CudaDevice) -> CudaStorage {
