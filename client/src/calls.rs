@@ -53,9 +53,10 @@ pub fn post_job(
     runtime::tx().job_market().post_job(Static(spec.clone()), budget, bid_window, deadline)
 }
 
-/// `JobMarket::bid(job, price)`.
-pub fn bid(job: u64, price: u128) -> impl Payload {
-    runtime::tx().job_market().bid(job, price)
+/// `JobMarket::bid(job, price, device)`: the trainer's price for the job, trained on `device`
+/// (the class sets the price floor and binds the bundle's class).
+pub fn bid(job: u64, price: u128, device: DeviceClass) -> impl Payload {
+    runtime::tx().job_market().bid(job, price, Static(device))
 }
 
 /// `JobMarket::accept_bid(job, trainer)`.

@@ -26,6 +26,10 @@
         with = "::subxt::utils::Static<::ergon_protocol::DeviceClass>"
     ),
     substitute_type(
+        path = "ergon_protocol::device::PerClass<T>",
+        with = "::subxt::utils::Static<::ergon_protocol::PerClass<T>>"
+    ),
+    substitute_type(
         path = "ergon_drill::MatmulChain",
         with = "::subxt::utils::Static<::ergon_drill::MatmulChain>"
     )

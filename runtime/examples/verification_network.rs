@@ -104,8 +104,8 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let wanted: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let jobs_per_day: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1_000);
-    // What if the price floors were this many times lower (issue 37, item 4, open)? Fees and seat
-    // collateral are linear in the floor at a floor bid, so they are divided by it too.
+    // What if the price floors were this many times lower than the runtime's (a what-if)? Fees and
+    // seat collateral are linear in the floor at a floor bid, so they are divided by it too.
     let floor_divisor: u128 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1).max(1);
     let erg = ergon_protocol::units::ERG;
     let pool_cap: u32 = <Runtime as pallet_job_market::Config>::MaxVerifierPool::get();
@@ -151,7 +151,7 @@ fn main() {
     let work = summary.training_micro_ut();
     let segments = summary.checkpoints - 1;
     let min_price: u128 =
-        <<Runtime as pallet_job_market::Config>::MinPricePerUt as Get<u128>>::get();
+        <Runtime as pallet_job_market::Config>::MinPricePerUt::get().of(job_class());
     let price = work.saturating_mul(min_price) / 1_000_000;
     let bundle = BundleCommitment {
         root: Default::default(),
@@ -176,11 +176,13 @@ fn main() {
     };
     let per_vote: u32 = Market::get();
     let vote_work = capacity::round_work::<Runtime>(&job, per_vote);
-    let fee = fees::vote_fee::<Runtime>(price, work, segments, per_vote, job.overhead_ppb())
-        / floor_divisor;
+    let fee =
+        fees::vote_fee::<Runtime>(price, work, segments, per_vote, job.overhead_ppb(), job_class())
+            / floor_divisor;
     let least: u128 = <Runtime as pallet_job_market::Config>::VerifierCollateral::get();
-    let collateral =
-        (capacity::seat_collateral::<Runtime>(&job, price, per_vote) / floor_divisor).max(least);
+    let collateral = (capacity::seat_collateral::<Runtime>(&job, price, per_vote, job_class())
+        / floor_divisor)
+        .max(least);
     let price = price / floor_divisor;
     let seats: u32 = <Runtime as pallet_job_market::Config>::Verifiers::get();
     let seats = seats as usize;
@@ -266,7 +268,7 @@ fn main() {
             deadline: 600,
         }
         .into(),
-        C::bid { job: 1, price }.into(),
+        C::bid { job: 1, price, device: job_class() }.into(),
         C::submit_bundle {
             job: 1,
             bundle_root: Default::default(),

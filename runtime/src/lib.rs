@@ -101,10 +101,10 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: Cow::Borrowed("ergon"),
     impl_name: Cow::Borrowed("ergon-node"),
     authoring_version: 1,
-    spec_version: 111,
+    spec_version: 112,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
-    transaction_version: 1,
+    transaction_version: 2,
     system_version: 1,
 };
 
@@ -177,6 +177,7 @@ pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
 type Migrations = (
     pallet_job_market::migrations::SpecV2<Runtime>,
     pallet_job_market::migrations::VerifierCapacity<Runtime>,
+    pallet_job_market::migrations::BidClasses<Runtime>,
 );
 
 /// Executive: handles dispatch to the various pallets.

@@ -584,3 +584,53 @@ fn a_gpu_hour_job_passes_check_spec() {
         );
     });
 }
+
+/// Issue 37, item 4: the price floors follow the device class. The GPU-hour job costs GPU-hours
+/// at the floor, not CPU-hours (it cost 3·10⁷ ERG under the one CPU-sized floor): under 10⁵ ERG
+/// with every possible vote's fee reserved, a third or less of what the CPU's floors ask; and a
+/// GPU verifier's fee for a floor-priced vote pays its measured verification time at the GPU's
+/// hourly rate (`configs::prices`).
+#[test]
+fn a_gpu_hour_job_costs_gpu_hours_not_cpu_hours() {
+    use crate::configs::prices::{
+        GPU_HOUR, GPU_UT_PER_HOUR, GPU_VERIFICATION_PERCENT, MIN_PRICE_PER_UT,
+    };
+    use ergon_protocol::DeviceClass;
+    use frame_support::traits::Get;
+    let spec: pallet_job_market_runtime_api::JobSpec =
+        serde_json::from_str(include_str!("../examples/gpt2-small-h100-hour.json"))
+            .expect("a GPT-2-small spec");
+    let h100 = DeviceClass::Cuda { capability: 90 };
+    ext("development").execute_with(|| {
+        let summary = pallet_job_market::spec_check::check::<Runtime>(&spec).expect("accepted");
+        let work = summary.training_micro_ut();
+        let gpu = crate::JobMarket::least_budget_on(&spec, h100).expect("a budget");
+        let cpu = crate::JobMarket::least_budget_on(&spec, DeviceClass::Cpu).expect("a budget");
+        assert!(gpu < 100_000 * ERG, "{} ERG on a GPU", gpu / ERG);
+        // (Not 5.8 times less, as the least prices are: a GPU's verification measured 4.9 times
+        // its replay, so the fees reserved are most of a GPU job's budget.)
+        assert!(gpu * 3 <= cpu, "{} ERG on a GPU, {} on a CPU", gpu / ERG, cpu / ERG);
+        assert_eq!(crate::JobMarket::least_budget(&spec), Ok(gpu), "the cheapest class");
+        let price = crate::JobMarket::min_price_for(work, h100);
+        assert_eq!(price, (work * MIN_PRICE_PER_UT.gpu).div_ceil(1_000_000));
+
+        // A regular vote at the floor bid: its fee against its time on the GPU, verification
+        // overhead included.
+        let segments = summary.checkpoints - 1;
+        let replayed = <Runtime as pallet_job_market::Config>::SegmentsPerRound::get();
+        let overhead = pallet_job_market::spec_overhead_ppb(&spec);
+        let fee = pallet_job_market::fees::vote_fee::<Runtime>(
+            price, work, segments, replayed, overhead, h100,
+        );
+        let vote_ut = pallet_job_market::spec_check::verification_work::<Runtime>(&spec, &summary);
+        let gpu_time =
+            vote_ut * GPU_VERIFICATION_PERCENT / 100 * GPU_HOUR / (GPU_UT_PER_HOUR * 1_000_000);
+        assert!(fee >= gpu_time, "fee {fee} against {gpu_time} of GPU time");
+        // A CPU verifier is not drawn for it: the GPU's fees would not pay a CPU's replay.
+        assert!(!pallet_job_market::capacity::verifies_at_its_price::<Runtime>(
+            DeviceClass::Cpu,
+            h100,
+            spec.replays_across_devices()
+        ));
+    });
+}

@@ -37,7 +37,7 @@ fn committed_job(node: &Node, spec: &ergon_job_spec::JobSpec, root: [u8; 32], ur
     let best = node.block_number(None).expect("best block");
     // 20 ERG leave room for a 5 ERG price besides every possible verifier's fee.
     node.send(calls::post_job(spec, 20 * ERG, 10, best + 500), &alice, timeout);
-    node.send(calls::bid(id, 5 * ERG), &bob, timeout);
+    node.send(calls::bid(id, 5 * ERG, ergon_protocol::DeviceClass::Cpu), &bob, timeout);
     node.send(calls::accept_bid(id, &bob.public_key().0), &alice, timeout);
     node.send(
         calls::submit_bundle(

@@ -30,7 +30,7 @@ fn an_assigned_trainer_who_unbonds_and_walks_away_loses_its_collateral() {
     // runtime asks for, with a little slack for inclusion.
     let best = node.block_number(None).expect("best block");
     node.send(calls::post_job(&spec, 20 * ERG, 2, best + 28), &alice, timeout);
-    node.send(calls::bid(0, 5 * ERG), &bob, timeout);
+    node.send(calls::bid(0, 5 * ERG, ergon_protocol::DeviceClass::Cpu), &bob, timeout);
     node.send(calls::accept_bid(0, &bob.public_key().0), &alice, timeout);
     let job = node.call("ergon_job", json!([0])).expect("ergon_job");
     assert_eq!(job["state"]["status"], "assigned", "{job}");

@@ -118,7 +118,7 @@ fn a_lone_fail_opens_a_dispute_that_slashes_the_forger_and_pays_the_honest_verif
     let best = node.block_number(None).expect("best block");
     node.send(calls::post_job(&spec, budget, 5, best + 500), &alice, timeout);
     let job = 0;
-    node.send(calls::bid(job, price), &bob, timeout);
+    node.send(calls::bid(job, price, ergon_protocol::DeviceClass::Cpu), &bob, timeout);
     node.send(calls::accept_bid(job, &bob.public_key().0), &alice, timeout);
     let uri = format!("http://127.0.0.1:{}/job", server.port);
     node.send(

@@ -157,7 +157,7 @@ fn a_draw_is_not_computable_from_the_chain_at_the_commitment() {
     let best = node.block_number(None).expect("best block");
     let job = 0;
     node.send(calls::post_job(&spec, 20 * ERG, 5, best + 500), &alice, timeout);
-    node.send(calls::bid(job, 5 * ERG), &bob, timeout);
+    node.send(calls::bid(job, 5 * ERG, ergon_protocol::DeviceClass::Cpu), &bob, timeout);
     node.send(calls::accept_bid(job, &bob.public_key().0), &alice, timeout);
     node.send(
         calls::submit_bundle(

@@ -90,8 +90,8 @@ fn the_user_command_line_does_every_command_and_refuses_clearly() {
         (&["unbond", "1500"][..], "(MinBond = 1000 ERG)"),
         (&["rebond", "10"][..], "trainerStaking.NothingToRebond"),
         (&["withdraw"][..], "trainerStaking.NothingToWithdraw"),
-        (&["post-job", &spec, "--budget", "1"][..], "(MinPricePerUt = 10 ERG per ut)"),
-        (&["post-job", &spec, "--budget", "1"][..], "the least budget this spec takes is "),
+        (&["post-job", &spec, "--budget", "0.5"][..], "(MinBudget = 1 ERG)"),
+        (&["post-job", &spec, "--budget", "0.5"][..], "the least budget this spec takes is 1 ERG"),
         (&["post-job", &spec, "--budget", "100", "--bid-window", "100000"][..], "MaxBidWindow = "),
     ] {
         let args = [args, &["--key", "//Ferdie", "--yes"]].concat();

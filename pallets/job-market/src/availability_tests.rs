@@ -427,7 +427,12 @@ fn assigned_job(spec: ergon_job_spec::JobSpec) -> JobId {
         5,
         now + 20
     ));
-    assert_ok!(JobMarket::bid(RuntimeOrigin::signed(TRAINER), job, 500));
+    assert_ok!(JobMarket::bid(
+        RuntimeOrigin::signed(TRAINER),
+        job,
+        500,
+        ergon_protocol::DeviceClass::Cpu
+    ));
     assert_ok!(JobMarket::accept_bid(RuntimeOrigin::signed(OWNER), job, TRAINER));
     job
 }

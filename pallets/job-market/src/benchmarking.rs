@@ -16,6 +16,7 @@ use ergon_job_spec::{
     MAX_DATA_FILES, MAX_LAYERS, MAX_URI_LEN,
 };
 use ergon_protocol::traits::{BenchmarkTrainers, Obligation, Obligations};
+use ergon_protocol::DeviceClass;
 use frame_benchmarking::v2::*;
 use frame_support::traits::{fungible::Mutate, Get, Hooks};
 use frame_support::BoundedVec;
@@ -123,7 +124,7 @@ fn budget<T: Config>() -> BalanceOf<T> {
     let work = spec(MAX_LAYERS).validate().map(|s| s.training_micro_ut()).unwrap_or_default();
     T::MinBudget::get()
         .saturating_mul(1_000u32.into())
-        .max(Pallet::<T>::min_price_for(work).saturating_mul(2u32.into()))
+        .max(Pallet::<T>::min_price_for(work, DeviceClass::Cpu).saturating_mul(2u32.into()))
 }
 
 fn now<T: Config>() -> BlockNumberFor<T> {
@@ -149,12 +150,12 @@ fn post<T: Config>() -> (JobId, T::AccountId) {
 
 /// Fills the job's bids with `count` trainers (numbered from 1), the cheapest last.
 fn bids<T: Config>(job: JobId, count: u32) -> Vec<T::AccountId> {
-    let price = Pallet::<T>::max_price(&Jobs::<T>::get(job).expect("posted"));
+    let price = Pallet::<T>::max_price(&Jobs::<T>::get(job).expect("posted"), DeviceClass::Cpu);
     (1..=count)
         .map(|i| {
             let who = trainer::<T>(i);
             let price = price.saturating_sub(i.into());
-            Pallet::<T>::bid(RawOrigin::Signed(who.clone()).into(), job, price)
+            Pallet::<T>::bid(RawOrigin::Signed(who.clone()).into(), job, price, DeviceClass::Cpu)
                 .expect("an eligible trainer bids");
             who
         })
@@ -389,9 +390,9 @@ mod benchmarks {
         let last = trainer::<T>(T::MaxBids::get() + 1);
         // The lowest price allowed: better than every kept bid.
         let work = Jobs::<T>::get(job).map(|j| j.work_micro_ut).unwrap_or_default();
-        let price = Pallet::<T>::min_price_for(work).max(1u32.into());
+        let price = Pallet::<T>::min_price_for(work, DeviceClass::Cpu).max(1u32.into());
         #[extrinsic_call]
-        _(RawOrigin::Signed(last.clone()), job, price);
+        _(RawOrigin::Signed(last.clone()), job, price, DeviceClass::Cpu);
         assert_eq!(Bids::<T>::get(job).len() as u32, T::MaxBids::get());
         assert!(Bids::<T>::get(job).iter().any(|b| b.trainer == last));
     }

@@ -71,8 +71,21 @@ pub fn ready_at<T: Config>(
     entry.busy_until.max(now).saturating_add(replay_blocks::<T>(work, entry.capacity))
 }
 
+/// Whether a verifier of class `verifier` is drawn for bundles trained on `bundle`: its class
+/// verifies the bundle ([`DeviceClass::verifies`]) and the job's fee floor pays its class's
+/// (`ReplayPricePerUt`): a CPU, whose replay of a ut costs several GPUs', is not drawn for a
+/// GPU-priced job whose fees would not pay its time (issue 37, item 4).
+pub fn verifies_at_its_price<T: Config>(
+    verifier: DeviceClass,
+    bundle: DeviceClass,
+    across_devices: bool,
+) -> bool {
+    let floors = T::ReplayPricePerUt::get();
+    verifier.verifies(bundle, across_devices) && floors.of(verifier) <= floors.of(bundle)
+}
+
 /// Whether `entry` may be drawn at `now` for a round of `work` on a bundle trained on `bundle`:
-/// its class verifies the bundle, and it finishes within `MaxReplayWindow`.
+/// its class verifies the bundle at its price, and it finishes within `MaxReplayWindow`.
 pub fn can_serve<T: Config>(
     entry: &VerifierEntry<BlockNumberFor<T>>,
     bundle: DeviceClass,
@@ -80,7 +93,7 @@ pub fn can_serve<T: Config>(
     work: u128,
     now: BlockNumberFor<T>,
 ) -> bool {
-    entry.class.verifies(bundle, across_devices)
+    verifies_at_its_price::<T>(entry.class, bundle, across_devices)
         && ready_at::<T>(entry, work, now) <= now.saturating_add(T::MaxReplayWindow::get())
 }
 
@@ -92,19 +105,25 @@ pub fn could_serve<T: Config>(
     across_devices: bool,
     work: u128,
 ) -> bool {
-    entry.class.verifies(bundle, across_devices)
+    verifies_at_its_price::<T>(entry.class, bundle, across_devices)
         && replay_blocks::<T>(work, entry.capacity) <= T::MaxReplayWindow::get()
 }
 
-/// The collateral a seat of `job`'s round replaying `count` segments freezes: its fee, or
-/// `VerifierCollateral` if that is more.
-pub fn seat_collateral<T: Config>(job: &JobOf<T>, price: BalanceOf<T>, count: u32) -> BalanceOf<T> {
+/// The collateral a seat of `job`'s round replaying `count` segments of a bundle trained on
+/// `device` freezes: its fee, or `VerifierCollateral` if that is more.
+pub fn seat_collateral<T: Config>(
+    job: &JobOf<T>,
+    price: BalanceOf<T>,
+    count: u32,
+    device: DeviceClass,
+) -> BalanceOf<T> {
     let fee = crate::fees::vote_fee::<T>(
         price,
         job.work_micro_ut,
         job.segments(),
         count,
         job.overhead_ppb(),
+        device,
     );
     fee.max(T::VerifierCollateral::get())
 }
@@ -119,21 +138,27 @@ impl<T: Config> Pallet<T> {
         )
     }
 
-    /// The chain's terms for the bond behind a declared capacity: `CommitWindow`, the replay
-    /// floor, the fee markup and `VerifierCollateral`.
-    pub fn backing_terms() -> ergon_protocol::capacity::BackingTerms {
+    /// The chain's terms for the bond behind a capacity declared for `class`: `CommitWindow`,
+    /// the class's replay floor, the fee markup and `VerifierCollateral`.
+    pub fn backing_terms(class: DeviceClass) -> ergon_protocol::capacity::BackingTerms {
         ergon_protocol::capacity::BackingTerms {
             window_ms: blocks_ms::<T>(T::CommitWindow::get()),
-            replay_price_per_ut: T::ReplayPricePerUt::get().saturated_into(),
+            replay_price_per_ut: T::ReplayPricePerUt::get().of(class).saturated_into(),
             markup_ppb: T::VerifierFeeMarkup::get().deconstruct(),
             least: T::VerifierCollateral::get().saturated_into(),
         }
     }
 
-    /// The free bond a declared `capacity` needs: the collateral of a round filling `CommitWindow`
-    /// at that capacity and the replay floor, or `VerifierCollateral` if that is more
-    /// ([`ergon_protocol::capacity::BackingTerms::backing`]).
-    pub fn capacity_backing(capacity: u128) -> BalanceOf<T> {
-        Self::backing_terms().backing(capacity).saturated_into()
+    /// The free bond a `capacity` declared for `class` needs: the collateral of a round filling
+    /// `CommitWindow` at that capacity and the class's replay floor, or `VerifierCollateral` if
+    /// that is more ([`ergon_protocol::capacity::BackingTerms::backing`]).
+    pub fn capacity_backing(class: DeviceClass, capacity: u128) -> BalanceOf<T> {
+        Self::backing_terms(class).backing(capacity).saturated_into()
+    }
+
+    /// The device class `job` is trained on: its winning bid's (a job assigned before bids named
+    /// one was priced at the CPU's floor, the only one then).
+    pub fn job_device(job: crate::JobId) -> DeviceClass {
+        crate::BundleDevice::<T>::get(job).unwrap_or(DeviceClass::Cpu)
     }
 }

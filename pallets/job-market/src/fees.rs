@@ -9,7 +9,9 @@
 //! for the download and the collateral the verifier freezes (measured: `docs/pot-calibration.md`).
 //!
 //! **A floor whatever the bid** (issue 34, item 2): the price a fee is a share of is at least
-//! `ReplayPricePerUt` for the job's work ([`fee_basis`]). Fees used to follow the bid alone, so a
+//! `ReplayPricePerUt` of the job's device class for the job's work ([`fee_basis`]): the class its
+//! winning bid named, so a GPU-hour job pays its GPU verifiers for GPU time, not CPU time (issue 37,
+//! item 4). Fees used to follow the bid alone, so a
 //! trainer bidding the market's floor (`MinPricePerUt`) paid its verifiers less than their replay
 //! costs (measured uncached: 44.5 % of the training's time for a fee of 24.4 % of the price,
 //! `docs/pot-calibration.md`), and the seats it drew were better off not replaying. A forger, who
@@ -20,6 +22,7 @@
 //! an escrow that ran dry; what is not spent is refunded.
 
 use crate::{BalanceOf, Config};
+use ergon_protocol::DeviceClass;
 use frame_support::traits::Get;
 use sp_runtime::{
     helpers_128bit::multiply_by_rational_with_rounding,
@@ -58,31 +61,33 @@ fn share(segments: u64, replayed: u128, overhead_ppb: u64) -> (u128, u128) {
     (numerator, segments.saturating_mul(BILLION))
 }
 
-/// `ReplayPricePerUt` for `work_micro_ut` of work, rounded up: the least a fee is a share of.
-fn floor_basis<T: Config>(work_micro_ut: u128) -> u128 {
-    let per_ut: u128 = T::ReplayPricePerUt::get().saturated_into();
+/// `ReplayPricePerUt` of `device`'s tier for `work_micro_ut` of work, rounded up: the least a fee
+/// is a share of.
+fn floor_basis<T: Config>(work_micro_ut: u128, device: DeviceClass) -> u128 {
+    let per_ut: u128 = T::ReplayPricePerUt::get().of(device).saturated_into();
     multiply_by_rational_with_rounding(work_micro_ut, per_ut, 1_000_000, Rounding::Up)
         .unwrap_or(u128::MAX)
 }
 
-/// What a vote's fee is a share of: the trainer's `price`, or `ReplayPricePerUt` for the job's
-/// `work_micro_ut` when that is more.
-pub fn fee_basis<T: Config>(price: BalanceOf<T>, work_micro_ut: u128) -> u128 {
+/// What a vote's fee is a share of: the trainer's `price`, or `ReplayPricePerUt` of the job's
+/// class (`device`) for its `work_micro_ut` when that is more.
+pub fn fee_basis<T: Config>(price: BalanceOf<T>, work_micro_ut: u128, device: DeviceClass) -> u128 {
     let price: u128 = price.saturated_into();
-    price.max(floor_basis::<T>(work_micro_ut))
+    price.max(floor_basis::<T>(work_micro_ut, device))
 }
 
 /// The fee of a vote that replayed `replayed` of a job's `segments` segments, on a job of
-/// `work_micro_ut` whose rules and metrics cost `overhead_ppb` of its training, at `price` (or the
-/// floor, [`fee_basis`]), rounded up.
+/// `work_micro_ut` whose rules and metrics cost `overhead_ppb` of its training, trained on
+/// `device`, at `price` (or the class's floor, [`fee_basis`]), rounded up.
 pub fn vote_fee<T: Config>(
     price: BalanceOf<T>,
     work_micro_ut: u128,
     segments: u64,
     replayed: u32,
     overhead_ppb: u64,
+    device: DeviceClass,
 ) -> BalanceOf<T> {
-    let price = fee_basis::<T>(price, work_micro_ut);
+    let price = fee_basis::<T>(price, work_micro_ut, device);
     let (numerator, denominator) = share(segments, replayed as u128, overhead_ppb);
     let fee = multiply_by_rational_with_rounding(
         price,
@@ -95,7 +100,7 @@ pub fn vote_fee<T: Config>(
 }
 
 /// The highest price a job with `budget`, `work_micro_ut` of work, `segments` segments and an
-/// overhead of `overhead_ppb` can pay, so that the price plus the fees of every possible vote (each
+/// overhead of `overhead_ppb`, trained on `device`, can pay, so that the price plus the fees of every possible vote (each
 /// at most [`vote_fee`] of `SegmentsPerRound` segments) fit in the budget. With `a = (r / N + o) ×
 /// (1 + markup) × votes` and `F` the floor basis: `budget / (1 + a)` when that is at least `F`,
 /// else `budget − a × F` (the fees are then the floor's, whatever the price); rounded down.
@@ -104,6 +109,7 @@ pub fn max_price<T: Config>(
     work_micro_ut: u128,
     segments: u64,
     overhead_ppb: u64,
+    device: DeviceClass,
 ) -> BalanceOf<T> {
     let budget: u128 = budget.saturated_into();
     let (numerator, denominator) = share(segments, replayed_at_most::<T>(segments), overhead_ppb);
@@ -118,7 +124,7 @@ pub fn max_price<T: Config>(
         Rounding::Down,
     )
     .unwrap_or(0);
-    let floor = floor_basis::<T>(work_micro_ut);
+    let floor = floor_basis::<T>(work_micro_ut, device);
     let price = if price >= floor {
         price
     } else {
@@ -130,8 +136,8 @@ pub fn max_price<T: Config>(
     price.saturating_sub(votes_possible::<T>()).saturated_into()
 }
 
-/// The least budget `post_job` takes for a job of `work_micro_ut`, `segments` segments and an
-/// overhead of `overhead_ppb`: `MinBudget`, or more where the least price of the work
+/// The least budget for a job of `work_micro_ut`, `segments` segments and an overhead of
+/// `overhead_ppb`, trained on `device`: `MinBudget`, or more where the least price of the work
 /// (`min_price`) plus the reserve for every possible vote needs it — the smallest budget whose
 /// [`max_price`] reaches `min_price`. `max_price` never falls as the budget grows, so a doubling
 /// then a binary search finds it; a work so large that no balance pays for it gives the largest
@@ -141,9 +147,11 @@ pub fn least_budget<T: Config>(
     work_micro_ut: u128,
     segments: u64,
     overhead_ppb: u64,
+    device: DeviceClass,
 ) -> BalanceOf<T> {
     let pays = |budget: u128| {
-        max_price::<T>(budget.saturated_into(), work_micro_ut, segments, overhead_ppb) >= min_price
+        max_price::<T>(budget.saturated_into(), work_micro_ut, segments, overhead_ppb, device)
+            >= min_price
     };
     let mut low: u128 = T::MinBudget::get().saturated_into();
     if pays(low) {
@@ -170,14 +178,15 @@ pub fn least_budget<T: Config>(
     high.saturated_into()
 }
 
-/// What the owner has reserved for verification at `price`: every possible vote's fee.
+/// What the owner has reserved for verification at `price` on `device`: every possible vote's fee.
 pub fn reserve<T: Config>(
     price: BalanceOf<T>,
     work_micro_ut: u128,
     segments: u64,
     overhead_ppb: u64,
+    device: DeviceClass,
 ) -> BalanceOf<T> {
     let replayed = replayed_at_most::<T>(segments) as u32;
-    let per_vote = vote_fee::<T>(price, work_micro_ut, segments, replayed, overhead_ppb);
+    let per_vote = vote_fee::<T>(price, work_micro_ut, segments, replayed, overhead_ppb, device);
     per_vote.saturating_mul(votes_possible::<T>().saturated_into())
 }

@@ -4,21 +4,22 @@
 //!
 //! 1. [`Pallet::post_job`]: the spec is validated on chain (bounded size, shapes) and its training work
 //!    computed from the spec (never from a trainer's claim). The budget must pay at least
-//!    `MinPricePerUt` for that work, and one verifier's round must be at most what the largest
+//!    `MinPricePerUt` for that work (of the cheapest device class the spec may train on), and one verifier's round must be at most what the largest
 //!    declarable capacity replays within `MaxReplayWindow` ([`Pallet::max_round_work`]).
 //!    A non-refundable `PostingFee`, plus `SlotRent` for every block until the deadline (an unfinished
 //!    job holds a slot that long), is burnt; the budget is held in escrow ([`HoldReason::Escrow`]).
 //!    An owner has at most `MaxOpenJobsPerOwner` unfinished jobs; `MaxActiveJobs` counts unfinished
 //!    jobs only. [`Pallet::cancel_job`] refunds the budget in full before assignment.
-//! 2. [`Pallet::bid`] by eligible (bonded) trainers during the bid window, at least `MinPricePerUt`
-//!    for the work, holding a refundable `BidDeposit` ([`HoldReason::BidDeposit`]). When the window
+//! 2. [`Pallet::bid`] by eligible (bonded) trainers during the bid window, naming the device class
+//!    they train on, at least that class's `MinPricePerUt` for the work (a GPU's ut costs less
+//!    than a CPU's), holding a refundable `BidDeposit` ([`HoldReason::BidDeposit`]). When the window
 //!    closes the cheapest bid whose trainer can put up the collateral wins (ties: higher ECP, then
 //!    account); [`Pallet::accept_bid`] lets the owner pick one earlier. A price may use the budget minus
 //!    the verification reserve: the fee of every vote that could happen ([`fees`]). Assignment
 //!    freezes the price as the trainer's obligation collateral (trainer staking's
 //!    [`ergon_protocol::traits::Obligations`]).
 //! 3. [`Pallet::submit_bundle`] by the assigned trainer before the deadline commits the bundle's Merkle
-//!    root, URI, final-model hash, claimed metrics and the device class it trained on; the bid
+//!    root, URI, final-model hash, claimed metrics and the device class it trained on (its bid's); the bid
 //!    deposit comes back once validators
 //!    attest the bundle available. Missing the deadline, or committing a bundle they find
 //!    unavailable, slashes `TrainerSlash` of the collateral, forfeits the deposit to the owner and
@@ -143,7 +144,7 @@ pub mod pallet {
 
     /// 1: job specs v2 ([`crate::migrations::SpecV2`]); 2: verifiers declare a device class and a
     /// capacity ([`crate::migrations::VerifierCapacity`]).
-    const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
+    const STORAGE_VERSION: StorageVersion = StorageVersion::new(3);
 
     #[pallet::pallet]
     #[pallet::storage_version(STORAGE_VERSION)]
@@ -239,11 +240,11 @@ pub mod pallet {
         #[pallet::constant]
         type BidDeposit: Get<BalanceOf<Self>>;
 
-        /// Least price per ut (432·10⁹ FLOPs) of training work: a bid's price, and the budget less
-        /// the verification reserve, must pay at least this for the job's work. T credit is bought
-        /// at no less.
+        /// Least price per ut (432·10⁹ FLOPs) of training work, for the device class a bid names
+        /// (a CPU's ut costs several GPU ut): a bid's price, and the budget less the verification
+        /// reserve, must pay at least this for the job's work. T credit is bought at no less.
         #[pallet::constant]
-        type MinPricePerUt: Get<BalanceOf<Self>>;
+        type MinPricePerUt: Get<ergon_protocol::PerClass<BalanceOf<Self>>>;
 
         /// Share of the trainer's payment that is burnt: credit bought through a sham job (owner and
         /// trainer one person) costs at least this much, unrecoverably.
@@ -337,10 +338,11 @@ pub mod pallet {
         type Retention: Get<BlockNumberFor<Self>>;
 
         /// The least price per ut of work a verifier's fee is a share of, whatever the trainer
-        /// bid ([`fees::fee_basis`]): what a replay is measured to cost, so that a floor bid still
-        /// pays its verifiers to replay.
+        /// bid ([`fees::fee_basis`]), for the job's device class: what a verification on that class
+        /// is measured to cost, so that a floor bid still pays its verifiers to replay. A verifier
+        /// is drawn only for jobs whose floor pays its own class's ([`capacity::can_serve`]).
         #[pallet::constant]
-        type ReplayPricePerUt: Get<BalanceOf<Self>>;
+        type ReplayPricePerUt: Get<ergon_protocol::PerClass<BalanceOf<Self>>>;
 
         /// What a verifier earns above the share of the price its work is ([`fees::vote_fee`]: its
         /// replay, the rules and the metrics): the download and the collateral it freezes.
@@ -410,8 +412,9 @@ pub mod pallet {
         OptionQuery,
     >;
 
-    /// The device class each bundle under verification was trained on, as its trainer declared
-    /// with it: only verifiers whose class [`DeviceClass::verifies`] it are drawn.
+    /// The device class each assigned job is trained on, as its winning bid named (and its bundle
+    /// then declares): it sets the job's price floor and its verifiers' fee floor, and only
+    /// verifiers whose class [`DeviceClass::verifies`] it are drawn.
     #[pallet::storage]
     pub type BundleDevice<T: Config> = StorageMap<_, Twox64Concat, JobId, DeviceClass, OptionQuery>;
 
@@ -574,7 +577,7 @@ pub mod pallet {
             fee: BalanceOf<T>,
         },
         /// A trainer bid (or changed its bid).
-        BidPlaced { job: JobId, trainer: T::AccountId, price: BalanceOf<T> },
+        BidPlaced { job: JobId, trainer: T::AccountId, price: BalanceOf<T>, device: DeviceClass },
         /// A full bid list gave `trainer`'s bid's place to a better one; its deposit is released.
         BidOutbid { job: JobId, trainer: T::AccountId },
         /// A trainer was assigned; it must commit a bundle by `deadline`.
@@ -844,6 +847,9 @@ pub mod pallet {
         /// The spec's gradient accumulation or clipping cannot be: 0 micro-batches, a count that
         /// does not divide the batch size, or a clipping norm of 0.
         BadGradients,
+        /// The bundle's device class is not the one the trainer's bid named (its price and the
+        /// verifiers' fees were set for that class).
+        DeviceNotAsBid,
     }
 
     /// The job spec's limits (`ergon_job_spec`), in the metadata so that clients check a spec
@@ -948,10 +954,14 @@ pub mod pallet {
             let work_micro_ut = summary.training_micro_ut();
             let segments = summary.checkpoints.saturating_sub(1);
             ensure!(budget >= T::MinBudget::get(), Error::<T>::BudgetTooLow);
-            let min_price = Self::min_price_for(work_micro_ut);
+            // Enough for the floor of some class the spec may be trained on (the cheapest
+            // tier's trainers, at least, can bid).
+            let overhead = spec_overhead_ppb(&spec);
             ensure!(
-                fees::max_price::<T>(budget, work_micro_ut, segments, spec_overhead_ppb(&spec))
-                    >= min_price,
+                Self::classes_for(&spec).any(|device| {
+                    fees::max_price::<T>(budget, work_micro_ut, segments, overhead, device)
+                        >= Self::min_price_for(work_micro_ut, device)
+                }),
                 Error::<T>::BudgetBelowWorkPrice
             );
             ensure!(
@@ -1042,15 +1052,18 @@ pub mod pallet {
             Ok(())
         }
 
-        /// Bids `price` for an open job (replacing the caller's earlier bid). The caller must be an
-        /// eligible trainer, not the owner. On a full list the bid takes the place of the one that
-        /// would lose first, if it beats it ([`verification::outbid`]).
+        /// Bids `price` for an open job, to train it on `device` (replacing the caller's earlier
+        /// bid). The caller must be an eligible trainer, not the owner. The class sets the price
+        /// floor (`MinPricePerUt` of its tier) and the verifiers' fee floor (`ReplayPricePerUt`),
+        /// and binds the bundle: the trainer commits one of that class. On a full list the bid takes
+        /// the place of the one that would lose first, if it beats it ([`verification::outbid`]).
         #[pallet::call_index(2)]
         #[pallet::weight(Pallet::<T>::bid_weight())]
         pub fn bid(
             origin: OriginFor<T>,
             job: JobId,
             #[pallet::compact] price: BalanceOf<T>,
+            device: DeviceClass,
         ) -> DispatchResult {
             let trainer = ensure_signed(origin)?;
             let record = Jobs::<T>::get(job).ok_or(Error::<T>::JobNotFound)?;
@@ -1062,9 +1075,14 @@ pub mod pallet {
             ensure!(record.owner != trainer, Error::<T>::OwnJob);
             ensure!(T::Staking::is_eligible(&trainer), Error::<T>::NotEligible);
             ensure!(!price.is_zero(), Error::<T>::ZeroPrice);
-            ensure!(price <= Self::max_price(&record), Error::<T>::PriceAboveBudget);
+            ensure!(device.is_valid(), Error::<T>::InvalidDeviceClass);
             ensure!(
-                price >= Self::min_price_for(record.work_micro_ut),
+                device.may_train(record.spec.replays_across_devices()),
+                Error::<T>::DeviceNotAllowed
+            );
+            ensure!(price <= Self::max_price(&record, device), Error::<T>::PriceAboveBudget);
+            ensure!(
+                price >= Self::min_price_for(record.work_micro_ut, device),
                 Error::<T>::PriceBelowMinimum
             );
             // Checked again at assignment, when the collateral is frozen.
@@ -1074,10 +1092,13 @@ pub mod pallet {
             );
             Bids::<T>::try_mutate(job, |bids| -> DispatchResult {
                 match bids.iter_mut().find(|b| b.trainer == trainer) {
-                    Some(existing) => existing.price = price,
+                    Some(existing) => {
+                        existing.price = price;
+                        existing.device = device;
+                    }
                     None => {
                         let deposit = T::BidDeposit::get();
-                        let bid = Bid { trainer: trainer.clone(), price, deposit };
+                        let bid = Bid { trainer: trainer.clone(), price, deposit, device };
                         if bids.is_full() {
                             // The list keeps the best bids: this one (assignable, checked above)
                             // takes the place of the bid that would lose first, if it beats it.
@@ -1094,7 +1115,7 @@ pub mod pallet {
                 }
                 Ok(())
             })?;
-            Self::deposit_event(Event::BidPlaced { job, trainer, price });
+            Self::deposit_event(Event::BidPlaced { job, trainer, price, device });
             Ok(())
         }
 
@@ -1125,8 +1146,8 @@ pub mod pallet {
 
         /// The assigned trainer commits its checkpoint bundle: Merkle `bundle_root`, where it is
         /// served, the final model's hash, the claimed metrics and the `device` class it trained
-        /// on (only verifiers whose class verifies it are drawn; a spec that does not replay across
-        /// devices trains on the CPU). Verification starts with randomness from a later block. A training that diverged commits the checkpoints before
+        /// on, the one its bid named (only verifiers whose class verifies it are drawn; a spec
+        /// that does not replay across devices trains on the CPU). Verification starts with randomness from a later block. A training that diverged commits the checkpoints before
         /// the divergence and says where (`metrics.diverged_at`): a confirmed claim pays for the
         /// steps trained, and nobody is slashed.
         #[pallet::call_index(4)]
@@ -1158,6 +1179,11 @@ pub mod pallet {
             ensure!(
                 device.may_train(record.spec.replays_across_devices()),
                 Error::<T>::DeviceNotAllowed
+            );
+            // The bid fixed the class (a job assigned before bids named one is open to any).
+            ensure!(
+                BundleDevice::<T>::get(job).is_none_or(|bid| bid == device),
+                Error::<T>::DeviceNotAsBid
             );
             let bundle = BundleCommitment {
                 root: bundle_root,
@@ -1315,7 +1341,8 @@ pub mod pallet {
                         Error::<T>::CapacityOutOfRange
                     );
                     ensure!(
-                        T::Staking::free_collateral(&who) >= Self::capacity_backing(capacity),
+                        T::Staking::free_collateral(&who)
+                            >= Self::capacity_backing(class, capacity),
                         Error::<T>::CapacityNotBacked
                     );
                     let previous = VerifierPool::<T>::get(&who);
@@ -1373,30 +1400,61 @@ pub mod pallet {
     }
 
     impl<T: Config> Pallet<T> {
-        /// Highest price a bid may ask: what leaves the fees of every possible vote in the budget
-        /// ([`fees::max_price`]).
-        pub fn max_price(job: &JobOf<T>) -> BalanceOf<T> {
-            fees::max_price::<T>(job.budget, job.work_micro_ut, job.segments(), job.overhead_ppb())
+        /// Highest price a bid to train `job` on `device` may ask: what leaves the fees of every
+        /// possible vote, at that class's replay floor, in the budget ([`fees::max_price`]).
+        pub fn max_price(job: &JobOf<T>, device: DeviceClass) -> BalanceOf<T> {
+            fees::max_price::<T>(
+                job.budget,
+                job.work_micro_ut,
+                job.segments(),
+                job.overhead_ppb(),
+                device,
+            )
         }
 
         /// The least budget `post_job` takes for `spec` (what `ergon_checkSpec` shows a user before
         /// posting): `MinBudget`, or the least price of its work plus the reserve for every possible
         /// vote ([`fees::least_budget`]); the rule the spec breaks if `post_job` would refuse it.
+        ///
+        /// The least budget of any class the spec may be trained on ([`Self::least_budget_on`]):
+        /// at that budget only trainers of the cheapest class can bid.
         pub fn least_budget(spec: &JobSpec) -> Result<BalanceOf<T>, spec_check::SpecRejection> {
+            let cheapest = Self::classes_for(spec)
+                .map(|device| Self::least_budget_on(spec, device))
+                .collect::<Result<alloc::vec::Vec<_>, _>>()?;
+            Ok(cheapest.into_iter().min().unwrap_or_else(T::MinBudget::get))
+        }
+
+        /// The least budget for `spec` whose price floor and verification reserve are those of
+        /// `device` (what a bid naming that class needs).
+        pub fn least_budget_on(
+            spec: &JobSpec,
+            device: DeviceClass,
+        ) -> Result<BalanceOf<T>, spec_check::SpecRejection> {
             let summary = spec_check::check::<T>(spec)?;
             let work_micro_ut = summary.training_micro_ut();
             Ok(fees::least_budget::<T>(
-                Self::min_price_for(work_micro_ut),
+                Self::min_price_for(work_micro_ut, device),
                 work_micro_ut,
                 summary.checkpoints.saturating_sub(1),
                 spec_overhead_ppb(spec),
+                device,
             ))
         }
 
-        /// Least price of `work_micro_ut` of training: `MinPricePerUt` per ut, rounded up.
-        pub fn min_price_for(work_micro_ut: u128) -> BalanceOf<T> {
+        /// A class of each price tier `spec` may be trained on: the CPU, and a GPU when the spec
+        /// replays across devices (every GPU class is priced alike).
+        fn classes_for(spec: &JobSpec) -> impl Iterator<Item = DeviceClass> {
+            let gpu = DeviceClass::Cuda { capability: ergon_protocol::device::MIN_CUDA_CAPABILITY };
+            let gpu = gpu.may_train(spec.replays_across_devices()).then_some(gpu);
+            core::iter::once(DeviceClass::Cpu).chain(gpu)
+        }
+
+        /// Least price of `work_micro_ut` of training on `device`: `MinPricePerUt` of its tier per
+        /// ut, rounded up.
+        pub fn min_price_for(work_micro_ut: u128, device: DeviceClass) -> BalanceOf<T> {
             use sp_runtime::traits::SaturatedConversion;
-            let per_ut: u128 = T::MinPricePerUt::get().saturated_into();
+            let per_ut: u128 = T::MinPricePerUt::get().of(device).saturated_into();
             let price = sp_runtime::helpers_128bit::multiply_by_rational_with_rounding(
                 work_micro_ut,
                 per_ut,
@@ -1475,6 +1533,8 @@ pub mod pallet {
             Self::schedule(id, job, job.deadline.saturating_add(One::one()))?;
             job.state = JobState::Assigned { trainer: bid.trainer.clone(), price: bid.price };
             job.trainer_deposit = bid.deposit;
+            // The bid's class prices the job's verification: its bundle must be of that class.
+            BundleDevice::<T>::insert(id, bid.device);
             Bids::<T>::mutate(id, |bids| bids.retain(|b| b.trainer != bid.trainer));
             Self::release_bids(id);
             Self::deposit_event(Event::JobAssigned {

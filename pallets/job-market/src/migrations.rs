@@ -10,6 +10,11 @@
 //! [`crate::VerifierPool`] entry keeps its block, weight and kernels and is given the CPU class,
 //! the least capacity (`MinVerifierCapacity`) and an empty queue: it is drawn only for rounds a
 //! CPU of that capacity replays in time until its daemon joins again with what it measured.
+//!
+//! Version 3: bids name the device class they train on (issue 37, item 4: price floors per class).
+//! Each stored [`crate::Bid`] keeps its trainer, price and deposit and names the CPU: every bid
+//! before was checked against the one floor there was, the CPU's. Jobs already assigned have no
+//! class recorded, and their trainer may declare any allowed class with its bundle.
 
 use alloc::vec::Vec;
 use codec::{Decode, Encode};
@@ -21,7 +26,10 @@ use frame_support::{
 };
 use frame_system::pallet_prelude::BlockNumberFor;
 
-use crate::{pallet::Jobs, Config, JobOf, Pallet, VerifierEntry, VerifierPool, LOG_TARGET};
+use crate::{
+    pallet::{Bids, Jobs},
+    BalanceOf, Bid, Config, JobOf, Pallet, VerifierEntry, VerifierPool, LOG_TARGET,
+};
 
 /// Jobs' specs v1 → v2, run once when the pallet's storage version is 0.
 pub type SpecV2<T> =
@@ -135,6 +143,62 @@ impl<T: Config> UncheckedOnRuntimeUpgrade for DeclareCapacity<T> {
     }
 }
 
+/// Bids v2 → v3 (a device class each), run once when the pallet's storage version is 2.
+pub type BidClasses<T> =
+    VersionedMigration<2, 3, NameBidClasses<T>, Pallet<T>, <T as frame_system::Config>::DbWeight>;
+
+/// A bid as version 2 stored it.
+#[derive(Decode)]
+pub struct BidV2<AccountId, Balance> {
+    /// The bidding trainer.
+    pub trainer: AccountId,
+    /// Its price.
+    pub price: Balance,
+    /// Its deposit.
+    pub deposit: Balance,
+}
+
+/// The unversioned step of [`BidClasses`].
+pub struct NameBidClasses<T>(core::marker::PhantomData<T>);
+
+impl<T: Config> UncheckedOnRuntimeUpgrade for NameBidClasses<T> {
+    fn on_runtime_upgrade() -> Weight {
+        let (mut jobs, mut bids) = (0u64, 0u64);
+        Bids::<T>::translate::<Vec<BidV2<T::AccountId, BalanceOf<T>>>, _>(|_, old| {
+            jobs += 1;
+            bids += old.len() as u64;
+            let new: Vec<_> = old
+                .into_iter()
+                .map(|b| Bid {
+                    trainer: b.trainer,
+                    price: b.price,
+                    deposit: b.deposit,
+                    device: ergon_protocol::DeviceClass::Cpu,
+                })
+                .collect();
+            // As many as before, so within `MaxBids`.
+            Some(new.try_into().ok()?)
+        });
+        log::info!(target: LOG_TARGET, "bids v2 → v3: {bids} bids of {jobs} jobs name the CPU");
+        T::DbWeight::get().reads_writes(jobs, jobs)
+    }
+
+    #[cfg(feature = "try-runtime")]
+    fn pre_upgrade() -> Result<Vec<u8>, sp_runtime::TryRuntimeError> {
+        Ok((Bids::<T>::iter_keys().count() as u64).encode())
+    }
+
+    #[cfg(feature = "try-runtime")]
+    fn post_upgrade(state: Vec<u8>) -> Result<(), sp_runtime::TryRuntimeError> {
+        let before = u64::decode(&mut &state[..]).map_err(|_| "pre-upgrade state")?;
+        frame_support::ensure!(
+            Bids::<T>::iter_values().count() as u64 == before,
+            "a job's bids were lost or do not read as v3"
+        );
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +286,27 @@ mod tests {
             assert_eq!(entry.class, ergon_protocol::DeviceClass::Cpu);
             assert_eq!(entry.capacity, MinVerifierCapacity::get());
             assert_eq!(entry.busy_until, 0);
+        });
+    }
+
+    #[test]
+    fn v2_bids_name_the_cpu_and_keep_price_and_deposit() {
+        new_test_ext().execute_with(|| {
+            let key = Bids::<Test>::hashed_key_for(4u64);
+            unhashed::put_raw(
+                &key,
+                &vec![(3u64, 700u128, 10u128), (5u64, 650u128, 10u128)].encode(),
+            );
+            StorageVersion::new(2).put::<Pallet<Test>>();
+
+            BidClasses::<Test>::on_runtime_upgrade();
+
+            assert_eq!(Pallet::<Test>::on_chain_storage_version(), 3);
+            let bids = Bids::<Test>::get(4);
+            let read: Vec<_> =
+                bids.iter().map(|b| (b.trainer, b.price, b.deposit, b.device)).collect();
+            let cpu = ergon_protocol::DeviceClass::Cpu;
+            assert_eq!(read, vec![(3, 700, 10, cpu), (5, 650, 10, cpu)]);
         });
     }
 }

@@ -117,9 +117,13 @@ parameter_types! {
     pub static SlotRent: u128 = 0;
     /// Held with a first bid (0 unless a test sets it).
     pub static BidDeposit: u128 = 0;
-    /// Least price per ut of work (0 unless a test sets it).
+    /// Least price per ut of work on a CPU (0 unless a test sets it), and on a GPU (the CPU's
+    /// unless a test sets it).
     pub static MinPricePerUt: u128 = 0;
+    pub static GpuMinPricePerUt: Option<u128> = None;
+    /// Least fee basis per ut of work on a CPU and on a GPU, alike.
     pub static ReplayPricePerUt: u128 = 0;
+    pub static GpuReplayPricePerUt: Option<u128> = None;
     /// Share of the trainer's pay burnt (0 unless a test sets it).
     pub static PaymentBurn: Permill = Permill::zero();
     /// Least per-job credit cap, micro-ut (the example job's work fits unless a test lowers it).
@@ -133,6 +137,24 @@ parameter_types! {
     pub static MaxRounds: u32 = 2;
     /// The kernels revision of new jobs and joining verifiers (a test raises it as an upgrade would).
     pub static KernelsRevision: u32 = 1;
+}
+
+/// `MinPricePerUt` per class: the CPU's static, and the GPU's (the CPU's unless set).
+pub struct MinPrices;
+impl frame_support::traits::Get<ergon_protocol::PerClass<u128>> for MinPrices {
+    fn get() -> ergon_protocol::PerClass<u128> {
+        let cpu = MinPricePerUt::get();
+        ergon_protocol::PerClass { cpu, gpu: GpuMinPricePerUt::get().unwrap_or(cpu) }
+    }
+}
+
+/// `ReplayPricePerUt` per class: the CPU's static, and the GPU's (the CPU's unless set).
+pub struct ReplayPrices;
+impl frame_support::traits::Get<ergon_protocol::PerClass<u128>> for ReplayPrices {
+    fn get() -> ergon_protocol::PerClass<u128> {
+        let cpu = ReplayPricePerUt::get();
+        ergon_protocol::PerClass { cpu, gpu: GpuReplayPricePerUt::get().unwrap_or(cpu) }
+    }
 }
 
 impl pallet_job_market::Config for Test {
@@ -153,8 +175,8 @@ impl pallet_job_market::Config for Test {
     type PostingFee = PostingFee;
     type SlotRent = SlotRent;
     type BidDeposit = BidDeposit;
-    type MinPricePerUt = MinPricePerUt;
-    type ReplayPricePerUt = ReplayPricePerUt;
+    type MinPricePerUt = MinPrices;
+    type ReplayPricePerUt = ReplayPrices;
     type PaymentBurn = PaymentBurn;
     type MaxCreditShare = MaxCreditShare;
     type MinCreditCap = MinCreditCap;
@@ -240,7 +262,9 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
         SlotRent::set(0);
         BidDeposit::set(0);
         MinPricePerUt::set(0);
+        GpuMinPricePerUt::set(None);
         ReplayPricePerUt::set(0);
+        GpuReplayPricePerUt::set(None);
         PaymentBurn::set(Permill::zero());
         MinCreditCap::set(u128::MAX);
         MinVerifierCapacity::set(1);

@@ -11,6 +11,8 @@ use sp_runtime::Perbill;
 
 const OWNER: u64 = 1;
 const TRAINER: u64 = 2;
+/// Every bid in these tests trains on the CPU, unless a test names a GPU.
+const CPU: ergon_protocol::DeviceClass = ergon_protocol::DeviceClass::Cpu;
 const BOND: u128 = 10_000;
 
 fn origin(who: u64) -> RuntimeOrigin {
@@ -56,8 +58,13 @@ fn post(budget: u128) -> JobId {
 
 /// Posts, takes `TRAINER`'s bid at `price` and assigns it (through `accept_bid`).
 fn assigned(budget: u128, price: u128) -> JobId {
+    assigned_on(budget, price, CPU)
+}
+
+/// Posts, takes `TRAINER`'s bid at `price` to train on `device` and assigns it.
+fn assigned_on(budget: u128, price: u128, device: ergon_protocol::DeviceClass) -> JobId {
     let job = post(budget);
-    assert_ok!(JobMarket::bid(origin(TRAINER), job, price));
+    assert_ok!(JobMarket::bid(origin(TRAINER), job, price, device));
     assert_ok!(JobMarket::accept_bid(origin(OWNER), job, TRAINER));
     job
 }
@@ -84,8 +91,9 @@ fn commit_bundle(
     )
 }
 
+/// The trainer commits `job`'s bundle, declaring the class its bid named.
 fn submit(job: JobId) {
-    assert_ok!(commit_bundle(job, ClaimedMetrics::default(), ergon_protocol::DeviceClass::Cpu));
+    assert_ok!(commit_bundle(job, ClaimedMetrics::default(), JobMarket::job_device(job)));
 }
 
 /// The drawn verifiers of the job's current round (after running to the draw).
@@ -481,26 +489,29 @@ fn cancel_after_assignment_is_refused() {
 fn bid_refusals() {
     run(|| {
         let job = post(1_000);
-        assert_noop!(JobMarket::bid(origin(TRAINER), 9, 10), Error::<Test>::JobNotFound);
-        assert_noop!(JobMarket::bid(origin(OWNER), job, 10), Error::<Test>::OwnJob);
+        assert_noop!(JobMarket::bid(origin(TRAINER), 9, 10, CPU), Error::<Test>::JobNotFound);
+        assert_noop!(JobMarket::bid(origin(OWNER), job, 10, CPU), Error::<Test>::OwnJob);
         assert_ok!(TrainerStaking::unbond(origin(9), BOND));
-        assert_noop!(JobMarket::bid(origin(9), job, 10), Error::<Test>::NotEligible);
-        assert_noop!(JobMarket::bid(origin(TRAINER), job, 0), Error::<Test>::ZeroPrice);
+        assert_noop!(JobMarket::bid(origin(9), job, 10, CPU), Error::<Test>::NotEligible);
+        assert_noop!(JobMarket::bid(origin(TRAINER), job, 0, CPU), Error::<Test>::ZeroPrice);
         // The verification reserve (every possible vote's fee) leaves at most 451 of 1 000.
-        assert_noop!(JobMarket::bid(origin(TRAINER), job, 452), Error::<Test>::PriceAboveBudget);
-        assert_ok!(JobMarket::bid(origin(TRAINER), job, 451));
+        assert_noop!(
+            JobMarket::bid(origin(TRAINER), job, 452, CPU),
+            Error::<Test>::PriceAboveBudget
+        );
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, 451, CPU));
         // A second bid replaces the first.
-        assert_ok!(JobMarket::bid(origin(TRAINER), job, 400));
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, 400, CPU));
         assert_eq!(
             Bids::<Test>::get(job).to_vec(),
-            vec![Bid { trainer: TRAINER, price: 400, deposit: 0 }]
+            vec![Bid { trainer: TRAINER, price: 400, deposit: 0, device: CPU }]
         );
         for who in 3..=5 {
-            assert_ok!(JobMarket::bid(origin(who), job, 400));
+            assert_ok!(JobMarket::bid(origin(who), job, 400, CPU));
         }
-        assert_noop!(JobMarket::bid(origin(6), job, 400), Error::<Test>::TooManyBids);
+        assert_noop!(JobMarket::bid(origin(6), job, 400, CPU), Error::<Test>::TooManyBids);
         run_to_block(7);
-        assert_noop!(JobMarket::bid(origin(3), job, 700), Error::<Test>::NotOpen);
+        assert_noop!(JobMarket::bid(origin(3), job, 700, CPU), Error::<Test>::NotOpen);
     });
 }
 
@@ -510,9 +521,9 @@ fn bid_after_the_window_is_refused() {
         let job = post(1_400);
         // The window's last block is 6; assignment runs at 7. Bids at 6 count.
         System::set_block_number(6);
-        assert_ok!(JobMarket::bid(origin(3), job, 500));
+        assert_ok!(JobMarket::bid(origin(3), job, 500, CPU));
         Jobs::<Test>::mutate(job, |j| j.as_mut().unwrap().bid_window_end = 5);
-        assert_noop!(JobMarket::bid(origin(4), job, 400), Error::<Test>::BidWindowClosed);
+        assert_noop!(JobMarket::bid(origin(4), job, 400, CPU), Error::<Test>::BidWindowClosed);
     });
 }
 
@@ -521,10 +532,10 @@ fn the_cheapest_eligible_bid_wins_ties_by_ecp() {
     use pallet_compute_power::{ComputePowerLedger, WorkKind};
     run(|| {
         let job = post(1_000);
-        assert_ok!(JobMarket::bid(origin(3), job, 400));
-        assert_ok!(JobMarket::bid(origin(4), job, 300));
-        assert_ok!(JobMarket::bid(origin(5), job, 300));
-        assert_ok!(JobMarket::bid(origin(6), job, 200));
+        assert_ok!(JobMarket::bid(origin(3), job, 400, CPU));
+        assert_ok!(JobMarket::bid(origin(4), job, 300, CPU));
+        assert_ok!(JobMarket::bid(origin(5), job, 300, CPU));
+        assert_ok!(JobMarket::bid(origin(6), job, 200, CPU));
         // 6 is cheapest but unbonds (no longer eligible); 5 has more ECP than 4.
         assert_ok!(TrainerStaking::unbond(origin(6), BOND));
         ComputePower::credit(&5, WorkKind::Training, 1_000_000);
@@ -553,8 +564,8 @@ fn no_bids_refunds() {
 fn accept_bid_assigns_early() {
     run(|| {
         let job = post(1_400);
-        assert_ok!(JobMarket::bid(origin(3), job, 200));
-        assert_ok!(JobMarket::bid(origin(4), job, 600));
+        assert_ok!(JobMarket::bid(origin(3), job, 200, CPU));
+        assert_ok!(JobMarket::bid(origin(4), job, 600, CPU));
         assert_noop!(JobMarket::accept_bid(origin(3), job, 4), Error::<Test>::NotOwner);
         assert_noop!(JobMarket::accept_bid(origin(OWNER), job, 5), Error::<Test>::BidNotFound);
         assert_ok!(JobMarket::accept_bid(origin(OWNER), job, 4));
@@ -815,24 +826,24 @@ fn the_budget_reserves_every_possible_fee() {
     run(|| {
         let job = post(1_000);
         let record = Jobs::<Test>::get(job).unwrap();
-        let max = JobMarket::max_price(&record);
+        let max = JobMarket::max_price(&record, CPU);
         // 1 000 / (1 + (2/32 + 0.0783) × 1.2 × (3 + 4 votes)) = 458.1, less 7 planck of rounding
         // room.
         assert_eq!(max, 451);
         assert_noop!(
-            JobMarket::bid(origin(TRAINER), job, max + 1),
+            JobMarket::bid(origin(TRAINER), job, max + 1, CPU),
             Error::<Test>::PriceAboveBudget
         );
-        assert_ok!(JobMarket::bid(origin(TRAINER), job, max));
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, max, CPU));
         let work_micro_ut = record.work_micro_ut;
-        let reserve = fees::reserve::<Test>(max, work_micro_ut, 32, OVERHEAD_PPB as u64);
+        let reserve = fees::reserve::<Test>(max, work_micro_ut, 32, OVERHEAD_PPB as u64, CPU);
         assert!(max + reserve <= 1_000, "{max} + {reserve}");
         assert_eq!(record.overhead_ppb() as u128, OVERHEAD_PPB);
         // A vote's fee exceeds the share of the price its work is (what the work costs at the
         // trainer's own rate): 600 × (2/32 + 0.0783) = 84.5.
         let work = 600.0 * (2.0 / 32.0 + OVERHEAD_PPB as f64 / 1e9);
         assert!(
-            fees::vote_fee::<Test>(600, work_micro_ut, 32, 2, OVERHEAD_PPB as u64) as f64
+            fees::vote_fee::<Test>(600, work_micro_ut, 32, 2, OVERHEAD_PPB as u64, CPU) as f64
                 > work * 1.19
         );
     });
@@ -880,17 +891,18 @@ fn attack_a_floor_bid_still_pays_its_verifiers_the_replay() {
         let work = record.work_micro_ut;
         let (floor_price, replay_basis) =
             ((work * 1_000).div_ceil(1_000_000), (work * 4_000).div_ceil(1_000_000));
-        assert_eq!(JobMarket::min_price_for(work), floor_price);
-        let fee_at = |price: u128| fees::vote_fee::<Test>(price, work, 32, 2, OVERHEAD_PPB as u64);
+        assert_eq!(JobMarket::min_price_for(work, CPU), floor_price);
+        let fee_at =
+            |price: u128| fees::vote_fee::<Test>(price, work, 32, 2, OVERHEAD_PPB as u64, CPU);
         // At the floor bid, and at any bid below the replay price, a vote earns the replay price's
         // fee; above it, its share of the bid.
         assert_eq!(fee_at(floor_price), fee_at(replay_basis));
-        assert_eq!(fees::fee_basis::<Test>(floor_price, work), replay_basis);
+        assert_eq!(fees::fee_basis::<Test>(floor_price, work, CPU), replay_basis);
         assert!(fee_at(replay_basis * 2) > fee_at(replay_basis));
         // The reserve holds the floor's fees: the most a budget allows still pays every vote.
-        let max = JobMarket::max_price(&record);
+        let max = JobMarket::max_price(&record, CPU);
         assert!(max >= floor_price && max < replay_basis, "{max}");
-        let reserve = fees::reserve::<Test>(max, work, 32, OVERHEAD_PPB as u64);
+        let reserve = fees::reserve::<Test>(max, work, 32, OVERHEAD_PPB as u64, CPU);
         assert!(max + reserve <= 700, "{max} + {reserve}");
         // A budget that cannot pay the floor bid and the replay fees of every vote is refused.
         assert_noop!(
@@ -898,7 +910,7 @@ fn attack_a_floor_bid_still_pays_its_verifiers_the_replay() {
             Error::<Test>::BudgetBelowWorkPrice
         );
         // The floor bid wins, and its verifiers are paid the replay price's fee.
-        assert_ok!(JobMarket::bid(origin(TRAINER), job, floor_price));
+        assert_ok!(JobMarket::bid(origin(TRAINER), job, floor_price, CPU));
         assert_ok!(JobMarket::accept_bid(origin(OWNER), job, TRAINER));
         submit(job);
         run_to_block(3);
@@ -1472,7 +1484,7 @@ fn queries_list_open_jobs_an_accounts_jobs_and_the_round() {
         let a = post(1_000);
         let b = assigned(1_400, 600);
         let c = post(1_000);
-        assert_ok!(JobMarket::bid(origin(5), c, 100));
+        assert_ok!(JobMarket::bid(origin(5), c, 100, CPU));
         let open: Vec<JobId> = JobMarket::open_jobs(10).into_iter().map(|(id, _)| id).collect();
         assert_eq!(open, vec![a, c]);
         assert_eq!(JobMarket::open_jobs(1).len(), 1);
@@ -1565,7 +1577,7 @@ mod properties {
                 now + window + 10,
             ),
             Action::Cancel { owner, job } => JobMarket::cancel_job(origin(owner), job),
-            Action::Bid { trainer, job, price } => JobMarket::bid(origin(trainer), job, price),
+            Action::Bid { trainer, job, price } => JobMarket::bid(origin(trainer), job, price, CPU),
             Action::Accept { owner, job, trainer } => {
                 JobMarket::accept_bid(origin(owner), job, trainer)
             }
@@ -1608,7 +1620,8 @@ mod properties {
     }
 
     /// Σ escrow of stored jobs + Σ bonds == everything held; issuance only falls, by what the
-    /// slashes burnt (a slash paid out to those it wronged moves value, it does not burn it).
+    /// slashes burnt (a slash paid out to those it wronged moves value, it does not burn it) and
+    /// the prices of undecided jobs.
     fn check(initial_issuance: u128) {
         JobMarket::do_try_state().expect("job-market invariants");
         TrainerStaking::do_try_state().expect("staking invariants");
@@ -1634,7 +1647,15 @@ mod properties {
                 _ => None,
             })
             .sum();
-        assert_eq!(Balances::total_issuance(), initial_issuance - slashed + paid_out);
+        // A bundle no round could decide (here: nobody opted in to verify) burns its price.
+        let undecided: u128 = System::events()
+            .into_iter()
+            .filter_map(|r| match r.event {
+                RuntimeEvent::JobMarket(Event::UndecidedPriceBurnt { burnt, .. }) => Some(burnt),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(Balances::total_issuance(), initial_issuance - slashed + paid_out - undecided);
     }
 
     proptest! {
@@ -1687,7 +1708,7 @@ mod attacks {
             // 20 000 units per ut: the example's work costs `min` units at least.
             MinPricePerUt::set(20_000);
             PaymentBurn::set(Permill::from_percent(20));
-            let min = JobMarket::min_price_for(work());
+            let min = JobMarket::min_price_for(work(), CPU);
             assert!(min > 100, "the example job is worth more than the smallest budget");
             // The old attack: the smallest budget for a big spec.
             assert_noop!(
@@ -1698,14 +1719,14 @@ mod attacks {
             let job = post(budget);
             // A sybil bid below the minimum price is refused too.
             assert_noop!(
-                JobMarket::bid(origin(TRAINER), job, min - 1),
+                JobMarket::bid(origin(TRAINER), job, min - 1, CPU),
                 Error::<Test>::PriceBelowMinimum
             );
             // The network already has some ECP; one job may add at most 1% of it.
             ComputePower::credit(&9, pallet_compute_power::WorkKind::Training, 1_000 * work());
             MinCreditCap::set(0);
             let cap = Perbill::from_percent(1).mul_floor(ComputePower::total_ecp());
-            assert_ok!(JobMarket::bid(origin(TRAINER), job, min));
+            assert_ok!(JobMarket::bid(origin(TRAINER), job, min, CPU));
             assert_ok!(JobMarket::accept_bid(origin(OWNER), job, TRAINER));
             submit(job);
             run_to_block(3);
@@ -1781,21 +1802,21 @@ mod attacks {
             let job = post(1_000);
             // Four sybils fill the list (`MaxBids` = 4) at the highest price the budget allows.
             for sybil in 3..=6 {
-                assert_ok!(JobMarket::bid(origin(sybil), job, 451));
+                assert_ok!(JobMarket::bid(origin(sybil), job, 451, CPU));
             }
             // A bid no better than the worst kept one is still refused.
-            assert_noop!(JobMarket::bid(origin(7), job, 451), Error::<Test>::TooManyBids);
+            assert_noop!(JobMarket::bid(origin(7), job, 451, CPU), Error::<Test>::TooManyBids);
             // The honest bid at 300 takes the place of the dearest (the highest account on a tie).
-            assert_ok!(JobMarket::bid(origin(TRAINER), job, 300));
+            assert_ok!(JobMarket::bid(origin(TRAINER), job, 300, CPU));
             assert!(events().contains(&Event::BidOutbid { job, trainer: 6 }));
             assert_eq!(deposit_of(6), 0, "the outbid sybil's deposit is released");
             let kept: Vec<u64> = Bids::<Test>::get(job).iter().map(|b| b.trainer).collect();
             assert_eq!(kept, vec![3, 4, 5, TRAINER]);
             // A sybil that stops being assignable (it unbonds, so it would be skipped at
             // assignment) is the first to go, whatever its price.
-            assert_ok!(JobMarket::bid(origin(5), job, 100));
+            assert_ok!(JobMarket::bid(origin(5), job, 100, CPU));
             assert_ok!(TrainerStaking::unbond(origin(5), BOND));
-            assert_ok!(JobMarket::bid(origin(8), job, 450));
+            assert_ok!(JobMarket::bid(origin(8), job, 450, CPU));
             assert!(events().contains(&Event::BidOutbid { job, trainer: 5 }));
             assert_eq!(deposit_of(5), 0);
             run_to_block(7);
@@ -1814,10 +1835,13 @@ mod attacks {
         run(|| {
             MinPricePerUt::set(20_000);
             BidDeposit::set(50);
-            let min = JobMarket::min_price_for(work());
+            let min = JobMarket::min_price_for(work(), CPU);
             let job = post(min * 3);
-            assert_noop!(JobMarket::bid(origin(TRAINER), job, 1), Error::<Test>::PriceBelowMinimum);
-            assert_ok!(JobMarket::bid(origin(TRAINER), job, min));
+            assert_noop!(
+                JobMarket::bid(origin(TRAINER), job, 1, CPU),
+                Error::<Test>::PriceBelowMinimum
+            );
+            assert_ok!(JobMarket::bid(origin(TRAINER), job, min, CPU));
             assert_eq!(
                 Balances::balance_on_hold(
                     &RuntimeHoldReason::JobMarket(HoldReason::BidDeposit),
@@ -1826,7 +1850,7 @@ mod attacks {
                 50
             );
             // The losing bidder's deposit comes back at assignment.
-            assert_ok!(JobMarket::bid(origin(3), job, min + 1));
+            assert_ok!(JobMarket::bid(origin(3), job, min + 1, CPU));
             run_to_block(7);
             assert_eq!(state(job), JobState::Assigned { trainer: TRAINER, price: min });
             assert_eq!(
@@ -2657,11 +2681,12 @@ mod capacity {
         new_test_ext().execute_with(|| {
             let most = MaxVerifierCapacity::get();
             network(&[(3, DeviceClass::Cpu, most), (4, H100, most), (5, H100, most)]);
-            let job = assigned(1_400, 600);
+            let job = assigned_on(1_400, 600, H100);
             assert_noop!(
                 submit_on(job, DeviceClass::Cuda { capability: 7 }),
                 Error::<Test>::InvalidDeviceClass
             );
+            assert_noop!(submit_on(job, DeviceClass::Cpu), Error::<Test>::DeviceNotAsBid);
             assert_ok!(submit_on(job, H100));
             assert_eq!(BundleDevice::<Test>::get(job), Some(H100));
             run_to_block(3);
@@ -2676,7 +2701,11 @@ mod capacity {
             let id = NextJobId::<Test>::get();
             let now = System::block_number();
             assert_ok!(JobMarket::post_job(origin(OWNER), Box::new(cnn), 100_000, 5, now + 20));
-            assert_ok!(JobMarket::bid(origin(TRAINER), id, 600));
+            assert_noop!(
+                JobMarket::bid(origin(TRAINER), id, 600, H100),
+                Error::<Test>::DeviceNotAllowed
+            );
+            assert_ok!(JobMarket::bid(origin(TRAINER), id, 600, CPU));
             assert_ok!(JobMarket::accept_bid(origin(OWNER), id, TRAINER));
             assert_noop!(submit_on(id, H100), Error::<Test>::DeviceNotAllowed);
         });
@@ -2692,9 +2721,9 @@ mod capacity {
             bond(3);
             // 5 blocks of 6 s: a capacity of 120 ut an hour does 1 ut in the window, 1 000 000 at
             // the floor plus the 20 % markup.
-            assert_eq!(JobMarket::capacity_backing(120_000_000), 1_200_000);
-            assert_eq!(JobMarket::capacity_backing(1), 1_000, "at least `VerifierCollateral`");
-            let backed = JobMarket::backing_terms().backed_capacity(BOND, u128::MAX);
+            assert_eq!(JobMarket::capacity_backing(CPU, 120_000_000), 1_200_000);
+            assert_eq!(JobMarket::capacity_backing(CPU, 1), 1_000, "at least `VerifierCollateral`");
+            let backed = JobMarket::backing_terms(CPU).backed_capacity(BOND, u128::MAX);
             assert_noop!(
                 JobMarket::set_verifier(
                     origin(3),
@@ -2762,9 +2791,10 @@ mod capacity {
                 record.segments(),
                 2,
                 record.overhead_ppb(),
+                CPU,
             );
             assert!(fee > 1_500 && fee < BOND, "fee {fee}");
-            assert_eq!(crate::capacity::seat_collateral::<Test>(&record, 600, 2), fee);
+            assert_eq!(crate::capacity::seat_collateral::<Test>(&record, 600, 2, CPU), fee);
             submit(job);
             run_to_block(3);
             assert_eq!(seated(job), vec![3, 4, 5], "6 cannot cover the fee");
@@ -2777,6 +2807,154 @@ mod capacity {
                     fee
                 );
             }
+        });
+    }
+}
+
+/// Price floors per device class (issue 37, item 4): a ut of GPU work costs several times less
+/// than a CPU's, so the floor a bid must pay and the floor a verifier's fee is a share of follow
+/// the class the winning bid names.
+mod prices {
+    use super::*;
+    use ergon_protocol::DeviceClass;
+
+    const H100: DeviceClass = DeviceClass::Cuda { capability: 90 };
+
+    /// The CPU's floors at 1 000 (price) and 4 000 (replay) per ut, the GPU's five times less.
+    fn tiers() {
+        MinPricePerUt::set(1_000);
+        GpuMinPricePerUt::set(Some(200));
+        ReplayPricePerUt::set(4_000);
+        GpuReplayPricePerUt::set(Some(800));
+    }
+
+    fn work() -> u128 {
+        example_spec().validate().unwrap().training_micro_ut()
+    }
+
+    /// A bid's floor is its class's: a price the GPU's floor allows is below the CPU's, and a
+    /// job's budget that pays only the GPU's floor (and its verifiers' fees at the GPU's replay
+    /// floor) is posted for GPU trainers; a convolutional spec, which only a CPU may train, needs
+    /// the CPU's.
+    #[test]
+    fn a_bid_pays_the_floor_of_the_class_it_names() {
+        run(|| {
+            tiers();
+            let (cpu_floor, gpu_floor) =
+                (JobMarket::min_price_for(work(), CPU), JobMarket::min_price_for(work(), H100));
+            assert_eq!(cpu_floor, (work() * 1_000).div_ceil(1_000_000));
+            assert_eq!(gpu_floor, (work() * 200).div_ceil(1_000_000));
+            let spec = example_spec();
+            let gpu_least = JobMarket::least_budget_on(&spec, H100).unwrap();
+            let cpu_least = JobMarket::least_budget_on(&spec, CPU).unwrap();
+            assert!(gpu_least * 4 < cpu_least, "{gpu_least} against {cpu_least}");
+            assert_eq!(JobMarket::least_budget(&spec).unwrap(), gpu_least, "the cheapest class");
+            // At the GPU's least budget, even the CPU's floor bid leaves too little for its fees.
+            let gpu_priced = post(gpu_least);
+            assert_noop!(
+                JobMarket::bid(origin(TRAINER), gpu_priced, cpu_floor, CPU),
+                Error::<Test>::PriceAboveBudget
+            );
+            let job = post(cpu_least);
+            assert_noop!(
+                JobMarket::bid(origin(TRAINER), job, gpu_floor, CPU),
+                Error::<Test>::PriceBelowMinimum
+            );
+            assert_noop!(
+                JobMarket::bid(origin(TRAINER), job, gpu_floor - 1, H100),
+                Error::<Test>::PriceBelowMinimum
+            );
+            assert_ok!(JobMarket::bid(origin(TRAINER), job, gpu_floor, H100));
+            assert_eq!(Bids::<Test>::get(job)[0].device, H100);
+            // A CNN trains on the CPU only: a budget of the GPU's floor is not enough for it.
+            let cnn: ergon_job_spec::JobSpec = serde_json::from_str(include_str!(
+                "../../../worker/examples/fashion-mnist-cnn.json"
+            ))
+            .unwrap();
+            let cnn_least = JobMarket::least_budget(&cnn).unwrap();
+            assert_eq!(cnn_least, JobMarket::least_budget_on(&cnn, CPU).unwrap());
+            assert_noop!(
+                JobMarket::post_job(origin(OWNER), Box::new(cnn.clone()), cnn_least - 1, 5, 30),
+                Error::<Test>::BudgetBelowWorkPrice
+            );
+            assert_ok!(JobMarket::post_job(origin(OWNER), Box::new(cnn), cnn_least, 5, 30));
+        });
+    }
+
+    /// The attack: win at the GPU's floor, then deliver a CPU-trained bundle, whose verifiers
+    /// (CPUs) would replay it for fees a fifth of their time's worth. The bundle must be of the
+    /// class the bid named.
+    #[test]
+    fn attack_a_gpu_priced_bid_cannot_deliver_a_cpu_bundle() {
+        run(|| {
+            tiers();
+            let gpu_floor = JobMarket::min_price_for(work(), H100);
+            let job =
+                assigned_on(JobMarket::least_budget(&example_spec()).unwrap(), gpu_floor, H100);
+            assert_eq!(BundleDevice::<Test>::get(job), Some(H100), "fixed at assignment");
+            assert_noop!(
+                commit_bundle(job, ClaimedMetrics::default(), CPU),
+                Error::<Test>::DeviceNotAsBid
+            );
+            // Another GPU class is the same tier, but not the class bid: refused too.
+            assert_noop!(
+                commit_bundle(job, ClaimedMetrics::default(), DeviceClass::Cuda { capability: 80 }),
+                Error::<Test>::DeviceNotAsBid
+            );
+            assert_ok!(commit_bundle(job, ClaimedMetrics::default(), H100));
+        });
+    }
+
+    /// A GPU job's fees are shares of the GPU's replay floor, and the CPUs in the pool — whose
+    /// replay of a ut costs five GPU ones — are not drawn for it, though they could replay a dense
+    /// bundle within tolerance: they would be paid less than their time. A CPU job draws them.
+    #[test]
+    fn a_verifier_is_drawn_only_for_jobs_whose_fees_pay_its_class() {
+        new_test_ext().execute_with(|| {
+            small_pool();
+            bond(TRAINER);
+            let most = MaxVerifierCapacity::get();
+            for (who, class) in [(3, CPU), (4, CPU), (5, CPU), (6, H100), (7, H100), (8, H100)] {
+                bond(who);
+                let offer = VerifierOffer { class, capacity: most };
+                assert_ok!(JobMarket::set_verifier(origin(who), Some(offer)));
+            }
+            // (Declared before the floors rise: their bonds need not back the most capacity.)
+            tiers();
+            let budget = JobMarket::least_budget_on(&example_spec(), CPU).unwrap();
+            let gpu_job = assigned_on(budget, JobMarket::min_price_for(work(), H100), H100);
+            let cpu_job = assigned_on(budget, JobMarket::min_price_for(work(), CPU), CPU);
+            submit(gpu_job);
+            submit(cpu_job);
+            run_to_block(3);
+            let mut gpu_seats = verifiers(gpu_job);
+            gpu_seats.sort();
+            assert_eq!(gpu_seats, vec![6, 7, 8], "only GPUs: the fees are the GPU's");
+            let mut cpu_seats = verifiers(cpu_job);
+            cpu_seats.sort();
+            assert_eq!(cpu_seats, vec![3, 4, 5], "a CPU's bundle is replayed on CPUs");
+            // The GPU job's fee basis is the GPU's replay floor (the bid was below it).
+            let record = Jobs::<Test>::get(gpu_job).unwrap();
+            let basis = fees::fee_basis::<Test>(
+                JobMarket::min_price_for(work(), H100),
+                record.work_micro_ut,
+                H100,
+            );
+            assert_eq!(basis, (record.work_micro_ut * 800).div_ceil(1_000_000));
+            JobMarket::do_try_state().unwrap();
+        });
+    }
+
+    /// A GPU's declared capacity is backed at the GPU's replay floor: the same capacity needs a
+    /// fifth of a CPU's bond.
+    #[test]
+    fn a_capacity_is_backed_at_its_class_replay_floor() {
+        new_test_ext().execute_with(|| {
+            tiers();
+            // 5 blocks of 6 s: 1 200 ut an hour replays 10 ut in the commit window.
+            let capacity = 1_200 * 1_000_000;
+            assert_eq!(JobMarket::capacity_backing(CPU, capacity), 48_000);
+            assert_eq!(JobMarket::capacity_backing(H100, capacity), 9_600);
         });
     }
 }

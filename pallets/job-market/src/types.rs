@@ -25,6 +25,9 @@ pub struct Bid<AccountId, Balance> {
     pub price: Balance,
     /// The bid deposit held from the trainer.
     pub deposit: Balance,
+    /// The device class it trains on: the price floor's and the verifiers' fee floor's tier, and
+    /// the class its bundle must declare.
+    pub device: ergon_protocol::DeviceClass,
 }
 
 /// What the trainer reports about the trained model; checked by the verifiers against the bundle.

@@ -255,9 +255,9 @@ fn draw<T: Config>(
     let count =
         if round.is_dispute() { round.disputed.len() as u32 } else { T::SegmentsPerRound::get() };
     let work = crate::capacity::round_work::<T>(job, count);
-    let bundle = crate::BundleDevice::<T>::get(id).unwrap_or(ergon_protocol::DeviceClass::Cpu);
+    let bundle = Pallet::<T>::job_device(id);
     let across = job.spec.replays_across_devices();
-    let collateral = crate::capacity::seat_collateral::<T>(job, price, count);
+    let collateral = crate::capacity::seat_collateral::<T>(job, price, count, bundle);
     // Opted-in verifiers that joined before the randomness began, weighted by their bond (the stake
     // they put at risk, never more than at joining), not by ECP: ECP can be earned with sham jobs,
     // stake cannot be had for free. Only those running the job's kernels (another revision's
@@ -639,6 +639,7 @@ fn pay_verifier<T: Config>(
         job.segments(),
         replayed,
         job.overhead_ppb(),
+        Pallet::<T>::job_device(id),
     );
     let paid = pay::<T>(job, verifier, fee);
     if !paid.is_zero() {

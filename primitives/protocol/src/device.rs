@@ -77,6 +77,43 @@ impl DeviceClass {
     }
 }
 
+/// A value for each price tier of [`DeviceClass`]: the CPU, and every GPU class (issue 37, item 4).
+///
+/// A ut of work costs a GPU several times less than a CPU (an H200 at Ergon's f32 speed does about
+/// 180 times a 2-core CPU's ut an hour for about 31 times its hourly rent), so one floor per ut
+/// either priced GPU-hour jobs out of the market or let CPU work be bid below its cost. The chain's
+/// price floors (`MinPricePerUt`, `ReplayPricePerUt`) are given per tier, and a job's tier is the
+/// class its winning bid names.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    Debug,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[scale_info(capture_docs = "always")]
+pub struct PerClass<T> {
+    /// For [`DeviceClass::Cpu`].
+    pub cpu: T,
+    /// For every [`DeviceClass::Cuda`] class.
+    pub gpu: T,
+}
+
+impl<T: Copy> PerClass<T> {
+    /// The value for `class`.
+    pub fn of(&self, class: DeviceClass) -> T {
+        match class {
+            DeviceClass::Cpu => self.cpu,
+            DeviceClass::Cuda { .. } => self.gpu,
+        }
+    }
+}
+
 #[cfg(feature = "std")]
 impl core::fmt::Display for DeviceClass {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -105,6 +142,14 @@ mod tests {
         assert!(a100.verifies(h100, true) && cpu.verifies(h100, true));
         // A CPU's bundle is replayed on a CPU: GPU verifiers are not drawn for it.
         assert!(!h100.verifies(cpu, true) && cpu.verifies(cpu, true));
+    }
+
+    #[test]
+    fn every_gpu_class_is_priced_as_a_gpu() {
+        let prices = PerClass { cpu: 50u128, gpu: 10 };
+        assert_eq!(prices.of(DeviceClass::Cpu), 50);
+        assert_eq!(prices.of(DeviceClass::Cuda { capability: 90 }), 10);
+        assert_eq!(prices.of(DeviceClass::Cuda { capability: 80 }), 10);
     }
 
     #[test]

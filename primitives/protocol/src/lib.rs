@@ -52,6 +52,6 @@ pub mod url;
 mod vectors;
 
 pub use commitments::Verdict;
-pub use device::DeviceClass;
+pub use device::{DeviceClass, PerClass};
 pub use evidence::Sketch;
 pub use seed::job_seed;

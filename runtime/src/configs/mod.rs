@@ -17,6 +17,8 @@ use sp_version::RuntimeVersion;
 
 use pallet_trainer_staking::rewards::FeesToAuthor;
 
+pub mod prices;
+
 use crate::{
     durations::*, units::*, AccountId, Babe, Balance, Balances, Block, BlockNumber, ComputePower,
     Hash, Historical, ImOnline, Nonce, Offences, PalletInfo, Runtime, RuntimeCall, RuntimeEvent,
@@ -406,6 +408,10 @@ where
 }
 
 parameter_types! {
+    /// Least price per ut of training, per device class ([`prices::MIN_PRICE_PER_UT`]).
+    pub const MinPricePerUt: ergon_protocol::PerClass<Balance> = prices::MIN_PRICE_PER_UT;
+    /// Least fee basis per ut, per device class ([`prices::REPLAY_PRICE_PER_UT`]).
+    pub const ReplayPricePerUt: ergon_protocol::PerClass<Balance> = prices::REPLAY_PRICE_PER_UT;
     /// A verifier's fee is its replay's share of the price plus a fifth (download, rules, the
     /// collateral it freezes): the replay measured at most 0.66 of that share (docs/pot-calibration.md).
     pub const VerifierFeeMarkup: Perbill = Perbill::from_percent(20);
@@ -450,16 +456,16 @@ impl pallet_job_market::Config for Runtime {
     // its shorter blocks).
     type SlotRent = ConstU128<{ ERG / crate::units::DAYS as u128 }>;
     type BidDeposit = ConstU128<{ 10 * ERG }>;
-    // 10 ERG per ut of training work (432·10⁹ FLOPs): the Fashion-MNIST MLP (0.08 ut) costs 0.8 ERG
-    // at least.
-    type MinPricePerUt = ConstU128<{ 10 * ERG }>;
-    // Twice the floor: at a floor bid a vote's fee (24.4 % of the price on the example) then pays
-    // the measured uncached verification (44.5 % of the training's time, docs/pot-calibration.md).
-    type ReplayPricePerUt = ConstU128<{ 20 * ERG }>;
+    // Per ut of training work (432·10⁹ FLOPs), per device class: an hour's rent over an hour's
+    // work (`prices`: 0.05 ERG on a CPU, 0.0086 ERG on a GPU; a GPU-hour job ≈ 26 000 ERG).
+    type MinPricePerUt = MinPricePerUt;
+    // What a floor bid's verification costs the verifiers' class: twice the CPU's least price,
+    // five times the GPU's (`prices`).
+    type ReplayPricePerUt = ReplayPricePerUt;
     type PaymentBurn = PaymentBurn;
     type MaxCreditShare = MaxCreditShare;
-    // ...or 100 ut, so that a young network can grow.
-    type MinCreditCap = ConstU128<{ 100 * 1_000_000 }>;
+    // ...or 10⁵ ut (about half an H200-hour at f32), so that a young network can grow by GPU jobs.
+    type MinCreditCap = ConstU128<{ 100_000 * 1_000_000 }>;
     // Verifiers declare their replay capacity (issue 37): from 10 ut an hour (a slow CPU; a
     // 2-core one does ~1 000) to 3·10⁷ (an 8-GPU machine at ~3.3·10⁶ ut an hour per H100 in
     // bf16), and are drawn only for rounds they replay within `MaxReplayWindow` (2 hours): a vote

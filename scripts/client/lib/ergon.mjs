@@ -224,9 +224,13 @@ export function namedLimits(api, section, docs) {
       const key = name[0].toLowerCase() + name.slice(1);
       const c = consts[key];
       if (!c) return null;
+      // Per-ut price floors are given per device class (`PerClass { cpu, gpu }`).
+      if (CONSTANT_UNITS.ergPerUt.includes(key)) {
+        const of = (field) => erg(BigInt(c.get(field).toString()));
+        return `${name} = ${of('cpu')} per ut on a CPU, ${of('gpu')} on a GPU`;
+      }
       const v = BigInt(c.toString());
       if (CONSTANT_UNITS.erg.includes(key)) return `${name} = ${erg(v)}`;
-      if (CONSTANT_UNITS.ergPerUt.includes(key)) return `${name} = ${erg(v)} per ut`;
       if (CONSTANT_UNITS.blocks.includes(key)) return `${name} = ${v} blocks`;
       if (CONSTANT_UNITS.microUt.includes(key)) return `${name} = ${Number(v) / 1e6} ut`;
       if (CONSTANT_UNITS.microUtPerHour.includes(key)) return `${name} = ${Number(v) / 1e6} ut per hour`;

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { cryptoWaitReady } from '@polkadot/util-crypto';
 import { TypeRegistry } from '@polkadot/types';
-import { ERG, erg, plancks, signer, types } from '../lib/ergon.mjs';
+import { ERG, erg, namedLimits, plancks, signer, types } from '../lib/ergon.mjs';
 
 const vectors = JSON.parse(readFileSync(new URL('../../../primitives/protocol/test-vectors.json', import.meta.url), 'utf8'));
 
@@ -47,4 +47,16 @@ test('RPC answers decode to arrays, None and numbers, not maps', () => {
   assert.deepEqual(registry.createType('ErgonJson', spec).toPrimitive(), spec);
   const big = '340282366920938463463374607431768211455';
   assert.equal(registry.createType('ErgonComputePower', { drilling: big, training: '1', ecp: '2', lifetime: '3' }).drilling.toString(), big);
+});
+
+test('an error names the price floors of each device class', () => {
+  const perClass = { cpu: ERG / 20n, gpu: 8_611_111_111n };
+  const api = { consts: { jobMarket: {
+    minPricePerUt: { get: (field) => perClass[field] },
+    minBudget: ERG,
+  } } };
+  assert.deepEqual(
+    namedLimits(api, 'jobMarket', 'below `MinPricePerUt` for the work, or `MinBudget`'),
+    ['MinPricePerUt = 0.05 ERG per ut on a CPU, 0.0086 ERG on a GPU', 'MinBudget = 1 ERG'],
+  );
 });

@@ -369,14 +369,20 @@ async fn verifier_offer(
             at.constants().entry(market.$name()).map_err(|e| chain_err(e.into()))?
         };
     }
-    let terms = ergon_protocol::capacity::BackingTerms {
+    // The replay floor is per class: the terms for a class are these with its floor.
+    let replay_price_per_ut = constant!(replay_price_per_ut).0;
+    let common = ergon_protocol::capacity::BackingTerms {
         window_ms: constant!(commit_window) as u64 * constant!(millisecs_per_block),
-        replay_price_per_ut: constant!(replay_price_per_ut),
+        replay_price_per_ut: 0,
         markup_ppb: constant!(verifier_fee_markup).0,
         least: constant!(verifier_collateral),
     };
+    let terms = |class| ergon_protocol::capacity::BackingTerms {
+        replay_price_per_ut: replay_price_per_ut.of(class),
+        ..common
+    };
     let most = constant!(max_verifier_capacity);
-    let backed = |bond: u128| terms.backed_capacity(bond, most);
+    let backed = |class, bond: u128| terms(class).backed_capacity(bond, most);
     Ok(ctx.policy.verifier_offer(backed, free, constant!(min_verifier_capacity)))
 }
 

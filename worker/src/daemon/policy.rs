@@ -201,12 +201,12 @@ impl Policy {
     /// `least` (the chain's least capacity).
     pub fn verifier_offer(
         &self,
-        backed: impl Fn(u128) -> u128,
+        backed: impl Fn(DeviceClass, u128) -> u128,
         free_bond: u128,
         least: u128,
     ) -> Option<(DeviceClass, u128)> {
         let device = self.gpu.unwrap_or(self.cpu);
-        let capacity = device.micro_ut_per_hour.min(backed(free_bond));
+        let capacity = device.micro_ut_per_hour.min(backed(device.class, free_bond));
         (capacity >= least).then_some((device.class, capacity))
     }
 
@@ -230,13 +230,14 @@ impl Policy {
     }
 
     /// The price to bid for `spec` (its on-chain work is `work_micro_ut`), or why not to bid, with
-    /// `seconds_left` until the deadline and `min_price_per_ut` the chain's floor (plancks per ut).
+    /// `seconds_left` until the deadline and `min_price_per_ut` the chain's floors (plancks per
+    /// ut, per class: the floor of the class it trains on applies).
     pub fn price(
         &self,
         spec: &JobSpec,
         work_micro_ut: u128,
         seconds_left: u64,
-        min_price_per_ut: u128,
+        min_price_per_ut: ergon_protocol::PerClass<u128>,
     ) -> Result<u128, NoBid> {
         let summary = spec.validate().map_err(|e| NoBid::InvalidSpec(e.to_string()))?;
         let on = self.train_on(spec);
@@ -251,7 +252,8 @@ impl Policy {
             return Err(NoBid::TooSlow { need_s, have_s });
         }
         let asked = work_micro_ut.saturating_mul(self.price_per_ut) / MICRO;
-        let floor = work_micro_ut.saturating_mul(min_price_per_ut).div_ceil(MICRO);
+        let per_ut = min_price_per_ut.of(self.capacity(on).class);
+        let floor = work_micro_ut.saturating_mul(per_ut).div_ceil(MICRO);
         let cost = self.cost(on, work_micro_ut);
         let with_margin =
             cost.saturating_add(cost.saturating_mul(self.min_margin_percent as u128) / 100);
@@ -324,28 +326,34 @@ mod tests {
         // The CNN is checked against the CPU's throughput (half the time to the deadline is
         // usable), the MLP against the GPU's: two seconds suffice.
         let cnn_s = host.training_seconds(TrainOn::Cpu, work(&cnn)) * 2;
-        assert!(matches!(host.price(&cnn, work(&cnn), cnn_s - 2, 0), Err(NoBid::TooSlow { .. })));
-        assert!(host.price(&cnn, work(&cnn), cnn_s, 0).is_ok());
-        assert!(host.price(&mlp, work(&mlp), 2, 0).is_ok());
-        assert!(matches!(cpu_host.price(&mlp, work(&mlp), 2, 0), Err(NoBid::TooSlow { .. })));
+        assert!(matches!(
+            host.price(&cnn, work(&cnn), cnn_s - 2, flat(0)),
+            Err(NoBid::TooSlow { .. })
+        ));
+        assert!(host.price(&cnn, work(&cnn), cnn_s, flat(0)).is_ok());
+        assert!(host.price(&mlp, work(&mlp), 2, flat(0)).is_ok());
+        assert!(matches!(cpu_host.price(&mlp, work(&mlp), 2, flat(0)), Err(NoBid::TooSlow { .. })));
         // The CNN's price is the CPU's time, not the GPU's.
         let costly = Policy { price_per_ut: 0, cost_per_hour: 3_600_000 * ERG, ..host.clone() };
         assert_eq!(
-            costly.price(&cnn, work(&cnn), cnn_s, 0).unwrap(),
+            costly.price(&cnn, work(&cnn), cnn_s, flat(0)).unwrap(),
             costly.cost(TrainOn::Cpu, work(&cnn)) * 120 / 100
         );
         // Memory: the CPU's for the CNN, the GPU's for the MLP.
         let small_cpu =
             Policy { cpu: Capacity { memory_bytes: 100 << 20, ..host.cpu }, ..host.clone() };
-        assert!(matches!(small_cpu.price(&cnn, work(&cnn), cnn_s, 0), Err(NoBid::TooBig { .. })));
-        assert!(small_cpu.price(&mlp, work(&mlp), 2, 0).is_ok());
+        assert!(matches!(
+            small_cpu.price(&cnn, work(&cnn), cnn_s, flat(0)),
+            Err(NoBid::TooBig { .. })
+        ));
+        assert!(small_cpu.price(&mlp, work(&mlp), 2, flat(0)).is_ok());
     }
 
     #[test]
     fn the_price_is_the_asking_price_when_it_covers_cost_and_floor() {
         let s = spec();
         let work = work(&s);
-        let price = policy().price(&s, work, 3_600, 10 * ERG).unwrap();
+        let price = policy().price(&s, work, 3_600, flat(10 * ERG)).unwrap();
         assert_eq!(price, work * 100 * ERG / MICRO);
     }
 
@@ -354,9 +362,36 @@ mod tests {
         let s = spec();
         let work = work(&s);
         let p = Policy { price_per_ut: 0, cost_per_hour: 3_600_000 * ERG, ..policy() };
-        let price = p.price(&s, work, 3_600, 0).unwrap();
+        let price = p.price(&s, work, 3_600, flat(0)).unwrap();
         assert_eq!(price, p.cost(TrainOn::Cpu, work) * 120 / 100);
         assert!(price > 0);
+    }
+
+    /// The same floor for both classes.
+    fn flat(per_ut: u128) -> ergon_protocol::PerClass<u128> {
+        ergon_protocol::PerClass { cpu: per_ut, gpu: per_ut }
+    }
+
+    /// The floor a bid must clear is that of the class the machine trains the spec on: a GPU host
+    /// bids a dense model down to the GPU's floor, a convolutional one (trained on its CPU) to the
+    /// CPU's.
+    #[test]
+    fn the_floor_is_the_one_of_the_class_trained_on() {
+        let floors = ergon_protocol::PerClass { cpu: 10 * ERG, gpu: 2 * ERG };
+        let h100 = DeviceClass::Cuda { capability: 90 };
+        let gpu =
+            Capacity { micro_ut_per_hour: 3_000_000 * MICRO, memory_bytes: 80 << 30, class: h100 };
+        let p = Policy { gpu: Some(gpu), price_per_ut: 0, cost_per_hour: 0, ..policy() };
+        let (mlp, cnn) = (spec(), example("fashion-mnist-cnn"));
+        let (mlp_work, cnn_work) = (work(&mlp), work(&cnn));
+        assert_eq!(
+            p.price(&mlp, mlp_work, 3_600, floors).unwrap(),
+            (mlp_work * 2 * ERG).div_ceil(MICRO)
+        );
+        assert_eq!(
+            p.price(&cnn, cnn_work, 1_000_000, floors).unwrap(),
+            (cnn_work * 10 * ERG).div_ceil(MICRO)
+        );
     }
 
     #[test]
@@ -364,7 +399,10 @@ mod tests {
         let s = spec();
         let work = work(&s);
         let p = Policy { price_per_ut: 0, cost_per_hour: 0, ..policy() };
-        assert_eq!(p.price(&s, work, 3_600, 10 * ERG).unwrap(), (work * 10 * ERG).div_ceil(MICRO));
+        assert_eq!(
+            p.price(&s, work, 3_600, flat(10 * ERG)).unwrap(),
+            (work * 10 * ERG).div_ceil(MICRO)
+        );
     }
 
     /// A slow machine that bid anyway would freeze its price as collateral and lose all of it at
@@ -376,8 +414,8 @@ mod tests {
         let slow = Policy { cpu: Capacity { micro_ut_per_hour: work, ..policy().cpu }, ..policy() };
         // An hour of training; half of two hours usable: just fits. Half of an hour and a half:
         // does not.
-        assert!(slow.price(&s, work, 2 * 3_600, 0).is_ok());
-        assert!(matches!(slow.price(&s, work, 3 * 1_800, 0), Err(NoBid::TooSlow { .. })));
+        assert!(slow.price(&s, work, 2 * 3_600, flat(0)).is_ok());
+        assert!(matches!(slow.price(&s, work, 3 * 1_800, flat(0)), Err(NoBid::TooSlow { .. })));
     }
 
     #[test]
@@ -386,7 +424,7 @@ mod tests {
         let work = work(&s);
         let small =
             Policy { cpu: Capacity { memory_bytes: 100 << 20, ..policy().cpu }, ..policy() };
-        assert!(matches!(small.price(&s, work, 3_600, 0), Err(NoBid::TooBig { .. })));
+        assert!(matches!(small.price(&s, work, 3_600, flat(0)), Err(NoBid::TooBig { .. })));
         // Fashion-MNIST's 70 000 images alone are ~220 MB decoded.
         let need = memory_estimate(&s, &s.validate().unwrap());
         assert!(need > 220 << 20 && need < 1 << 30, "{need}");
@@ -439,7 +477,7 @@ mod tests {
             markup_ppb: 200_000_000,
             least: 100 * erg,
         };
-        let backed = |bond| terms.backed_capacity(bond, u128::MAX);
+        let backed = |_, bond| terms.backed_capacity(bond, u128::MAX);
         let host = policy();
         assert_eq!(
             host.verifier_offer(backed, 1_000_000 * erg, 10 * MICRO),

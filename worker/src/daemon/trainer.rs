@@ -73,7 +73,8 @@ impl Trainer {
             .await?
             .constants()
             .entry(runtime::constants().job_market().min_price_per_ut())
-            .map_err(|e| ergon_client::Error::from(ergon_client::subxt::Error::from(e)))?;
+            .map_err(|e| ergon_client::Error::from(ergon_client::subxt::Error::from(e)))?
+            .0;
         for (id, job) in fresh {
             if job.owner == ctx.me || now > job.bid_window_end {
                 self.considered.insert(id);
@@ -124,7 +125,10 @@ impl Trainer {
             };
             let mut record = Training::new(id, price);
             ctx.store.put_training(&record)?;
-            match ctx.send(calls::bid(id, price), Some(id), "bid").await {
+            // The class it trains on: the bid names it (the floor and its verifiers' fees are
+            // that class's) and the bundle declares it.
+            let device = ctx.policy.bundle_class(&job.spec.0);
+            match ctx.send(calls::bid(id, price, device), Some(id), "bid").await {
                 Ok(()) => {
                     info!(job = id, price, work_micro_ut = job.work_micro_ut, "bid placed");
                     self.considered.insert(id);
