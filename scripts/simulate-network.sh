@@ -5,7 +5,7 @@
 # (runtime/examples/verification_network.rs). Prints one table: rounds staffed, commit to
 # settlement, each class's load and download, and the chain's growth.
 #   VERIFIERS (10 000) and JOBS_PER_DAY (1 000) size it; FLOOR_DIVISOR (1) shows the same day with
-#   the price floors that many times lower (a what-if for issue 37's open item 4).
+#   the price floors that many times lower (a what-if).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
