@@ -51,8 +51,9 @@ pub struct Config {
     /// Bond this many ERG in all at start (0: bond nothing; the roles need the minimum bond).
     #[arg(long, env = "ERGON_BOND", default_value_t = 0)]
     pub bond: u128,
-    /// Asking price per ut of training work, in ERG.
-    #[arg(long, env = "ERGON_PRICE_PER_UT", default_value_t = 100)]
+    /// Asking price per ut of training work, in ERG (decimals allowed: a GPU's ut is worth
+    /// about a sixth of a CPU's; the chain's floors are 0.05 ERG on a CPU, 0.0086 on a GPU).
+    #[arg(long, env = "ERGON_PRICE_PER_UT", default_value = "100", value_parser = erg_amount)]
     pub price_per_ut: u128,
     /// What an hour of this machine costs, in milli-ERG (bids never go below it plus the margin).
     #[arg(long, env = "ERGON_COST_PER_HOUR", default_value_t = 1_000)]
@@ -197,7 +198,7 @@ impl Config {
             (cpu, Some(given))
         };
         Policy {
-            price_per_ut: self.price_per_ut.saturating_mul(ERG),
+            price_per_ut: self.price_per_ut,
             cost_per_hour: self.cost_per_hour_milli.saturating_mul(ERG / 1_000),
             min_margin_percent: self.min_margin,
             cpu,
@@ -263,4 +264,10 @@ mod tests {
             assert!(check_public_url(url, &live).is_ok(), "{url}");
         }
     }
+}
+
+/// An amount of ERG on the command line, in plancks.
+fn erg_amount(text: &str) -> Result<u128, String> {
+    ergon_protocol::units::plancks(text)
+        .ok_or_else(|| format!("'{text}' is not an amount of ERG (e.g. 100 or 0.0086)"))
 }
