@@ -133,7 +133,7 @@ async function checkSpec() {
       ['work', `${Number(check.workMicroUt) / 1e6} ut (1 ut = 432·10⁹ FLOPs)`],
       ['checkpoints', `${check.checkpoints} (${check.steps} optimizer steps)`],
       ['parameters', String(check.parameters)],
-      ['least budget', `${ergUp(least)} — the market's floor for this work (${erg(c.minPricePerUt.toBigInt())} per ut) plus every possible verifier's fee`],
+      ['least budget', `${ergUp(least)} — the market's floor for this work (${erg(c.minPricePerUt.cpu.toBigInt())} per ut on a CPU, ${erg(c.minPricePerUt.gpu.toBigInt())} on a GPU; the cheapest class the spec may train on) plus every possible verifier's fee`],
       ['posting fee', `${erg(c.postingFee.toBigInt())} plus a slot rent of ${erg(c.slotRent.toBigInt())} per block to the deadline, burnt whatever happens`],
       ['trainers bid', `at most your budget less the verifiers' reserve; each leaves a ${erg(c.bidDeposit.toBigInt())} deposit`],
     ]),
