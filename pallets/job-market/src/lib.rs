@@ -4,8 +4,9 @@
 //!
 //! 1. [`Pallet::post_job`]: the spec is validated on chain (bounded size, shapes) and its training work
 //!    computed from the spec (never from a trainer's claim). The budget must pay at least
-//!    `MinPricePerUt` for that work (of the cheapest device class the spec may train on), and one verifier's round must be at most what the largest
-//!    declarable capacity replays within `MaxReplayWindow` ([`Pallet::max_round_work`]).
+//!    `MinPricePerUt` for that work (that of the cheapest device class the spec may train on), and
+//!    one verifier's round must be at most what the largest declarable capacity replays within
+//!    `MaxReplayWindow` ([`Pallet::max_round_work`]).
 //!    A non-refundable `PostingFee`, plus `SlotRent` for every block until the deadline (an unfinished
 //!    job holds a slot that long), is burnt; the budget is held in escrow ([`HoldReason::Escrow`]).
 //!    An owner has at most `MaxOpenJobsPerOwner` unfinished jobs; `MaxActiveJobs` counts unfinished
@@ -19,11 +20,11 @@
 //!    freezes the price as the trainer's obligation collateral (trainer staking's
 //!    [`ergon_protocol::traits::Obligations`]).
 //! 3. [`Pallet::submit_bundle`] by the assigned trainer before the deadline commits the bundle's Merkle
-//!    root, URI, final-model hash, claimed metrics and the device class it trained on (its bid's); the bid
-//!    deposit comes back once validators
-//!    attest the bundle available. Missing the deadline, or committing a bundle they find
-//!    unavailable, slashes `TrainerSlash` of the collateral, forfeits the deposit to the owner and
-//!    refunds the owner: walking away costs more than the job paid.
+//!    root, URI, final-model hash, claimed metrics and the device class it trained on (its bid's);
+//!    the bid deposit comes back once validators attest the bundle available. Missing the
+//!    deadline, or committing a bundle they find unavailable, slashes `TrainerSlash` of the
+//!    collateral, forfeits the deposit to the owner and refunds the owner: walking away costs more
+//!    than the job paid.
 //! 4. Verification rounds ([`verification`]): VRF outputs of blocks after the commitment draw
 //!    `Verifiers` from the trainers who opted in ([`Pallet::set_verifier`], declaring a device
 //!    class and a replay capacity backed by bond), weighted by their bond (stake at risk, not ECP;
@@ -143,7 +144,8 @@ pub mod pallet {
     };
 
     /// 1: job specs v2 ([`crate::migrations::SpecV2`]); 2: verifiers declare a device class and a
-    /// capacity ([`crate::migrations::VerifierCapacity`]).
+    /// capacity ([`crate::migrations::VerifierCapacity`]); 3: bids name a device class
+    /// ([`crate::migrations::BidClasses`]).
     const STORAGE_VERSION: StorageVersion = StorageVersion::new(3);
 
     #[pallet::pallet]
