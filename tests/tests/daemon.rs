@@ -164,8 +164,11 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
 
     // Charlie revealed after its restart (no silent slash: its bond is whole), and every chain
     // action was sent once.
-    let charlie_vote = record(dir.path(), vote_file).expect("Charlie's vote");
-    check(charlie_vote["revealed"] == true, "Charlie revealed", &[&charlie]);
+    // (The daemon records its reveal once the block holding it is seen, which may be after the
+    // job settles in that very block: wait for the record, do not race it.)
+    wait_for_daemons("Charlie's reveal recorded", Duration::from_secs(60), &[&charlie], || {
+        record(dir.path(), vote_file).filter(|v| v["revealed"] == true)
+    });
     let ledger = node.bond(&dev_pair("//Charlie").public_key().0).expect("Charlie is bonded");
     assert_eq!(ledger.active, 2_000 * ERG, "Charlie was not slashed");
     let (bob_log, charlie_log) = (bob.log(), charlie.log());
