@@ -188,8 +188,10 @@ fn main() {
     let seats = seats as usize;
     let window: BlockNumber =
         <<Runtime as pallet_job_market::Config>::CommitWindow as Get<BlockNumber>>::get();
-    // Today's worker fetches a segment's start and end checkpoint: weights and two AdamW moments.
+    // Today's worker fetches whole checkpoints (weights and two AdamW moments): each segment's
+    // start and end, and the rules' sample.
     let checkpoint_bytes = summary.parameters as u128 * 12;
+    let rule_checkpoints = ergon_protocol::overhead::RULE_CHECKPOINTS;
     let block_ms = ergon_runtime::durations::MILLI_SECS_PER_BLOCK;
 
     // The day.
@@ -234,11 +236,16 @@ fn main() {
         let mut last = now;
         for (&i, own) in chosen.iter().zip(&assigned) {
             let v = &mut verifiers[i];
-            // Segment s runs from checkpoint s to s + 1: adjacent segments share one.
+            // Segment s runs from checkpoint s to s + 1: adjacent segments share one. Besides
+            // them, the full-pass rules read up to `RULE_CHECKPOINTS` checkpoints (the first, the
+            // last and a grid at a drawn offset: the worker's `verify::rule_sample`); their
+            // overlap with the segments' ends (a checkpoint or two) is not subtracted, so this is
+            // at most one or two checkpoints over.
             let mut checkpoints: Vec<u32> = own.iter().flat_map(|s| [*s, s + 1]).collect();
             checkpoints.sort_unstable();
             checkpoints.dedup();
-            let vote_bytes = checkpoints.len() as u128 * checkpoint_bytes;
+            let rules = (rule_checkpoints as u64).min(summary.checkpoints) as usize;
+            let vote_bytes = (checkpoints.len() + rules) as u128 * checkpoint_bytes;
             let download_ms = (vote_bytes * 1_000 / BANDWIDTH) as u64;
             let replay_ms = ergon_protocol::capacity::time_for(vote_work, v.entry.capacity);
             v.entry.busy_until = capacity::ready_at::<Runtime>(&v.entry, vote_work, now);
