@@ -23,7 +23,7 @@ use crate::{AllPalletsWithSystem, BlockNumber, System};
 /// Bytes from `0x…` hex.
 fn unhex(text: &str) -> Vec<u8> {
     let digits = text.trim_start_matches("0x").as_bytes();
-    assert!(digits.len() % 2 == 0, "hex of odd length: {text}");
+    assert!(digits.len().is_multiple_of(2), "hex of odd length: {text}");
     digits
         .chunks(2)
         .map(|pair| {

@@ -391,7 +391,7 @@ fn client_metadata_is_current() {
     // shared target directory) keeps that checkout's CARGO_MANIFEST_DIR.
     let current: &[u8] = include_bytes!("../../client/metadata/ergon.scale");
     assert!(
-        current == &*metadata,
+        current == *metadata,
         "{} is not this runtime's metadata: regenerate it with `ERGON_BLESS=1 SKIP_WASM_BUILD=1 \
          cargo test --release -p ergon-runtime client_metadata_is_current` and rebuild the client",
         path.display()

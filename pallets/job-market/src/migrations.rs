@@ -177,7 +177,7 @@ impl<T: Config> UncheckedOnRuntimeUpgrade for NameBidClasses<T> {
                 })
                 .collect();
             // As many as before, so within `MaxBids`.
-            Some(new.try_into().ok()?)
+            new.try_into().ok()
         });
         log::info!(target: LOG_TARGET, "bids v2 → v3: {bids} bids of {jobs} jobs name the CPU");
         T::DbWeight::get().reads_writes(jobs, jobs)

@@ -229,6 +229,12 @@ fn peak_micro_ut_per_hour() -> u128 {
     })
 }
 
+/// An amount of ERG on the command line, in plancks.
+fn erg_amount(text: &str) -> Result<u128, String> {
+    ergon_protocol::units::plancks(text)
+        .ok_or_else(|| format!("'{text}' is not an amount of ERG (e.g. 100 or 0.0086)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,10 +270,4 @@ mod tests {
             assert!(check_public_url(url, &live).is_ok(), "{url}");
         }
     }
-}
-
-/// An amount of ERG on the command line, in plancks.
-fn erg_amount(text: &str) -> Result<u128, String> {
-    ergon_protocol::units::plancks(text)
-        .ok_or_else(|| format!("'{text}' is not an amount of ERG (e.g. 100 or 0.0086)"))
 }
