@@ -1416,15 +1416,14 @@ pub mod pallet {
 
         /// The least budget `post_job` takes for `spec` (what `ergon_checkSpec` shows a user before
         /// posting): `MinBudget`, or the least price of its work plus the reserve for every possible
-        /// vote ([`fees::least_budget`]); the rule the spec breaks if `post_job` would refuse it.
-        ///
-        /// The least budget of any class the spec may be trained on ([`Self::least_budget_on`]):
-        /// at that budget only trainers of the cheapest class can bid.
+        /// vote ([`fees::least_budget`]), for the cheapest class the spec may be trained on (at that
+        /// budget only that class's trainers can bid); the rule the spec breaks if `post_job`
+        /// would refuse it.
         pub fn least_budget(spec: &JobSpec) -> Result<BalanceOf<T>, spec_check::SpecRejection> {
-            let cheapest = Self::classes_for(spec)
-                .map(|device| Self::least_budget_on(spec, device))
-                .collect::<Result<alloc::vec::Vec<_>, _>>()?;
-            Ok(cheapest.into_iter().min().unwrap_or_else(T::MinBudget::get))
+            let summary = spec_check::check::<T>(spec)?;
+            let least =
+                Self::classes_for(spec).map(|device| Self::least_for(spec, &summary, device));
+            Ok(least.min().unwrap_or_else(T::MinBudget::get))
         }
 
         /// The least budget for `spec` whose price floor and verification reserve are those of
@@ -1434,14 +1433,23 @@ pub mod pallet {
             device: DeviceClass,
         ) -> Result<BalanceOf<T>, spec_check::SpecRejection> {
             let summary = spec_check::check::<T>(spec)?;
+            Ok(Self::least_for(spec, &summary, device))
+        }
+
+        /// [`fees::least_budget`] of a checked `spec` (its `summary`) on `device`.
+        fn least_for(
+            spec: &JobSpec,
+            summary: &ergon_job_spec::SpecSummary,
+            device: DeviceClass,
+        ) -> BalanceOf<T> {
             let work_micro_ut = summary.training_micro_ut();
-            Ok(fees::least_budget::<T>(
+            fees::least_budget::<T>(
                 Self::min_price_for(work_micro_ut, device),
                 work_micro_ut,
                 summary.checkpoints.saturating_sub(1),
                 spec_overhead_ppb(spec),
                 device,
-            ))
+            )
         }
 
         /// A class of each price tier `spec` may be trained on: the CPU, and a GPU when the spec

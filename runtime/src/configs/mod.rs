@@ -457,7 +457,8 @@ impl pallet_job_market::Config for Runtime {
     type SlotRent = ConstU128<{ ERG / crate::units::DAYS as u128 }>;
     type BidDeposit = ConstU128<{ 10 * ERG }>;
     // Per ut of training work (432·10⁹ FLOPs), per device class: an hour's rent over an hour's
-    // work (`prices`: 0.05 ERG on a CPU, 0.0086 ERG on a GPU; a GPU-hour job ≈ 26 000 ERG).
+    // work (`prices`: 0.05 ERG on a CPU, 0.0086 ERG on a GPU; the GPT-2-small GPU-hour
+    // example, 3.67·10⁶ ut, 31 578 ERG).
     type MinPricePerUt = MinPricePerUt;
     // What a floor bid's verification costs the verifiers' class: twice the CPU's least price,
     // five times the GPU's (`prices`).

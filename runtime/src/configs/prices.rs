@@ -21,8 +21,8 @@
 //!   (4.9×: reading checkpoints and the full-pass rules dominate, issue 37), so five times — a
 //!   fee of 1.2 × 0.043 = 0.052 ERG per replayed ut against 4.9 × 0.0086 = 0.042 of GPU time.
 //!
-//! So a GPU-hour job (3·10⁶ ut) costs ≈ 26 000 ERG at the floor and its whole budget, every
-//! possible vote's fee reserved, under 10⁵ ERG (`runtime/src/tests.rs`,
+//! So the GPT-2-small GPU-hour example (3.67·10⁶ ut) costs 31 578 ERG at the floor and its whole
+//! budget, every possible vote's fee reserved, 87 991 ERG (`runtime/src/tests.rs`,
 //! `a_gpu_hour_job_costs_gpu_hours_not_cpu_hours`); a CPU verifier is drawn only for jobs whose fee
 //! floor pays its time (`pallet_job_market::capacity::verifies_at_its_price`).
 

@@ -369,17 +369,15 @@ async fn verifier_offer(
             at.constants().entry(market.$name()).map_err(|e| chain_err(e.into()))?
         };
     }
-    // The replay floor is per class: the terms for a class are these with its floor.
+    // The replay floor is per class: the terms are the class's.
     let replay_price_per_ut = constant!(replay_price_per_ut).0;
-    let common = ergon_protocol::capacity::BackingTerms {
-        window_ms: constant!(commit_window) as u64 * constant!(millisecs_per_block),
-        replay_price_per_ut: 0,
-        markup_ppb: constant!(verifier_fee_markup).0,
-        least: constant!(verifier_collateral),
-    };
+    let window_ms = constant!(commit_window) as u64 * constant!(millisecs_per_block);
+    let (markup_ppb, least) = (constant!(verifier_fee_markup).0, constant!(verifier_collateral));
     let terms = |class| ergon_protocol::capacity::BackingTerms {
+        window_ms,
         replay_price_per_ut: replay_price_per_ut.of(class),
-        ..common
+        markup_ppb,
+        least,
     };
     let most = constant!(max_verifier_capacity);
     let backed = |class, bond: u128| terms(class).backed_capacity(bond, most);
