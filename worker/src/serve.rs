@@ -16,7 +16,10 @@ use std::{
     future::Future,
     io,
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
     time::Duration,
 };
 
@@ -43,6 +46,7 @@ pub struct Server {
     listener: TcpListener,
     root: Arc<PathBuf>,
     limit: Arc<Semaphore>,
+    served: Arc<AtomicU64>,
 }
 
 impl Server {
@@ -68,7 +72,14 @@ impl Server {
             listener,
             root: Arc::new(root),
             limit: Arc::new(Semaphore::new(connections.max(1))),
+            served: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// The count of body bytes served so far (files and ranges), kept up to date while it runs:
+    /// what a trainer's bundle costs it in upload.
+    pub fn bytes_served(&self) -> Arc<AtomicU64> {
+        self.served.clone()
     }
 
     /// The address it listens on (the port, when bound to port 0).
@@ -101,8 +112,9 @@ impl Server {
                 _ = &mut shutdown => break,
             };
             let (root, stopping) = (self.root.clone(), stopping.clone());
+            let served = self.served.clone();
             connections.spawn(async move {
-                let _ = handle(stream, &root, stopping).await;
+                let _ = handle(stream, &root, stopping, &served).await;
                 drop(permit);
             });
             // Reap the finished ones so the set does not grow.
@@ -125,6 +137,7 @@ async fn handle(
     mut stream: TcpStream,
     root: &Path,
     mut stopping: watch::Receiver<bool>,
+    served: &AtomicU64,
 ) -> io::Result<()> {
     let head = tokio::select! {
         head = tokio::time::timeout(TIMEOUT, read_head(&mut stream)) => match head {
@@ -163,7 +176,7 @@ async fn handle(
     }
     respond(&mut stream, status, &headers).await?;
     if !request.head_only {
-        send_body(&mut stream, file, start, end).await?;
+        send_body(&mut stream, file, (start, end), served).await?;
     }
     stream.shutdown().await
 }
@@ -185,12 +198,13 @@ async fn read_head(stream: &mut TcpStream) -> io::Result<String> {
     Ok(String::from_utf8_lossy(&head).into_owned())
 }
 
-/// Copies `[start, end)` of `file` to `stream`, each write bounded by [`TIMEOUT`].
+/// Copies `[start, end)` of `file` to `stream`, each write bounded by [`TIMEOUT`], counting the
+/// bytes sent in `served`.
 async fn send_body(
     stream: &mut TcpStream,
     mut file: tokio::fs::File,
-    start: u64,
-    end: u64,
+    (start, end): (u64, u64),
+    served: &AtomicU64,
 ) -> io::Result<()> {
     file.seek(io::SeekFrom::Start(start)).await?;
     let mut left = end - start;
@@ -205,6 +219,7 @@ async fn send_body(
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "client stopped reading"))??;
         left -= n as u64;
+        served.fetch_add(n as u64, Ordering::Relaxed);
     }
     stream.flush().await
 }

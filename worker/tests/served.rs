@@ -5,7 +5,13 @@
 #[path = "../engine/tests/common/mod.rs"]
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+};
 
 use ergon_engine::{
     bundle::{self, MANIFEST_FILE},
@@ -25,18 +31,20 @@ fn honest(dir: &Path, out: &Path) -> (ergon_job_spec::JobSpec, [u8; 32]) {
     }
 }
 
-/// Serves `dir` on a loopback port from a runtime of its own thread; returns the URL.
-fn serve(dir: PathBuf) -> String {
+/// Serves `dir` on a loopback port from a runtime of its own thread; returns the URL and the count
+/// of body bytes the server sends.
+fn serve(dir: PathBuf) -> (String, Arc<AtomicU64>) {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async move {
             let server = Server::bind("127.0.0.1:0", &dir).await.expect("bind");
-            tx.send(server.local_addr().expect("address")).unwrap();
+            tx.send((server.local_addr().expect("address"), server.bytes_served())).unwrap();
             server.run(std::future::pending()).await.unwrap();
         });
     });
-    format!("http://{}", rx.recv().unwrap())
+    let (addr, served) = rx.recv().unwrap();
+    (format!("http://{addr}"), served)
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -53,7 +61,7 @@ fn a_served_bundle_is_fetched_and_verified() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");
     let (spec, root) = honest(dir.path(), &out);
-    let url = serve(out.clone());
+    let (url, _) = serve(out.clone());
     let local = dir.path().join("downloaded");
     bundle::fetch(&url, &local).expect("the bundle downloads");
     let mut opts = VerifyOptions::new(local, SEED);
@@ -68,44 +76,123 @@ fn a_served_bundle_is_fetched_and_verified() {
     assert!(unreachable.is_err_and(|e| e.to_string().contains("downloading")));
 }
 
-/// A verifier drawn for one segment of a long bundle downloads the manifest and the checkpoints
-/// its checks read (the segment's two ends and the rules' sample), not the whole bundle; the
-/// verdict is the same as on the whole bundle, and a forged checkpoint among those read still fails.
+/// Trains the CSV task with a checkpoint every step (31 checkpoints, more than the rules read) into
+/// `out`; returns the spec and the root.
+fn long(dir: &Path, out: &Path) -> (ergon_job_spec::JobSpec, [u8; 32]) {
+    let mut spec = common::csv_spec(dir);
+    spec.checkpoint_interval = 1;
+    match train::train(&spec, &TrainOptions::new(out.into(), SEED)).unwrap() {
+        Outcome::Finished(r) => (spec, r.root),
+        Outcome::Halted(_) => unreachable!(),
+    }
+}
+
+/// Bytes of the optimizer state in a checkpoint of `spec`.
+fn optimizer_bytes(spec: &ergon_job_spec::JobSpec) -> u64 {
+    let layout = ergon_engine::trajectory::layout(spec).unwrap();
+    let values = |s: &Vec<usize>| s.iter().product::<usize>() as u64;
+    layout.0.iter().filter(|(n, _)| n.starts_with("opt.")).map(|(_, s)| 4 * values(s)).sum()
+}
+
+/// A verifier drawn for one segment of a long bundle downloads the manifest, the checkpoints it
+/// reads whole (the segment's start and the last checkpoint) and, by byte ranges, the weights of
+/// the rules' sample: never the segment's end beyond those weights (its replay reproduces the
+/// committed hashes) nor another checkpoint's optimizer state. Counted in the bytes the trainer's server sent, to the
+/// byte; the verdict is the one it gives on the whole bundle.
 #[test]
-fn a_verifier_downloads_only_the_checkpoints_it_reads() {
+fn a_verifier_downloads_only_what_it_reads() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");
-    let mut spec = common::csv_spec(dir.path());
-    // 30 steps, a checkpoint every step: 31 checkpoints, more than the rules read.
-    spec.checkpoint_interval = 1;
-    let root = match train::train(&spec, &TrainOptions::new(out.clone(), SEED)).unwrap() {
-        Outcome::Finished(r) => r.root,
-        Outcome::Halted(_) => unreachable!(),
-    };
-    let total = bundle::inspect(&out).unwrap().manifest.checkpoints.len();
-    let url = serve(out.clone());
+    let (spec, root) = long(dir.path(), &out);
+    let manifest = bundle::inspect(&out).unwrap().manifest;
+    let total = manifest.checkpoints.len();
+    let (url, served) = serve(out.clone());
 
     let local = dir.path().join("verifier");
     let mut opts = VerifyOptions::new(local.clone(), SEED);
+    opts.source = Some(url.clone());
     opts.segments = vec![11];
     opts.expected_root = Some(root);
     let fetched = verify::fetch_for(&spec, &url, &opts).unwrap();
-    let manifest = bundle::inspect_selected(&out, |_| Vec::new(), None).unwrap().manifest;
     let selection = verify::selection(&opts, &manifest);
+    assert_eq!(selection.read, vec![11, total - 1], "the start and the last, whole");
     assert_eq!(fetched, selection.read.len());
-    assert!(fetched < total, "read {fetched} of {total}: nothing saved");
-    assert!(selection.read.contains(&11) && selection.read.contains(&12));
+    assert!(!selection.weights.is_empty());
     let mut expected: Vec<String> =
         selection.read.iter().map(|i| manifest.checkpoints[*i].file.clone()).collect();
     expected.push(MANIFEST_FILE.to_string());
     expected.sort();
-    assert_eq!(files_in(&local), expected, "exactly the manifest and the checkpoints read");
+    assert_eq!(files_in(&local), expected, "exactly the manifest and the checkpoints read whole");
 
     let partial = verify::verify(&spec, &opts).unwrap();
+    assert!(partial.passed, "{:?}", partial.first_failure());
     let mut whole_opts = VerifyOptions::new(out.clone(), SEED);
     whole_opts.segments = vec![11];
     whole_opts.expected_root = Some(root);
     let whole = verify::verify(&spec, &whole_opts).unwrap();
-    assert!(partial.passed, "{:?}", partial.first_failure());
     assert_eq!(partial.evidence_hash(), whole.evidence_hash());
+
+    // The bytes: the manifest, the two whole files, and of each weights-only checkpoint its header
+    // and weights (everything but the optimizer state).
+    let size = |i: &usize| manifest.checkpoints[*i].file_bytes;
+    let manifest_bytes = std::fs::metadata(out.join(MANIFEST_FILE)).unwrap().len();
+    let expected = manifest_bytes
+        + selection.read.iter().map(size).sum::<u64>()
+        + selection.weights.iter().map(|i| size(i) - optimizer_bytes(&spec)).sum::<u64>();
+    let bundle: u64 = (0..total).map(|i| size(&i)).sum();
+    let sent = served.load(Ordering::Relaxed);
+    assert_eq!(sent, expected, "served {sent} bytes of a {bundle}-byte bundle");
+    let checkpoints_sent = sent - manifest_bytes;
+    assert!(2 * checkpoints_sent < bundle, "{checkpoints_sent} of {bundle} checkpoint bytes");
+}
+
+/// A forged end of the drawn segment (self-consistent: the manifest lists the forged tensors'
+/// hashes, and the root commits to them): the replay's hashes differ, the verifier reads only the
+/// differing tensors by byte ranges and fails the segment with the measured error. A trainer that
+/// pruned the drawn segment's start cannot serve it: the download fails (a fail vote once a daemon's
+/// attempts are spent).
+#[test]
+fn an_end_state_that_is_not_the_replay_fails_and_a_pruned_start_cannot_be_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = long(dir.path(), &out);
+    let mut manifest = bundle::inspect(&out).unwrap().manifest;
+    // The forger nudges the weights of checkpoint 12 and rewrites its entry.
+    let entry = &mut manifest.checkpoints[12];
+    let path = out.join(&entry.file);
+    let mut host = bundle::HostTensors::read(&path).unwrap();
+    for (name, (_, values)) in host.0.iter_mut() {
+        if name.starts_with("param.") {
+            values.iter_mut().for_each(|v| *v *= 1.01);
+        }
+    }
+    let written = host.write(&path).unwrap();
+    let hex = ergon_engine::data::hex;
+    entry.file_sha256 = hex(&written.sha256);
+    entry.file_bytes = written.bytes;
+    entry.chunks = written.chunks.iter().map(|h| hex(h)).collect();
+    entry.tensors = host.hashes().iter().map(|(n, h)| (n.clone(), hex(h))).collect();
+    entry.digest = hex(&bundle::checkpoint::digest(host.hashes().values()));
+    std::fs::write(out.join(MANIFEST_FILE), manifest.to_bytes().unwrap()).unwrap();
+
+    let (url, _) = serve(out.clone());
+    let mut opts = VerifyOptions::new(dir.path().join("verifier"), SEED);
+    opts.source = Some(url.clone());
+    opts.segments = vec![11];
+    verify::fetch_for(&spec, &url, &opts).unwrap();
+    let report = verify::verify(&spec, &opts).unwrap();
+    assert!(!report.passed);
+    let replay = report.checks.iter().find(|c| c.name == "replay[11]").unwrap();
+    let weights = host.0.keys().filter(|n| n.starts_with("param.")).count();
+    let exact = format!("{} of {} end tensors bit-exact", host.0.len() - weights, host.0.len());
+    assert!(!replay.passed && replay.measured.contains(&exact), "{replay:?}");
+    assert_eq!(report.failed_segment(), Some(11));
+
+    // Pruned before the challenge ended: the drawn start is gone.
+    std::fs::remove_file(out.join(&manifest.checkpoints[11].file)).unwrap();
+    let mut opts = VerifyOptions::new(dir.path().join("verifier-2"), SEED);
+    opts.source = Some(url.clone());
+    opts.segments = vec![11];
+    let err = verify::fetch_for(&spec, &url, &opts).unwrap_err().to_string();
+    assert!(err.contains("404"), "{err}");
 }

@@ -221,6 +221,18 @@ pub fn load_state(
     model: &Model,
     opt: &mut Optimizer,
 ) -> Result<()> {
+    let tensors = load_weights(path, host, model)?;
+    opt.load_state(&model.params, &tensors, step)
+}
+
+/// Sets the weights of `model` to those of the checkpoint `host` (read from `path`, named in
+/// errors; its optimizer state, if any, is left alone); returns the checkpoint's tensors on the
+/// model's device.
+pub fn load_weights(
+    path: &Path,
+    host: &HostTensors,
+    model: &Model,
+) -> Result<BTreeMap<String, Tensor>> {
     let device = model.params.first().map(|p| p.var.device().clone()).unwrap_or(Device::Cpu);
     let tensors = host.to_tensors(&device, DType::F32)?;
     for p in &model.params {
@@ -236,7 +248,7 @@ pub fn load_state(
         }
         p.var.set(t)?;
     }
-    opt.load_state(&model.params, &tensors, step)
+    Ok(tensors)
 }
 
 /// Whether a checkpoint is written after `done` steps: every `checkpoint_interval` steps and after

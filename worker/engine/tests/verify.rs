@@ -74,12 +74,19 @@ fn an_honest_bundle_passes_every_check() {
     let report = verify::verify(&spec, &opts).unwrap();
     assert!(report.passed, "{:#?}", report.checks);
     let names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(&names[..6], ["files", "root", "manifest", "states", "optimizer", "init"]);
+    assert_eq!(
+        &names[..7],
+        ["files", "root", "manifest", "weights", "states", "optimizer", "init"]
+    );
     assert_eq!(names.iter().filter(|n| n.starts_with("replay")).count(), 8);
     assert_eq!(names.iter().filter(|n| n.starts_with("rule:")).count(), 6);
     // Same machine, same threads: the replay is bit-exact.
     let replay = report.checks.iter().find(|c| c.name.starts_with("replay")).unwrap();
     assert!(replay.measured.contains("relative error 0.000e0"), "{replay:?}");
+    // Every end tensor matched its committed hash: none of the end checkpoints was read.
+    let tensors = manifest(&out).checkpoints[1].tensors.len();
+    let exact = format!("{tensors} of {tensors} end tensors bit-exact by hash");
+    assert!(replay.measured.contains(&exact), "{replay:?}");
     // The evidence hash is a hash of the report: the same report, the same hash.
     assert_eq!(report.evidence_hash(), verify::verify(&spec, &opts).unwrap().evidence_hash());
 }

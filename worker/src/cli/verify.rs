@@ -75,6 +75,7 @@ pub fn run(args: Args) -> Outcome {
     let served = args.bundle.starts_with("http://") || args.bundle.starts_with("https://");
     let local = if served { download_dir() } else { PathBuf::from(&args.bundle) };
     let mut opts = VerifyOptions::new(local.clone(), expected_seed);
+    opts.source = served.then(|| args.bundle.clone());
     opts.challenge = parse_hex(&args.challenge)?;
     opts.segments = args.segments;
     opts.segment_count = args.count;

@@ -307,6 +307,7 @@ fn replay(
     let _ = std::fs::remove_dir_all(dir);
     let seed = ergon_protocol::seed::job_seed(job, &target.trainer);
     let mut opts = VerifyOptions::new(dir.to_path_buf(), seed);
+    opts.source = Some(target.uri.clone());
     opts.segments = segments;
     opts.expected_root = Some(target.root);
     opts.expected_divergence = Some(target.diverged_at);

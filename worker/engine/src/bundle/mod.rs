@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod layout;
 pub mod manifest;
 pub mod merkle;
+pub mod ranges;
 
 use std::{
     collections::BTreeMap,

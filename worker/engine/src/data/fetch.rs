@@ -63,15 +63,10 @@ pub fn fetch_public_only() {
 /// [`fetch_at_most`], with a download that must end within `limit` (from its connection to its
 /// last byte): a server that serves too slowly gets an error, not a verifier's whole window.
 pub fn fetch_within(uri: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
-    if PUBLIC_ONLY.load(Ordering::Relaxed) {
-        ergon_protocol::url::check(uri).map_err(|why| Error::Download {
-            url: uri.to_string(),
-            reason: format!("refused: {why}"),
-        })?;
-    }
+    check_public(uri)?;
     let max = max.min(MAX_FILE_BYTES);
-    if uri.starts_with("http://") || uri.starts_with("https://") {
-        return download(uri, max, limit);
+    if is_http(uri) {
+        return download(uri, max, limit, None);
     }
     let path = uri.strip_prefix("file://").unwrap_or(uri);
     let meta = std::fs::metadata(path).map_err(io("reading", path))?;
@@ -81,7 +76,53 @@ pub fn fetch_within(uri: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(io("reading", path))
 }
 
-fn download(url: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
+/// The bytes `[start, end)` of the file at `uri`, within `limit`: an HTTP range request (the
+/// server must answer `206 Partial Content` with exactly those bytes; one that sends the whole
+/// file instead is refused, not read), or a seek into a local file. What a verifier reads of a
+/// checkpoint it needs only part of: a tensor's values, the weights without the optimizer state.
+pub fn fetch_range(uri: &str, (start, end): (u64, u64), limit: Duration) -> Result<Vec<u8>> {
+    check_public(uri)?;
+    let len = end.checked_sub(start).filter(|n| *n <= MAX_FILE_BYTES).ok_or_else(|| {
+        Error::Data { file: uri.into(), reason: format!("bad byte range {start}..{end}") }
+    })?;
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    if is_http(uri) {
+        return download(uri, len, limit, Some((start, end)));
+    }
+    use std::io::{Seek, SeekFrom};
+    let path = uri.strip_prefix("file://").unwrap_or(uri);
+    let mut file = std::fs::File::open(path).map_err(io("reading", path))?;
+    file.seek(SeekFrom::Start(start)).map_err(io("reading", path))?;
+    let mut bytes = Vec::new();
+    file.take(len).read_to_end(&mut bytes).map_err(io("reading", path))?;
+    if bytes.len() as u64 != len {
+        return Err(Error::Data {
+            file: uri.into(),
+            reason: format!("bytes {start}..{end} are past the end of the file"),
+        });
+    }
+    Ok(bytes)
+}
+
+fn is_http(uri: &str) -> bool {
+    uri.starts_with("http://") || uri.starts_with("https://")
+}
+
+/// Refuses `uri` when this process fetches public URLs only ([`fetch_public_only`]) and it is not one.
+fn check_public(uri: &str) -> Result<()> {
+    if PUBLIC_ONLY.load(Ordering::Relaxed) {
+        ergon_protocol::url::check(uri).map_err(|why| Error::Download {
+            url: uri.to_string(),
+            reason: format!("refused: {why}"),
+        })?;
+    }
+    Ok(())
+}
+
+/// GETs `url` (the bytes `range` only, when given), reading at most `max` bytes.
+fn download(url: &str, max: u64, limit: Duration, range: Option<(u64, u64)>) -> Result<Vec<u8>> {
     let fail = |reason: String| Error::Download { url: url.to_string(), reason };
     // Public-only: a redirect could lead to a private host the check never saw, so none is
     // followed (a 3xx is an error).
@@ -98,12 +139,22 @@ fn download(url: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
     } else {
         config.new_agent()
     };
-    let response = agent.get(url).call().map_err(|e| match e {
+    let mut request = agent.get(url);
+    if let Some((start, end)) = range {
+        request = request.header("Range", format!("bytes={start}-{}", end - 1));
+    }
+    let response = request.call().map_err(|e| match e {
         ureq::Error::Other(why) if why.is::<NotPublic>() => fail(format!("refused: {why}")),
         e => fail(e.to_string()),
     })?;
     if response.status().is_redirection() {
         return Err(fail(format!("redirect ({}) not followed", response.status())));
+    }
+    if range.is_some() && response.status().as_u16() != 206 {
+        return Err(fail(format!(
+            "asked for a byte range, answered {} (the bundle's server must serve ranges)",
+            response.status()
+        )));
     }
     let mut bytes = Vec::new();
     response
@@ -114,6 +165,9 @@ fn download(url: &str, max: u64, limit: Duration) -> Result<Vec<u8>> {
         .map_err(|e| fail(e.to_string()))?;
     if bytes.len() as u64 > max {
         return Err(fail(format!("larger than {max} bytes")));
+    }
+    if range.is_some() && (bytes.len() as u64) != max {
+        return Err(fail(format!("a range of {max} bytes answered with {}", bytes.len())));
     }
     Ok(bytes)
 }

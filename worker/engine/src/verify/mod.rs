@@ -72,7 +72,7 @@ use candle_core::{DType, Device};
 use ergon_job_spec::JobSpec;
 
 use crate::{
-    bundle::{CheckpointEntry, HostTensors, Manifest, OnChainMetrics},
+    bundle::{self, CheckpointEntry, HostTensors, Manifest, OnChainMetrics},
     data,
     error::Result,
     model::Model,
@@ -99,8 +99,13 @@ pub use tail::DIVERGENCE_TOLERANCE;
 
 /// What to verify and how strictly.
 pub struct VerifyOptions {
-    /// The bundle directory.
+    /// The bundle directory: the manifest and the checkpoints read whole ([`fetch_for`] downloads
+    /// them there from a served bundle).
     pub bundle: PathBuf,
+    /// Where the bundle is served (its base URL), when it was downloaded from there: what the
+    /// verification reads only in part (the rules' weights, an end-state tensor the replay disagrees
+    /// with) and is not in `bundle` is read from it by byte ranges.
+    pub source: Option<String>,
     /// Segments to replay (`i` for `Cᵢ → Cᵢ₊₁`), e.g. from the on-chain round; when empty they are
     /// drawn from `challenge`.
     pub segments: Vec<u32>,
@@ -153,6 +158,7 @@ impl VerifyOptions {
     pub fn new(bundle: PathBuf, expected_seed: Seed) -> Self {
         Self {
             bundle,
+            source: None,
             segments: Vec::new(),
             challenge: Vec::new(),
             segment_count: DEFAULT_SEGMENTS,
@@ -176,10 +182,17 @@ impl VerifyOptions {
 }
 
 /// The bundle's checkpoints as the checks read them: those the files check parsed and matched
-/// against their digest come from memory, the others are read (and their digest checked) again.
+/// against their digest come from memory, the others are read (and their digest checked) again;
+/// parts of a checkpoint (its weights, some tensors) are read by byte ranges from the local file
+/// or, when it was not downloaded, from the served bundle, each tensor checked against its hash.
 struct Checkpoints<'a> {
     dir: &'a std::path::Path,
     cached: &'a BTreeMap<u64, HostTensors>,
+    layout: &'a bundle::Layout,
+    source: Option<&'a str>,
+    /// Weights read by byte ranges and not yet used by the rules, by step: at most the rules'
+    /// sample ([`RULE_CHECKPOINTS`]), each dropped once the rules have taken it.
+    weights: std::cell::RefCell<BTreeMap<u64, std::rc::Rc<HostTensors>>>,
 }
 
 impl<'a> Checkpoints<'a> {
@@ -195,6 +208,61 @@ impl<'a> Checkpoints<'a> {
         let host = self.tensors(entry)?;
         trajectory::load_state(&self.dir.join(&entry.file), &host, entry.step, model, opt)
     }
+
+    /// The tensors `names` of checkpoint `entry`, each checked against its hash in the manifest.
+    fn some(&self, entry: &CheckpointEntry, names: &[String]) -> Result<HostTensors> {
+        if let Some(t) = self.cached.get(&entry.step) {
+            let picked = names.iter().filter_map(|n| Some((n.clone(), t.0.get(n)?.clone())));
+            return Ok(HostTensors(picked.collect()));
+        }
+        let not_here = || crate::Error::Bundle {
+            path: self.dir.join(&entry.file),
+            reason: "not downloaded, and no source to read it from".into(),
+        };
+        if !ergon_bundle::index::is_plain_file_name(&entry.file) {
+            return Err(crate::Error::Bundle {
+                path: entry.file.clone().into(),
+                reason: "file name escapes the bundle".into(),
+            });
+        }
+        let local = self.dir.join(&entry.file);
+        let uri = if local.is_file() {
+            local.to_string_lossy().into_owned()
+        } else {
+            let base = self.source.ok_or_else(not_here)?;
+            format!("{}/{}", base.trim_end_matches('/'), entry.file)
+        };
+        Ok(bundle::ranges::read_tensors(&uri, entry, names, self.layout)?.0)
+    }
+
+    /// The weights (`param.*`) of checkpoint `entry`, without its optimizer state, read once and
+    /// kept until [`Checkpoints::take_weights`].
+    fn weights(&self, entry: &CheckpointEntry) -> Result<std::rc::Rc<HostTensors>> {
+        if let Some(t) = self.weights.borrow().get(&entry.step) {
+            return Ok(t.clone());
+        }
+        let names: Vec<String> =
+            entry.tensors.keys().filter(|n| n.starts_with("param.")).cloned().collect();
+        let read = std::rc::Rc::new(self.some(entry, &names)?);
+        self.weights.borrow_mut().insert(entry.step, read.clone());
+        Ok(read)
+    }
+
+    /// [`Checkpoints::weights`], no longer kept: the rules' last use of them.
+    fn take_weights(&self, entry: &CheckpointEntry) -> Result<std::rc::Rc<HostTensors>> {
+        let kept = self.weights.borrow_mut().remove(&entry.step);
+        kept.map_or_else(|| self.weights(entry).inspect(|_| self.forget(entry)), Ok)
+    }
+
+    fn forget(&self, entry: &CheckpointEntry) {
+        self.weights.borrow_mut().remove(&entry.step);
+    }
+}
+
+/// Whether `e` is a failure to reach the served bundle (retried by a daemon, and a fail only once
+/// its attempts are spent) rather than a defect of what it served.
+fn unreachable(e: &crate::Error) -> bool {
+    matches!(e, crate::Error::Download { .. })
 }
 
 /// Where to replay a bundle trained on `trained_on` (the manifest's device): on the CPU when it was
@@ -245,7 +313,16 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let Some(seed) = checks::manifest::check(spec, &summary, opts, m, &mut report) else {
         return Ok(report);
     };
-    let checkpoints = Checkpoints { dir: &opts.bundle, cached: &inspection.checkpoints };
+    let checkpoints = Checkpoints {
+        dir: &opts.bundle,
+        cached: &inspection.checkpoints,
+        layout: &layout,
+        source: opts.source.as_deref(),
+        weights: Default::default(),
+    };
+    if !checks::files::check_weights(&checkpoints, m, &chosen, &mut report)? {
+        return Ok(report);
+    }
     let bundle = checks::Bundle {
         spec,
         summary: &summary,

@@ -3,10 +3,11 @@
 
 use crate::{
     bundle::{CheckpointEntry, HostTensors},
+    data::hex,
     error::Result,
     model::Model,
     optim::Optimizer,
-    trajectory::Trajectory,
+    trajectory::{self, Trajectory},
 };
 
 /// All weights of `model`, flattened in parameter order.
@@ -70,12 +71,16 @@ pub fn compare_updates(claimed: &[f32], replayed: &[f32]) -> (f64, f64) {
     (rel, cos)
 }
 
-/// A segment to replay: its two checkpoints, the end's tensors, the manifest's per-step losses and
-/// the key of its replay evidence.
+/// Reads the named tensors of a segment's end, each checked against its hash in the manifest.
+pub(super) type EndReader<'a> = dyn Fn(&[String]) -> Result<HostTensors> + 'a;
+
+/// A segment to replay: its two checkpoints, how to read the end's tensors, the manifest's per-step
+/// losses and the key of its replay evidence.
 pub(super) struct Segment<'a> {
     pub(super) from: &'a CheckpointEntry,
     pub(super) to: &'a CheckpointEntry,
-    pub(super) target: &'a HostTensors,
+    /// Called only for the tensors whose replayed hash differs from the end's committed one.
+    pub(super) read_end: &'a EndReader<'a>,
     pub(super) claimed_losses: &'a [f32],
     pub(super) evidence_key: [u8; 32],
 }
@@ -92,6 +97,8 @@ pub(super) struct ReplayOutcome {
     pub(super) loss_gap: f64,
     /// Tensors the replay produces that the end checkpoint lacks.
     pub(super) missing: Vec<String>,
+    /// How many of the end's tensors the replay reproduced bit for bit (by hash), of how many.
+    pub(super) exact: (usize, usize),
     /// The probe steps and the sketch of the weights at each (the replay evidence).
     pub(super) probes: Vec<u64>,
     pub(super) sketches: Vec<ergon_protocol::Sketch>,
@@ -190,8 +197,31 @@ pub(super) fn replay_segment(
         }
         Ok(true)
     })?;
+    // The end state by hash: a replay on the trainer's class of device reproduces it bit for bit,
+    // and then nothing of the end is read. Only the tensors that differ are read (by byte range)
+    // and measured against the tolerances.
+    let replayed_state = HostTensors::from_tensors(&trajectory::state_tensors(model, opt))?;
+    let (mut absent, mut differing) = (Vec::new(), Vec::new());
+    for (name, hash) in replayed_state.hashes() {
+        match segment.to.tensors.get(&name) {
+            None => absent.push(name),
+            Some(claimed) if *claimed != hex(&hash) => differing.push(name),
+            Some(_) => {}
+        }
+    }
+    let exact = (replayed_state.0.len() - absent.len() - differing.len(), replayed_state.0.len());
+    let mut target = replayed_state;
+    if !differing.is_empty() {
+        let read = (segment.read_end)(&differing)?;
+        target.0.extend(read.0);
+    }
+    // What the end lacks is reported as missing (below), not taken from the replay.
+    for name in &absent {
+        target.0.remove(name);
+    }
+    let target = &target;
     let mut missing = Vec::new();
-    let mut claimed_of = |name: String, out: &mut Vec<f32>| match segment.target.0.get(&name) {
+    let mut claimed_of = |name: String, out: &mut Vec<f32>| match target.0.get(&name) {
         Some((_, values)) => out.extend_from_slice(values),
         None => missing.push(name),
     };
@@ -205,7 +235,7 @@ pub(super) fn replay_segment(
         |after: &[f32]| -> Vec<f32> { after.iter().zip(&before).map(|(a, b)| a - b).collect() };
     let weights = compare_updates(&delta(&claimed), &delta(&replayed));
     let probes = sketcher.probes().to_vec();
-    let sketches = sketcher.finish(&checkpoint_evidence_weights(segment.target));
+    let sketches = sketcher.finish(&checkpoint_evidence_weights(target));
     // Optimizer state: what the next segment would start from, each slot on its own.
     let mut state = Vec::new();
     for slot in crate::optim::slot_names(&run.spec.optimizer) {
@@ -222,7 +252,7 @@ pub(super) fn replay_segment(
     let claimed_losses =
         segment.claimed_losses.get(from.step as usize..to.step as usize).unwrap_or_default();
     let loss_gap = loss_gap(&losses, claimed_losses);
-    Ok(ReplayOutcome { weights, state, loss_gap, missing, probes, sketches })
+    Ok(ReplayOutcome { weights, state, loss_gap, missing, exact, probes, sketches })
 }
 
 /// The largest gap between a replayed step's loss and the claimed one, relative to

@@ -55,7 +55,7 @@ pub(super) fn derived_seed(seed: &Seed, label: &str) -> Seed {
 pub(super) fn full_pass_rules(b: &Bundle, r: &mut Replayer) -> Result<Vec<Check>> {
     let (spec, checkpoints, m, seed) = (b.spec, &b.checkpoints, b.manifest, &b.seed);
     let (picks, grid) = &b.chosen.rules_sample;
-    let (model, opt, device) = (&r.model, &mut r.opt, r.device);
+    let (model, device) = (&r.model, r.device);
     let val_set = r.data.validation();
     let mut chain = Vec::new();
     let mut evenly = Vec::new();
@@ -65,10 +65,11 @@ pub(super) fn full_pass_rules(b: &Bundle, r: &mut Replayer) -> Result<Vec<Check>
     // reading and evaluating every checkpoint of a long chain would cost more than the replay.
     for &i in picks {
         let entry = &m.checkpoints[i];
-        // The files check passed: every sampled file is readable and matches its hashes.
-        let host = checkpoints.tensors(entry)?;
+        // The files and weights checks passed: every sampled checkpoint's weights are readable
+        // and match their hashes. The rules read weights only, never the optimizer state.
+        let host = checkpoints.take_weights(entry)?;
         let weights = checkpoint_weights(&host);
-        trajectory::load_state(&checkpoints.dir.join(&entry.file), &host, entry.step, model, opt)?;
+        trajectory::load_weights(&checkpoints.dir.join(&entry.file), &host, model)?;
         accuracies
             .push(trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
         let flat = full_pass::flatten(&weights);

@@ -59,18 +59,31 @@ pub fn rule_seed(challenge: &[u8], segments: &[u32]) -> [u8; 32] {
 }
 
 /// The checkpoints a verification reads, drawn from its options and the bundle's checkpoint count.
+///
+/// A replayed segment's end is not read: the replay's end state is compared with the tensor hashes
+/// the manifest commits to, and only a tensor whose hash differs is fetched (by byte range) to
+/// measure by how much. So a verifier downloads, of a bundle of N+1 checkpoints of B bytes, W of
+/// them weights: `(r + 1)·B` (the r segment starts and the last checkpoint, whole) plus
+/// `min(N + 1, 16)·W` (the rules' weights), and a replay that disagrees adds its end's differing
+/// tensors (docs/protocol.md, *Bytes a verification moves*).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Selection {
     /// The segments replayed (`i` for `Cᵢ → Cᵢ₊₁`).
     pub segments: Vec<u32>,
     /// The rules' sample: all picks and the evenly spaced grid ([`rule_sample`]).
     pub rules_sample: (Vec<usize>, Vec<usize>),
-    /// Every checkpoint index read, sorted: the rules' sample and the replayed segments' ends.
+    /// The checkpoints read whole (weights and optimizer state), sorted: each replayed segment's
+    /// start, and the last checkpoint (its optimizer state is the one an absorbing-state forger
+    /// cannot make reachable, whichever segment is drawn; a diverged bundle's tail starts there).
     pub read: Vec<usize>,
+    /// The checkpoints of which only the weights are read, sorted: the rules' sample, less those
+    /// read whole.
+    pub weights: Vec<usize>,
 }
 
 /// What [`verify`] reads of the bundle of `manifest` under `opts`: a verifier downloads exactly
-/// these ([`bundle::fetch_selected`]) and nothing else.
+/// these ([`bundle::fetch_selected`] for the whole ones, [`bundle::ranges`] for the weights) and
+/// nothing else.
 pub fn selection(opts: &VerifyOptions, manifest: &Manifest) -> Selection {
     let checkpoints = manifest.checkpoints.len();
     let segments = if opts.segments.is_empty() {
@@ -79,14 +92,14 @@ pub fn selection(opts: &VerifyOptions, manifest: &Manifest) -> Selection {
         opts.segments.clone()
     };
     let rules_sample = rule_sample(checkpoints, &rule_seed(&opts.challenge, &segments));
-    let mut picked: std::collections::BTreeSet<usize> = rules_sample.0.iter().copied().collect();
+    let mut whole = std::collections::BTreeSet::new();
     if opts.replay {
-        for s in &segments {
-            picked.extend([*s as usize, *s as usize + 1]);
-        }
+        whole.extend(segments.iter().map(|s| *s as usize));
     }
-    picked.retain(|i| *i < checkpoints);
-    Selection { segments, rules_sample, read: picked.into_iter().collect() }
+    whole.extend(checkpoints.checked_sub(1));
+    whole.retain(|i| *i < checkpoints);
+    let weights = rules_sample.0.iter().copied().filter(|i| !whole.contains(i)).collect();
+    Selection { segments, rules_sample, read: whole.into_iter().collect(), weights }
 }
 
 /// The segments a draw picks from: `Cᵢ → Cᵢ₊₁` of every pair of checkpoints, and the tail of a
@@ -96,9 +109,11 @@ pub fn drawable_segments(manifest: &Manifest) -> u64 {
     real + manifest.diverged_at.is_some() as u64
 }
 
-/// Downloads from `url` into `opts.bundle` the manifest and exactly the checkpoints that
-/// [`verify`] of `spec` with `opts` reads ([`selection`]), none larger than the spec's state
-/// takes ([`crate::trajectory::layout`]); returns how many checkpoints it downloaded.
+/// Downloads from `url` into `opts.bundle` the manifest and the checkpoints that [`verify`] of
+/// `spec` with `opts` reads whole ([`selection`]), none larger than the spec's state takes
+/// ([`crate::trajectory::layout`]); returns how many it downloaded. The verification reads the
+/// rest it needs (weights, an end-state tensor its replay disagrees with) by byte ranges from
+/// `opts.source`, which the caller sets to `url`.
 pub fn fetch_for(spec: &JobSpec, url: &str, opts: &VerifyOptions) -> Result<usize> {
     spec.validate()?;
     let layout = crate::trajectory::layout(spec)?;

@@ -2,10 +2,13 @@
 //!    to the spec's layout before anything is read, so a padded bundle never raises the verifier's
 //!    memory), and the Merkle root matches the committed one when given. Only the checkpoints the
 //!    checks read are re-hashed (the rules' sample, the replayed segments' ends, C0 and the last);
-//!    the root over the manifest still commits to every one.
+//!    the root over the manifest still commits to every one. Every checkpoint's leaf (`digest`)
+//!    must be the hash of the tensor hashes the manifest lists for it: what a part read by byte
+//!    ranges, or an end state compared by hash, is checked against. **weights**: the weights the
+//!    rules read of the checkpoints not read whole, by byte ranges, each tensor matching its hash.
 
-use super::super::{selection, Report, Selection, VerifyOptions};
-use crate::bundle::{self, Inspection, Layout, Manifest};
+use super::super::{selection, unreachable, Checkpoints, Report, Selection, VerifyOptions};
+use crate::bundle::{self, checkpoint, Inspection, Layout, Manifest};
 use crate::data::hex;
 
 /// The bundle read, and what the later checks read of it; `None` when not even the manifest could
@@ -28,10 +31,12 @@ pub(in crate::verify) fn check(
         }
     };
     report.root = Some(hex(&inspection.root));
-    let problems = inspection.problems.join("; ");
+    let mut problems = inspection.problems.clone();
+    problems.extend(leaf_problems(&inspection.manifest));
+    let problems = problems.join("; ");
     report.push(
         "files",
-        inspection.problems.is_empty(),
+        problems.is_empty(),
         if problems.is_empty() {
             format!(
                 "{} of {} checkpoint files read; all files and tensors match",
@@ -52,4 +57,50 @@ pub(in crate::verify) fn check(
         );
     }
     Some((inspection, chosen))
+}
+
+/// The checkpoints whose leaf is not the hash of the tensor hashes the manifest lists for them.
+fn leaf_problems(manifest: &Manifest) -> Vec<String> {
+    manifest
+        .checkpoints
+        .iter()
+        .filter(|e| {
+            let listed: Option<Vec<[u8; 32]>> =
+                e.tensors.values().map(|h| bundle::parse_hash(h)).collect();
+            listed.is_none_or(|l| hex(&checkpoint::digest(l.iter())) != e.digest)
+        })
+        .map(|e| format!("{}: digest is not the hash of its tensor hashes", e.file))
+        .collect()
+}
+
+/// Reads the weights of the rules' checkpoints not read whole ([`Selection::weights`]), once (the
+/// states check and the rules use them); whether every tensor read matches its hash (the failing
+/// check, with its reasons, is in `report`). A served bundle that cannot be reached is an error,
+/// as when its files were downloaded: a daemon retries before it calls it a fail.
+pub(in crate::verify) fn check_weights(
+    checkpoints: &Checkpoints,
+    manifest: &Manifest,
+    chosen: &Selection,
+    report: &mut Report,
+) -> crate::error::Result<bool> {
+    let mut problems = Vec::new();
+    for entry in chosen.weights.iter().filter_map(|i| manifest.checkpoints.get(*i)) {
+        match checkpoints.weights(entry) {
+            Ok(_) => {}
+            Err(e) if unreachable(&e) => return Err(e),
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    let passed = problems.is_empty();
+    report.push(
+        "weights",
+        passed,
+        if passed {
+            format!("the weights of {} more checkpoints read; all match", chosen.weights.len())
+        } else {
+            problems.join("; ")
+        },
+        "every tensor read matches its hash in the manifest",
+    );
+    Ok(passed)
 }

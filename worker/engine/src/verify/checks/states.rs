@@ -1,5 +1,6 @@
-//! 3. **states**: every checkpoint read holds only finite values and is not degenerate (not every
-//!    weight zero); **optimizer**: every state read is one an honest run reaches (AdamW's moments
+//! 3. **states**: every checkpoint read (whole, or its weights) holds only finite values and is not
+//!    degenerate (not every weight zero); **optimizer**: every state read whole is one an honest run
+//!    reaches (AdamW's moments
 //!    bounded by each other, a state that moves the weights, a second moment that decays no faster
 //!    than β₂ between reads, a momentum not reset: [`crate::verify`]'s `optimizer.rs`).
 
@@ -36,11 +37,22 @@ pub(in crate::verify) fn check(b: &Bundle, report: &mut Report) -> bool {
         previous = Some((entry.step, host));
     }
     drop(previous);
+    // The checkpoints of which the rules read the weights only: their weights' sanity.
+    for entry in b.chosen.weights.iter().filter_map(|i| m.checkpoints.get(*i)) {
+        match b.checkpoints.weights(entry) {
+            Ok(host) => bad.extend(state_defects(entry.step, &host)),
+            Err(e) => bad.push(format!("step {}: {e}", entry.step)),
+        }
+    }
     report.push(
         "states",
         bad.is_empty(),
         if bad.is_empty() {
-            format!("{} checkpoints finite and not degenerate", b.chosen.read.len())
+            format!(
+                "{} checkpoints finite and not degenerate ({} of them weights only)",
+                b.chosen.read.len() + b.chosen.weights.len(),
+                b.chosen.weights.len()
+            )
         } else {
             bad.join("; ")
         },
