@@ -20,6 +20,7 @@ pub mod driller;
 pub mod evidence;
 pub mod metrics;
 pub mod policy;
+pub mod prune;
 pub mod status;
 pub mod store;
 pub mod trainer;

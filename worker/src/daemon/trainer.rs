@@ -25,6 +25,7 @@ use ergon_engine::{
 use super::{
     config::Role,
     policy::{self, TrainOn},
+    prune,
     store::Training,
     Ctx, MyJobs, RoleError,
 };
@@ -40,22 +41,53 @@ pub struct Trainer {
     considered: BTreeSet<u64>,
     /// Trainings in progress, with their step counters.
     running: BTreeMap<u64, (JoinHandle<()>, Arc<AtomicU64>)>,
+    /// Ended jobs whose bundle was pruned in this run.
+    pruned: BTreeSet<u64>,
 }
 
 impl Trainer {
     /// The role for `ctx`.
     pub fn new(ctx: Arc<Ctx>) -> Self {
-        Trainer { ctx, considered: BTreeSet::new(), running: BTreeMap::new() }
+        Trainer {
+            ctx,
+            considered: BTreeSet::new(),
+            running: BTreeMap::new(),
+            pruned: BTreeSet::new(),
+        }
     }
 
-    /// One block's work: bid, then train and commit.
+    /// One block's work: bid, then train and commit, and prune the bundles of jobs that ended.
     pub async fn on_block(&mut self, now: u32, mine: &MyJobs) -> Result<(), RoleError> {
         if !self.ctx.config.has(Role::Trainer) {
             return Ok(());
         }
         self.running.retain(|_, (task, _)| !task.is_finished());
         self.bid(now, mine).await?;
-        self.train(now, mine).await
+        self.train(now, mine).await?;
+        self.prune(mine);
+        Ok(())
+    }
+
+    /// Prunes the bundle of each job of ours that ended ([`prune::after`]: no segment of it can be
+    /// drawn any more), once per job and run.
+    fn prune(&mut self, mine: &MyJobs) {
+        for (id, job, _) in mine {
+            let ours = match &job.state {
+                JobState::Completed { trainer, .. } => *trainer == self.ctx.me,
+                JobState::Failed { trainer, .. } => trainer.as_ref() == Some(&self.ctx.me),
+                _ => false,
+            };
+            let Some(keep) = prune::after(&job.state).filter(|_| ours) else { continue };
+            if self.running.contains_key(id) || !self.pruned.insert(*id) {
+                continue;
+            }
+            let dir = self.ctx.bundles_dir().join(format!("job-{id}"));
+            match prune::prune(&dir, keep) {
+                Ok(0) => {}
+                Ok(freed) => info!(job = id, freed, ?keep, "the job ended: its bundle is pruned"),
+                Err(e) => warn!(job = id, error = %e, "cannot prune the bundle of an ended job"),
+            }
+        }
     }
 
     /// Bids on the open jobs the policy takes.

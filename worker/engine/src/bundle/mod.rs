@@ -43,6 +43,9 @@ pub fn root_of(manifest_bytes: &[u8]) -> Result<merkle::Hash> {
 /// Parses `0x…` hex of 32 bytes.
 pub use ergon_bundle::parse_hash;
 
+/// Whether a manifest's file name is a plain name inside the bundle (no `/`, `\\`, `..`).
+pub use ergon_bundle::index::is_plain_file_name;
+
 /// Downloads the bundle served at `url` (its `manifest.json` and every checkpoint file it lists)
 /// into the directory `into`. Names that would escape the directory are refused; what the files
 /// contain is for [`inspect`] and the verifier to judge.

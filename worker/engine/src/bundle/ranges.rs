@@ -82,9 +82,12 @@ pub fn read_tensors(
     let bad = |reason: String| Error::Bundle { path: entry.file.clone().into(), reason };
     let limit = data::bundle_time_limit;
     let prefix = data::fetch_range(uri, (0, 8), limit(8))?;
-    let header_len = u64::from_le_bytes(prefix.as_slice().try_into().map_err(|_| {
-        bad("shorter than a safetensors header".into())
-    })?);
+    let header_len = u64::from_le_bytes(
+        prefix
+            .as_slice()
+            .try_into()
+            .map_err(|_| bad("shorter than a safetensors header".into()))?,
+    );
     if header_len.saturating_add(8) > max_header_bytes(layout).min(entry.file_bytes) {
         return Err(bad(format!("a safetensors header of {header_len} bytes, more than it needs")));
     }
@@ -195,10 +198,12 @@ mod tests {
         // A manifest whose hash of a tensor is not the file's: the read fails, naming it.
         let mut lying = entry.clone();
         lying.tensors.insert("param.w".into(), hex(&[0; 32]));
-        let err = read_tensors(&uri, &lying, &weights, &layout()).map(|_| ()).unwrap_err().to_string();
+        let err =
+            read_tensors(&uri, &lying, &weights, &layout()).map(|_| ()).unwrap_err().to_string();
         assert!(err.contains("param.w does not match its hash"), "{err}");
         // A tensor the file does not hold, or one of another shape than the spec's.
-        let err = read_tensors(&uri, &entry, &["param.x".into()], &layout()).map(|_| ()).unwrap_err();
+        let err =
+            read_tensors(&uri, &entry, &["param.x".into()], &layout()).map(|_| ()).unwrap_err();
         assert!(err.to_string().contains("not in the file"), "{err}");
         let mut other = layout();
         other.0.insert("param.b".into(), vec![4]);
@@ -214,10 +219,21 @@ mod tests {
         // Claims a header longer than the file.
         bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes());
         std::fs::write(&uri, &bytes).unwrap();
-        let err = read_tensors(&uri, &entry, &["param.w".into()], &layout()).map(|_| ()).unwrap_err();
+        let err =
+            read_tensors(&uri, &entry, &["param.w".into()], &layout()).map(|_| ()).unwrap_err();
         assert!(err.to_string().contains("more than it needs"), "{err}");
-        assert!(parse_header("c", br#"{"param.w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,8]}}"#, 1000).is_err());
-        assert!(parse_header("c", br#"{"param.w":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}}"#, 1000).is_err());
+        assert!(parse_header(
+            "c",
+            br#"{"param.w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,8]}}"#,
+            1000
+        )
+        .is_err());
+        assert!(parse_header(
+            "c",
+            br#"{"param.w":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}}"#,
+            1000
+        )
+        .is_err());
         assert!(parse_header("c", b"[1,2]", 1000).is_err());
         let far = br#"{"param.w":{"dtype":"F32","shape":[1],"data_offsets":[996,1000]}}"#;
         assert!(parse_header("c", far, 1000).is_err());

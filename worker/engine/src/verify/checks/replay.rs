@@ -11,7 +11,9 @@
 //!    replayed by every verifier: as its last segment when drawn for it (`replay[k]`, with a
 //!    sketch), or else as the `divergence` check; it must diverge where the manifest says.
 
-use super::super::{check_tail, replay_segment, unreachable, Report, Segment, SegmentSketch, LOSS_TOLERANCE};
+use super::super::{
+    check_tail, replay_segment, unreachable, Report, Segment, SegmentSketch, LOSS_TOLERANCE,
+};
 use super::{Bundle, Replayer};
 use crate::{error::Result, trajectory::Trajectory};
 
