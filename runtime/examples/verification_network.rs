@@ -13,8 +13,10 @@
 //! whose capacity replays the round within `MaxReplayWindow`, in the race order, passing over busy
 //! seats and bonds that cannot freeze the seat's collateral, exactly as `verification::draw` does
 //! (the chain's pool holds at most `MaxVerifierPool` entries: verifiers beyond it never join).
-//! Each seat downloads what today's worker fetches for its segments (the start and end checkpoint
-//! of each, shared between adjacent segments, weights and AdamW moments in f32) at `BANDWIDTH`, replays at its declared capacity,
+//! Each seat downloads what the worker fetches for a vote (`verify::selection`: each segment's start
+//! and the last checkpoint whole, weights and AdamW moments in f32; the weights alone of the rules'
+//! sample; no segment's end, which an honest bundle's replay reproduces by hash) at `BANDWIDTH`,
+//! replays at its declared capacity,
 //! commits, and everyone reveals in the next block; the trainer's evidence is in at once. Honest
 //! votes only: no disputes (each would add a round of `DisputeVerifiers` on the disputed
 //! segments). Unstaffed rounds are counted, not retried.
@@ -188,9 +190,9 @@ fn main() {
     let seats = seats as usize;
     let window: BlockNumber =
         <<Runtime as pallet_job_market::Config>::CommitWindow as Get<BlockNumber>>::get();
-    // Today's worker fetches whole checkpoints (weights and two AdamW moments): each segment's
-    // start and end, and the rules' sample.
+    // A whole checkpoint (weights and two AdamW moments, f32), and its weights alone.
     let checkpoint_bytes = summary.parameters as u128 * 12;
+    let weight_bytes = summary.parameters as u128 * 4;
     let rule_checkpoints = ergon_protocol::overhead::RULE_CHECKPOINTS;
     let block_ms = ergon_runtime::durations::MILLI_SECS_PER_BLOCK;
 
@@ -236,16 +238,17 @@ fn main() {
         let mut last = now;
         for (&i, own) in chosen.iter().zip(&assigned) {
             let v = &mut verifiers[i];
-            // Segment s runs from checkpoint s to s + 1: adjacent segments share one. Besides
-            // them, the full-pass rules read up to `RULE_CHECKPOINTS` checkpoints (the first, the
-            // last and a grid at a drawn offset: the worker's `verify::rule_sample`); their
-            // overlap with the segments' ends (a checkpoint or two) is not subtracted, so this is
-            // at most one or two checkpoints over.
-            let mut checkpoints: Vec<u32> = own.iter().flat_map(|s| [*s, s + 1]).collect();
-            checkpoints.sort_unstable();
-            checkpoints.dedup();
-            let rules = (rule_checkpoints as u64).min(summary.checkpoints) as usize;
-            let vote_bytes = (checkpoints.len() + rules) as u128 * checkpoint_bytes;
+            // Segment s runs from checkpoint s to s + 1: its start is read whole, its end only by
+            // hash. The last checkpoint is read whole too (its optimizer state). The full-pass
+            // rules read the weights of up to `RULE_CHECKPOINTS` checkpoints (the first, the last
+            // and a grid at a drawn offset: the worker's `verify::rule_sample`); their overlap
+            // with the whole ones is not subtracted, so this is a checkpoint's weights or two over.
+            let final_checkpoint = summary.checkpoints.saturating_sub(1) as u32;
+            let mut whole: Vec<u32> = own.iter().copied().chain([final_checkpoint]).collect();
+            whole.sort_unstable();
+            whole.dedup();
+            let rules = (rule_checkpoints as u64).min(summary.checkpoints) as u128;
+            let vote_bytes = whole.len() as u128 * checkpoint_bytes + rules * weight_bytes;
             let download_ms = (vote_bytes * 1_000 / BANDWIDTH) as u64;
             let replay_ms = ergon_protocol::capacity::time_for(vote_work, v.entry.capacity);
             v.entry.busy_until = capacity::ready_at::<Runtime>(&v.entry, vote_work, now);

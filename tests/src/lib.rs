@@ -50,13 +50,21 @@ pub fn node_binary() -> PathBuf {
         .clone()
 }
 
+/// This checkout's root. Read at run time (cargo sets `CARGO_MANIFEST_DIR` for the tests it runs):
+/// a test binary cargo reuses from another checkout sharing the target directory (CI's fresh clone)
+/// keeps that checkout's compile-time path, which may be gone.
+pub fn repo_dir() -> PathBuf {
+    let tests = std::env::var("CARGO_MANIFEST_DIR").unwrap_or(env!("CARGO_MANIFEST_DIR").into());
+    Path::new(&tests).join("..")
+}
+
 fn node_binary_path() -> PathBuf {
     if let Ok(path) = std::env::var("ERGON_NODE") {
         return PathBuf::from(path);
     }
     let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| {
         // tests/ sits in the workspace root: ../target by default.
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("target")
+        repo_dir().join("target")
     });
     let bin = target.join("release").join("ergon-node");
     assert!(
@@ -370,7 +378,7 @@ pub struct ClientRun {
 }
 
 fn run_client(script: &str, rpc_port: u16, args: &[&str]) -> ClientRun {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/client").join(script);
+    let script = repo_dir().join("scripts/client").join(script);
     let ws = format!("ws://127.0.0.1:{rpc_port}");
     // Longer than the CLI's own wait for a transaction (5 minutes), so that its message shows.
     run_node_script(&script, &[&["--ws", &ws][..], args].concat(), USER_CLI_TIMEOUT)

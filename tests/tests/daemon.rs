@@ -60,7 +60,7 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     // A malformed spec (its second layer does not take the first one's output) is refused by the
     // CLI before anything is signed, with the runtime's error and the reason in words.
     let spec_path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../worker/examples/fashion-mnist-mlp.json");
+        ergon_integration_tests::repo_dir().join("worker/examples/fashion-mnist-mlp.json");
     let mut bad: Value =
         serde_json::from_slice(&std::fs::read(&spec_path).expect("example spec")).unwrap();
     bad["model"]["layers"][1]["in_features"] = json!(785);
@@ -176,6 +176,18 @@ fn daemons_take_a_job_from_post_to_settlement_across_crashes() {
     assert_eq!(bob_log.matches("bundle commitment: in a block").count(), 1, "one commitment");
     assert_eq!(charlie_log.matches("verdict commitment: in a block").count(), 1, "one commitment");
     assert_eq!(charlie_log.matches("verdict reveal: in a block").count(), 1, "one reveal");
+
+    // The challenge is over: Bob prunes its bundle to the manifest and the final checkpoint, the
+    // model its owner fetches below (from what is left).
+    wait_for_daemons("Bob to prune the bundle", Duration::from_secs(120), &[&bob], || {
+        bob.log().contains("its bundle is pruned").then_some(())
+    });
+    let bundle_dir = dir.path().join(format!("bob/bundles/job-{job}"));
+    let kept = std::fs::read_dir(&bundle_dir)
+        .expect("Bob's bundle directory")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().starts_with("ckpt-")))
+        .count();
+    check(kept == 1, &format!("Bob keeps one checkpoint of the bundle, not {kept}"), &[&bob]);
 
     // The user's view: the CLI sees the settled job and fetches the model (only its manifest and
     // final checkpoint), checked against the committed root.

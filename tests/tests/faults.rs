@@ -177,7 +177,7 @@ fn the_market_keeps_its_promises_through_faults_and_load_on_four_validators() {
     // A malformed spec (its second layer does not take the first one's output), sent as a
     // transaction: refused by the runtime; no job, nothing held.
     let spec_path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../worker/examples/fashion-mnist-mlp.json");
+        ergon_integration_tests::repo_dir().join("worker/examples/fashion-mnist-mlp.json");
     let spec_json: Value = serde_json::from_slice(&std::fs::read(&spec_path).unwrap()).unwrap();
     let mut bad = spec_json.clone();
     bad["model"]["layers"][1]["in_features"] = json!(785);

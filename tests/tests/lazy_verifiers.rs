@@ -54,7 +54,7 @@ fn lazy_verifiers_agreeing_on_the_chord_lose_to_the_trainers_evidence() {
 
     // Alice posts the example job; Bob's daemon bids, wins, trains and commits the bundle.
     let spec_path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../worker/examples/fashion-mnist-mlp.json");
+        ergon_integration_tests::repo_dir().join("worker/examples/fashion-mnist-mlp.json");
     let spec = example_spec(&spec_path);
     let job = post_job_as_alice(node.ports.rpc, &spec_path);
     wait_for("Bob's bundle commitment", Duration::from_secs(600), || {

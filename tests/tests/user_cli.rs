@@ -3,7 +3,7 @@
 //! stack trace), refusals tried before anything is signed (exit status 1, nothing paid or held,
 //! the limit's value named), and each command doing its work (`--yes --json`).
 
-use std::{path::Path, time::Duration};
+use std::time::Duration;
 
 use ergon_integration_tests::{dev_pair, user_cli, user_cli_json, user_cli_status, Node, Ports};
 use ergon_protocol::units::ERG;
@@ -22,7 +22,7 @@ fn the_user_command_line_does_every_command_and_refuses_clearly() {
     node.wait_finalized(1, Duration::from_secs(180));
     let rpc = node.ports.rpc;
     let spec =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../worker/examples/fashion-mnist-mlp.json");
+        ergon_integration_tests::repo_dir().join("worker/examples/fashion-mnist-mlp.json");
     let spec = spec.to_string_lossy().to_string();
     let commands = [
         "check-spec",

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 #[test]
 fn a_user_posts_watches_and_downloads_a_checked_model_from_the_web_page() {
-    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
+    let web = ergon_integration_tests::repo_dir().join("web");
     assert!(
         web.join("dist/index.html").exists(),
         "the page is not built: run `cd web && npm ci && npm run build`"

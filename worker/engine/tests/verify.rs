@@ -403,3 +403,23 @@ fn the_rules_sample_long_chains_on_a_grid_drawn_from_the_challenge() {
         verify::rule_sample(188, &verify::rule_seed(b"x", &[1]))
     );
 }
+
+/// A manifest whose per-tensor hashes of a checkpoint are not those its leaf commits to (the hashes
+/// an end state is compared with, and parts are read against): the files check refuses it, from
+/// the manifest alone, whichever checkpoint it is and whether or not it is read.
+#[test]
+fn tensor_hashes_that_are_not_the_leaf_fail_the_files_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = honest(dir.path(), &out);
+    let mut m = manifest(&out);
+    let entry = &mut m.checkpoints[5];
+    let name = entry.tensors.keys().next().unwrap().clone();
+    entry.tensors.insert(name, hex(&[7; 32]));
+    write_manifest(&out, &m);
+    let mut opts = VerifyOptions::new(out, SEED);
+    opts.segments = vec![0];
+    let report = verify::verify(&spec, &opts).unwrap();
+    let files = report.checks.iter().find(|c| c.name == "files").unwrap();
+    assert!(!files.passed && files.measured.contains("not the hash of its tensor hashes"), "{files:?}");
+}

@@ -311,6 +311,22 @@ mod tests {
         assert_eq!(bundle_time_limit((3 << 20) + 1), BUNDLE_GRACE + Duration::from_secs(4));
     }
 
+    /// A server that answers a range request with the whole file (200): refused unread, so a
+    /// trainer cannot make a verifier that wanted one tensor download every byte of the file.
+    #[test]
+    fn a_range_answered_with_the_whole_file_is_refused() {
+        let url = serve_once("200 OK", b"0123456789");
+        let err = fetch_range(&format!("{url}/ckpt"), (2, 4), Duration::from_secs(5)).unwrap_err();
+        assert!(err.to_string().contains("must serve ranges"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let path = path.to_string_lossy();
+        assert_eq!(fetch_range(&path, (2, 5), Duration::from_secs(5)).unwrap(), b"234");
+        assert!(fetch_range(&path, (8, 12), Duration::from_secs(5)).is_err(), "past the end");
+        assert!(fetch_range(&path, (5, 2), Duration::from_secs(5)).is_err(), "backwards");
+    }
+
     #[test]
     fn content_root_depends_on_order_and_bytes() {
         let a = content_root([&b"x"[..], &b"y"[..]]);
