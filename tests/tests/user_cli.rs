@@ -21,8 +21,7 @@ fn the_user_command_line_does_every_command_and_refuses_clearly() {
     let node = Node::start("dev", Ports::free(), &args, dir.path());
     node.wait_finalized(1, Duration::from_secs(180));
     let rpc = node.ports.rpc;
-    let spec =
-        ergon_integration_tests::repo_dir().join("worker/examples/fashion-mnist-mlp.json");
+    let spec = ergon_integration_tests::repo_dir().join("worker/examples/fashion-mnist-mlp.json");
     let spec = spec.to_string_lossy().to_string();
     let commands = [
         "check-spec",

@@ -421,5 +421,8 @@ fn tensor_hashes_that_are_not_the_leaf_fail_the_files_check() {
     opts.segments = vec![0];
     let report = verify::verify(&spec, &opts).unwrap();
     let files = report.checks.iter().find(|c| c.name == "files").unwrap();
-    assert!(!files.passed && files.measured.contains("not the hash of its tensor hashes"), "{files:?}");
+    assert!(
+        !files.passed && files.measured.contains("not the hash of its tensor hashes"),
+        "{files:?}"
+    );
 }

@@ -36,6 +36,11 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Print the outcome as one JSON object (no progress bar): `root`, `validation_loss`,
+    /// `validation_accuracy`, `steps`, `parameters`, `train_seconds`, `checkpoint_seconds`,
+    /// `samples_per_second`, `checkpoints`, `checkpoint_bytes` (or `halted_after`).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Trains (or resumes) and prints the root, the metrics and the throughput.
@@ -62,7 +67,7 @@ pub fn run(args: Args) -> Outcome {
         summary.training_micro_ut() as f64 / 1e6,
         data::hex(&seed)
     );
-    let bar = progress_bar(summary.total_steps, args.quiet);
+    let bar = progress_bar(summary.total_steps, args.quiet || args.json);
     let on_step = {
         let (bar, batch) = (bar.clone(), spec.batch_size as f64);
         Arc::new(move |s: &Step| {
@@ -81,6 +86,23 @@ pub fn run(args: Args) -> Outcome {
         ..TrainOptions::new(args.out, seed)
     };
     match train::train(&spec, &opts)? {
+        Trained::Finished(r) if args.json => {
+            bar.finish_and_clear();
+            let samples = spec.train.samples as f64 * spec.epochs as f64;
+            let out = serde_json::json!({
+                "root": data::hex(&r.root),
+                "validation_loss": r.manifest.metrics.validation_loss,
+                "validation_accuracy": r.manifest.metrics.validation_accuracy,
+                "steps": summary.total_steps,
+                "parameters": summary.parameters,
+                "train_seconds": r.train_seconds,
+                "checkpoint_seconds": r.checkpoint_seconds,
+                "samples_per_second": samples / r.train_seconds.max(1e-9),
+                "checkpoints": r.manifest.checkpoints.len(),
+                "checkpoint_bytes": r.manifest.checkpoints.iter().map(|c| c.file_bytes).sum::<u64>(),
+            });
+            println!("{out}");
+        }
         Trained::Finished(r) => {
             bar.finish_and_clear();
             println!("root {}", data::hex(&r.root));
@@ -99,6 +121,10 @@ pub fn run(args: Args) -> Outcome {
                 "throughput {:.0} samples/s (checkpoints included)",
                 samples / r.train_seconds.max(1e-9)
             );
+        }
+        Trained::Halted(step) if args.json => {
+            bar.abandon();
+            println!("{}", serde_json::json!({ "halted_after": step }));
         }
         Trained::Halted(step) => {
             bar.abandon();

@@ -53,6 +53,11 @@ pub struct Args {
     /// Also write the report (JSON) here.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Print one JSON object instead of the checks: `passed`, `evidence`, `failed_segment`,
+    /// `checks`, `sketches`, `replay_seconds`, `seconds` (the whole command: download, reading,
+    /// replay, rules, metrics) and `downloaded_bytes` (of a served bundle).
+    #[arg(long)]
+    json: bool,
     /// CPU threads for the tensor kernels (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -63,6 +68,7 @@ pub struct Args {
 
 /// Verifies and prints each check; exit status 0 = pass, 1 = fail.
 pub fn run(args: Args) -> Outcome {
+    let started = std::time::Instant::now();
     let spec = load_spec(&args.spec)?;
     let expected_seed = match (&args.seed, &args.trainer) {
         (Some(s), _) => parse_seed(s)?,
@@ -95,6 +101,24 @@ pub fn run(args: Args) -> Outcome {
     } else {
         verify::verify(&spec, &opts)?
     };
+    if let Some(path) = &args.report {
+        std::fs::write(path, serde_json::to_vec_pretty(&verdict)?)?;
+    }
+    let exit = if verdict.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    if args.json {
+        let out = serde_json::json!({
+            "passed": verdict.passed,
+            "evidence": data::hex(&verdict.evidence_hash()),
+            "failed_segment": verdict.failed_segment(),
+            "checks": verdict.checks,
+            "sketches": verdict.sketches,
+            "replay_seconds": verdict.replay_seconds,
+            "seconds": started.elapsed().as_secs_f64(),
+            "downloaded_bytes": data::downloaded_bytes(),
+        });
+        println!("{out}");
+        return Ok(exit);
+    }
     for c in &verdict.checks {
         println!(
             "{} {:<12} {}  [{}]",
@@ -111,10 +135,7 @@ pub fn run(args: Args) -> Outcome {
         println!("failed-segment {segment}");
     }
     println!("verdict {}", if verdict.passed { "PASS" } else { "FAIL" });
-    if let Some(path) = args.report {
-        std::fs::write(&path, serde_json::to_vec_pretty(&verdict)?)?;
-    }
-    Ok(if verdict.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(exit)
 }
 
 /// A fresh temporary directory for a download.

@@ -49,6 +49,15 @@ pub fn fetch_at_most(uri: &str, max: u64) -> Result<Vec<u8>> {
     fetch_within(uri, max, DOWNLOAD_TIMEOUT)
 }
 
+/// Bytes this process has received over http(s) (bodies only), for a command's report.
+static DOWNLOADED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Bytes this process has downloaded over http(s) so far (response bodies; files read from paths
+/// are not counted): what a verification cost its network, reported by `verify --json`.
+pub fn downloaded_bytes() -> u64 {
+    DOWNLOADED.load(Ordering::Relaxed)
+}
+
 /// Whether every URI fetched must be an http(s) URL on a public host (`ergon_protocol::url`).
 static PUBLIC_ONLY: AtomicBool = AtomicBool::new(false);
 
@@ -163,6 +172,7 @@ fn download(url: &str, max: u64, limit: Duration, range: Option<(u64, u64)>) -> 
         .take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| fail(e.to_string()))?;
+    DOWNLOADED.fetch_add(bytes.len() as u64, Ordering::Relaxed);
     if bytes.len() as u64 > max {
         return Err(fail(format!("larger than {max} bytes")));
     }
