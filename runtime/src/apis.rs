@@ -267,6 +267,15 @@ impl_runtime_apis! {
             JobMarket::least_budget(&spec)
         }
 
+        fn least_budgets(
+            spec: pallet_job_market_runtime_api::JobSpec,
+        ) -> Result<
+            pallet_job_market_runtime_api::PerClass<Option<Balance>>,
+            pallet_job_market_runtime_api::SpecRejection,
+        > {
+            JobMarket::least_budgets(&spec)
+        }
+
         fn jobs_of(who: AccountId, limit: u32) -> Vec<pallet_job_market::JobId> {
             JobMarket::jobs_of(&who, limit)
         }

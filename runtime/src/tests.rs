@@ -611,6 +611,9 @@ fn a_gpu_hour_job_costs_gpu_hours_not_cpu_hours() {
         // its replay, so the fees reserved are most of a GPU job's budget.)
         assert!(gpu * 3 <= cpu, "{} ERG on a GPU, {} on a CPU", gpu / ERG, cpu / ERG);
         assert_eq!(crate::JobMarket::least_budget(&spec), Ok(gpu), "the cheapest class");
+        // What `ergon_checkSpec` shows (the runtime API `least_budgets`): both tiers.
+        let tiers = crate::JobMarket::least_budgets(&spec).expect("accepted");
+        assert_eq!((tiers.cpu, tiers.gpu), (Some(cpu), Some(gpu)));
         let price = crate::JobMarket::min_price_for(work, h100);
         assert_eq!(price, (work * MIN_PRICE_PER_UT.gpu).div_ceil(1_000_000));
 

@@ -308,15 +308,26 @@ async function specFile(api, path) {
 async function checkSpec({ api, args: [path], say }) {
   const { check } = await specFile(api, path);
   say(`ok: ${Number(check.workMicroUt) / 1e6} ut of work, ${check.checkpoints} checkpoints, ${check.parameters} parameters, ${check.steps} optimizer steps`);
-  if (check.leastBudget != null) say(`least budget: ${ergUp(check.leastBudget)} (the least price of the work plus every possible verifier's fee)`);
+  if (check.leastBudget != null) say(`least budget: ${ergUp(check.leastBudget)} (the least price of the work plus every possible verifier's fee)${tiers(check)}`);
+  const text = (v) => (v == null ? null : String(v));
   return {
     valid: true,
     workMicroUt: String(check.workMicroUt),
     checkpoints: check.checkpoints,
     parameters: check.parameters,
     steps: check.steps,
-    leastBudget: check.leastBudget == null ? null : String(check.leastBudget),
+    leastBudget: text(check.leastBudget),
+    leastBudgets: check.leastBudgets == null ? null : { cpu: text(check.leastBudgets.cpu), gpu: text(check.leastBudgets.gpu) },
   };
+}
+
+/** The least budget on each price tier, when the chain names them (`ergon_checkSpec`'s
+ * `leastBudgets`): a budget under a tier's lets only the other tier's trainers bid. */
+function tiers(check) {
+  const l = check.leastBudgets;
+  if (l == null) return '';
+  if (l.gpu == null) return `; trained on CPUs only (a convolutional spec)`;
+  return `; ${ergUp(l.gpu)} for GPU trainers, ${ergUp(l.cpu)} for CPU trainers too`;
 }
 
 async function postJob(ctx) {
@@ -344,7 +355,7 @@ async function postJob(ctx) {
   } catch (e) {
     // The runtime names the rule; the chain's least budget for this spec says what would pass.
     if (check.leastBudget != null && /Budget(TooLow|BelowWorkPrice)/.test(e.message)) {
-      e.message += `; the least budget this spec takes is ${ergUp(check.leastBudget)}`;
+      e.message += `; the least budget this spec takes is ${ergUp(check.leastBudget)}${tiers(check)}`;
     }
     throw e;
   }

@@ -133,13 +133,21 @@ async function checkSpec() {
       ['work', `${Number(check.workMicroUt) / 1e6} ut (1 ut = 432·10⁹ FLOPs)`],
       ['checkpoints', `${check.checkpoints} (${check.steps} optimizer steps)`],
       ['parameters', String(check.parameters)],
-      ['least budget', `${ergUp(least)} — the market's floor for this work (${erg(c.minPricePerUt.cpu.toBigInt())} per ut on a CPU, ${erg(c.minPricePerUt.gpu.toBigInt())} on a GPU; the cheapest class the spec may train on) plus every possible verifier's fee`],
+      ['least budget', `${ergUp(least)} — the market's floor for this work (${erg(c.minPricePerUt.cpu.toBigInt())} per ut on a CPU, ${erg(c.minPricePerUt.gpu.toBigInt())} on a GPU; the cheapest class the spec may train on) plus every possible verifier's fee${tierText(check.leastBudgets)}`],
       ['posting fee', `${erg(c.postingFee.toBigInt())} plus a slot rent of ${erg(c.slotRent.toBigInt())} per block to the deadline, burnt whatever happens`],
       ['trainers bid', `at most your budget less the verifiers' reserve; each leaves a ${erg(c.bidDeposit.toBigInt())} deposit`],
     ]),
   );
   $('budget').value = ergUp(least).replace(/ ERG$/, '');
   $('post-section').hidden = false;
+}
+
+/** The least budget on each price tier, when the chain names them: under a tier's, only the
+ * other tier's trainers can bid. */
+function tierText(l) {
+  if (l == null) return '';
+  if (l.gpu == null) return '; this spec trains on CPUs only';
+  return `; ${ergUp(BigInt(l.gpu))} lets GPU trainers bid, ${ergUp(BigInt(l.cpu))} CPU trainers too`;
 }
 
 async function loadSpecFile() {

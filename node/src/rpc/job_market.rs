@@ -233,10 +233,25 @@ pub struct SpecCheckView {
     /// knows (`JobMarketApi` version 2): the market's floor for this work, with the reserve for
     /// every possible verifier's fee.
     pub least_budget: Option<String>,
+    /// The least budget on each price tier (planck, decimal strings), if valid and the runtime
+    /// knows (`JobMarketApi` version 3): trained on a CPU, and on a GPU (null when the spec trains
+    /// on CPUs only). `leastBudget` is the lower: a budget under the other lets only the cheaper
+    /// tier's trainers bid.
+    pub least_budgets: Option<LeastBudgetsView>,
     /// The spec as `postJob`'s argument, SCALE-encoded (0x hex), if valid: what a client passes to
     /// `jobMarket.postJob` (polkadot.js decodes it with the metadata's type), so that no client
     /// maps the JSON to the chain's types itself.
     pub encoded: Option<String>,
+}
+
+/// The least budget of a spec on each price tier.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeastBudgetsView {
+    /// Trained on a CPU (planck, decimal string).
+    pub cpu: Option<String>,
+    /// Trained on a GPU (planck, decimal string); null when the spec trains on CPUs only.
+    pub gpu: Option<String>,
 }
 
 /// The view of a check's outcome.
@@ -253,6 +268,7 @@ pub fn spec_check_view(
             parameters: Some(s.parameters),
             steps: Some(s.total_steps),
             least_budget: None,
+            least_budgets: None,
             encoded: None,
         },
         Err(rejection) => {
@@ -267,6 +283,7 @@ pub fn spec_check_view(
                 parameters: None,
                 steps: None,
                 least_budget: None,
+                least_budgets: None,
                 encoded: None,
             }
         }
@@ -334,18 +351,26 @@ where
     fn check_spec(&self, spec: JobSpec, at: Option<Hash>) -> RpcResult<SpecCheckView> {
         let at = at.unwrap_or_else(|| self.client.info().best_hash);
         let api = self.client.runtime_api();
-        let knows_least_budget = api
+        let version = api
             .api_version::<dyn JobMarketApi<Block, AccountId, Balance, BlockNumber>>(at)
             .map_err(runtime_error)?
-            .is_some_and(|v| v >= 2);
+            .unwrap_or_default();
+        let knows_least_budget = version >= 2;
         let result = api.check_spec(at, spec.clone()).map_err(runtime_error)?;
         let mut view = spec_check_view(result);
         if view.valid {
             view.encoded = Some(sp_core::bytes::to_hex(&spec.encode(), false));
         }
         if view.valid && knows_least_budget {
-            let least = api.least_budget(at, spec).map_err(runtime_error)?;
+            let least = api.least_budget(at, spec.clone()).map_err(runtime_error)?;
             view.least_budget = least.ok().map(|b| b.to_string());
+        }
+        if view.valid && version >= 3 {
+            let least = api.least_budgets(at, spec).map_err(runtime_error)?;
+            view.least_budgets = least.ok().map(|l| LeastBudgetsView {
+                cpu: l.cpu.map(|b| b.to_string()),
+                gpu: l.gpu.map(|b| b.to_string()),
+            });
         }
         Ok(view)
     }

@@ -102,6 +102,8 @@ mod tests;
 pub use pallet::*;
 pub use types::*;
 pub use weights::WeightInfo;
+/// What differs by device class (prices, the least budgets of `least_budgets`).
+pub use ergon_protocol::PerClass;
 
 use frame_support::traits::fungible;
 
@@ -1420,10 +1422,28 @@ pub mod pallet {
         /// budget only that class's trainers can bid); the rule the spec breaks if `post_job`
         /// would refuse it.
         pub fn least_budget(spec: &JobSpec) -> Result<BalanceOf<T>, spec_check::SpecRejection> {
+            let least = Self::least_budgets(spec)?;
+            Ok([least.cpu, least.gpu].into_iter().flatten().min().unwrap_or_else(T::MinBudget::get))
+        }
+
+        /// The least budget `post_job` takes for `spec` on each price tier (what `ergon_checkSpec`
+        /// shows beside [`Self::least_budget`]): on a CPU, and on a GPU when the spec may be trained
+        /// on one (`None` for a convolutional spec, which trains on CPUs only). A budget between the
+        /// two lets only the cheaper tier's trainers bid. The rule the spec breaks if refused.
+        pub fn least_budgets(
+            spec: &JobSpec,
+        ) -> Result<ergon_protocol::PerClass<Option<BalanceOf<T>>>, spec_check::SpecRejection>
+        {
             let summary = spec_check::check::<T>(spec)?;
-            let least =
-                Self::classes_for(spec).map(|device| Self::least_for(spec, &summary, device));
-            Ok(least.min().unwrap_or_else(T::MinBudget::get))
+            let mut least = ergon_protocol::PerClass { cpu: None, gpu: None };
+            for device in Self::classes_for(spec) {
+                let budget = Some(Self::least_for(spec, &summary, device));
+                match device {
+                    DeviceClass::Cpu => least.cpu = budget,
+                    DeviceClass::Cuda { .. } => least.gpu = budget,
+                }
+            }
+            Ok(least)
         }
 
         /// The least budget for `spec` whose price floor and verification reserve are those of

@@ -2849,6 +2849,9 @@ mod prices {
             let cpu_least = JobMarket::least_budget_on(&spec, CPU).unwrap();
             assert!(gpu_least * 4 < cpu_least, "{gpu_least} against {cpu_least}");
             assert_eq!(JobMarket::least_budget(&spec).unwrap(), gpu_least, "the cheapest class");
+            // What `ergon_checkSpec` shows: both tiers.
+            let tiers = JobMarket::least_budgets(&spec).unwrap();
+            assert_eq!((tiers.cpu, tiers.gpu), (Some(cpu_least), Some(gpu_least)));
             // At the GPU's least budget, even the CPU's floor bid leaves too little for its fees.
             let gpu_priced = post(gpu_least);
             assert_noop!(
@@ -2873,6 +2876,8 @@ mod prices {
             .unwrap();
             let cnn_least = JobMarket::least_budget(&cnn).unwrap();
             assert_eq!(cnn_least, JobMarket::least_budget_on(&cnn, CPU).unwrap());
+            let tiers = JobMarket::least_budgets(&cnn).unwrap();
+            assert_eq!((tiers.cpu, tiers.gpu), (Some(cnn_least), None), "no GPU tier for a CNN");
             assert_noop!(
                 JobMarket::post_job(origin(OWNER), Box::new(cnn.clone()), cnn_least - 1, 5, 30),
                 Error::<Test>::BudgetBelowWorkPrice

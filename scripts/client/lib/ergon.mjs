@@ -101,6 +101,7 @@ export const types = {
     state: 'ErgonJobState',
     round: 'Option<ErgonRound>',
   },
+  ErgonLeastBudgets: { cpu: 'Option<u128>', gpu: 'Option<u128>' },
   ErgonSpecCheck: {
     valid: 'bool',
     error: 'Option<Text>',
@@ -112,6 +113,9 @@ export const types = {
     // The least budget postJob takes for it (planck): MinBudget, or the least price of its work
     // plus the reserve for every possible verifier's fee.
     leastBudget: 'Option<u128>',
+    // The least budget on each price tier: trained on a CPU, on a GPU (none when the spec trains
+    // on CPUs only); leastBudget is the lower.
+    leastBudgets: 'Option<ErgonLeastBudgets>',
     // The spec as postJob's argument, SCALE-encoded by the node.
     encoded: 'Option<Bytes>',
   },

@@ -8,11 +8,12 @@ extern crate alloc;
 use alloc::vec::Vec;
 use codec::Codec;
 pub use ergon_job_spec::{JobSpec, SpecSummary};
-pub use pallet_job_market::{spec_check::SpecRejection, Job, JobId, RoundInfo};
+pub use pallet_job_market::{spec_check::SpecRejection, Job, JobId, PerClass, RoundInfo};
 
 sp_api::decl_runtime_apis! {
-    /// The training-job market. Version 2 adds [`least_budget`](JobMarketApi::least_budget).
-    #[api_version(2)]
+    /// The training-job market. Version 2 adds [`least_budget`](JobMarketApi::least_budget),
+    /// version 3 [`least_budgets`](JobMarketApi::least_budgets).
+    #[api_version(3)]
     pub trait JobMarketApi<AccountId: Codec, Balance: Codec, BlockNumber: Codec> {
         /// Jobs taking bids, lowest id first, at most `limit`.
         fn open_jobs(limit: u32) -> Vec<(JobId, Job<AccountId, Balance, BlockNumber>)>;
@@ -28,5 +29,9 @@ sp_api::decl_runtime_apis! {
         /// plus the reserve for every possible verifier's fee; the rule the spec breaks if refused.
         #[api_version(2)]
         fn least_budget(spec: JobSpec) -> Result<Balance, SpecRejection>;
+        /// The least budget `post_job` takes for `spec` on each price tier: a CPU, and a GPU when
+        /// the spec may train on one (`None` otherwise); `least_budget` is the lower of the two.
+        #[api_version(3)]
+        fn least_budgets(spec: JobSpec) -> Result<PerClass<Option<Balance>>, SpecRejection>;
     }
 }
