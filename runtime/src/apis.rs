@@ -232,7 +232,7 @@ impl_runtime_apis! {
         }
     }
 
-    #[api_version(2)]
+    #[api_version(3)]
     impl pallet_job_market_runtime_api::JobMarketApi<Block, AccountId, Balance, BlockNumber>
         for Runtime
     {

@@ -138,7 +138,8 @@ fn the_user_command_line_does_every_command_and_refuses_clearly() {
     let least: u128 =
         checked["leastBudget"].as_str().and_then(|s| s.parse().ok()).expect("leastBudget");
     // Both price tiers: the least budget is the GPU's (the cheaper), a CPU trainer needs more.
-    let tier = |class: &str| -> Option<u128> { checked["leastBudgets"][class].as_str()?.parse().ok() };
+    let tier =
+        |class: &str| -> Option<u128> { checked["leastBudgets"][class].as_str()?.parse().ok() };
     assert_eq!(tier("gpu"), Some(least), "{checked}");
     assert!(tier("cpu").is_some_and(|cpu| cpu > least), "{checked}");
     let as_erg = |planck: u128| format!("{}.{:012}", planck / ERG, planck % ERG);

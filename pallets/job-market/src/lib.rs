@@ -99,11 +99,11 @@ mod mock;
 #[cfg(test)]
 mod tests;
 
+/// What differs by device class (prices, the least budgets of `least_budgets`).
+pub use ergon_protocol::PerClass;
 pub use pallet::*;
 pub use types::*;
 pub use weights::WeightInfo;
-/// What differs by device class (prices, the least budgets of `least_budgets`).
-pub use ergon_protocol::PerClass;
 
 use frame_support::traits::fungible;
 

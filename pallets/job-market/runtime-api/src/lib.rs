@@ -12,8 +12,8 @@ pub use pallet_job_market::{spec_check::SpecRejection, Job, JobId, PerClass, Rou
 
 sp_api::decl_runtime_apis! {
     /// The training-job market. Version 2 adds [`least_budget`](JobMarketApi::least_budget),
-    /// version 3 [`least_budgets`](JobMarketApi::least_budgets).
-    #[api_version(3)]
+    /// version 3 [`least_budgets`](JobMarketApi::least_budgets) (the runtime implements 3).
+    #[api_version(2)]
     pub trait JobMarketApi<AccountId: Codec, Balance: Codec, BlockNumber: Codec> {
         /// Jobs taking bids, lowest id first, at most `limit`.
         fn open_jobs(limit: u32) -> Vec<(JobId, Job<AccountId, Balance, BlockNumber>)>;
