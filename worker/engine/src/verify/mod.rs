@@ -219,7 +219,7 @@ impl<'a> Checkpoints<'a> {
             path: self.dir.join(&entry.file),
             reason: "not downloaded, and no source to read it from".into(),
         };
-        if !ergon_bundle::index::is_plain_file_name(&entry.file) {
+        if !bundle::is_plain_file_name(&entry.file) {
             return Err(crate::Error::Bundle {
                 path: entry.file.clone().into(),
                 reason: "file name escapes the bundle".into(),
@@ -241,21 +241,23 @@ impl<'a> Checkpoints<'a> {
         if let Some(t) = self.weights.borrow().get(&entry.step) {
             return Ok(t.clone());
         }
-        let names: Vec<String> =
-            entry.tensors.keys().filter(|n| n.starts_with("param.")).cloned().collect();
-        let read = std::rc::Rc::new(self.some(entry, &names)?);
+        let read = std::rc::Rc::new(self.read_weights(entry)?);
         self.weights.borrow_mut().insert(entry.step, read.clone());
         Ok(read)
     }
 
     /// [`Checkpoints::weights`], no longer kept: the rules' last use of them.
     fn take_weights(&self, entry: &CheckpointEntry) -> Result<std::rc::Rc<HostTensors>> {
-        let kept = self.weights.borrow_mut().remove(&entry.step);
-        kept.map_or_else(|| self.weights(entry).inspect(|_| self.forget(entry)), Ok)
+        match self.weights.borrow_mut().remove(&entry.step) {
+            Some(kept) => Ok(kept),
+            None => self.read_weights(entry).map(std::rc::Rc::new),
+        }
     }
 
-    fn forget(&self, entry: &CheckpointEntry) {
-        self.weights.borrow_mut().remove(&entry.step);
+    fn read_weights(&self, entry: &CheckpointEntry) -> Result<HostTensors> {
+        let names: Vec<String> =
+            entry.tensors.keys().filter(|n| n.starts_with("param.")).cloned().collect();
+        self.some(entry, &names)
     }
 }
 

@@ -210,26 +210,38 @@ pub(super) fn replay_segment(
         }
     }
     let exact = (replayed_state.0.len() - absent.len() - differing.len(), replayed_state.0.len());
-    let mut target = replayed_state;
-    if !differing.is_empty() {
-        let read = (segment.read_end)(&differing)?;
-        target.0.extend(read.0);
-    }
-    // What the end lacks is reported as missing (below), not taken from the replay.
-    for name in &absent {
-        target.0.remove(name);
-    }
-    let target = &target;
+    // The claimed end: the replay's own tensors where their hashes match (no copy when all do),
+    // the differing ones as read, and without what the end lacks (reported as missing below).
+    let target = if differing.is_empty() && absent.is_empty() {
+        std::borrow::Cow::Borrowed(&replayed_state)
+    } else {
+        let mut claimed = replayed_state.clone();
+        if !differing.is_empty() {
+            claimed.0.extend((segment.read_end)(&differing)?.0);
+        }
+        for name in &absent {
+            claimed.0.remove(name);
+        }
+        std::borrow::Cow::Owned(claimed)
+    };
+    let target = target.as_ref();
     let mut missing = Vec::new();
     let mut claimed_of = |name: String, out: &mut Vec<f32>| match target.0.get(&name) {
         Some((_, values)) => out.extend_from_slice(values),
         None => missing.push(name),
     };
+    // The replay's values, from the host copy already hashed (not copied off the device again).
+    let replayed_of = |name: &str, out: &mut Vec<f32>| {
+        if let Some((_, values)) = replayed_state.0.get(name) {
+            out.extend_from_slice(values);
+        }
+    };
     // Weights: the update from the start, claimed against replayed.
-    let replayed = flat_weights(model)?;
-    let mut claimed = Vec::with_capacity(replayed.len());
+    let (mut claimed, mut replayed) = (Vec::with_capacity(before.len()), Vec::new());
     for p in &model.params {
-        claimed_of(format!("param.{}", p.name), &mut claimed);
+        let name = format!("param.{}", p.name);
+        replayed_of(&name, &mut replayed);
+        claimed_of(name, &mut claimed);
     }
     let delta =
         |after: &[f32]| -> Vec<f32> { after.iter().zip(&before).map(|(a, b)| a - b).collect() };
@@ -240,9 +252,9 @@ pub(super) fn replay_segment(
     let mut state = Vec::new();
     for slot in crate::optim::slot_names(&run.spec.optimizer) {
         let (mut claimed, mut replayed) = (Vec::new(), Vec::new());
-        for (name, tensor) in opt.named_state(&model.params) {
+        for (name, _) in opt.named_state(&model.params) {
             if name.rsplit('.').next() == Some(*slot) {
-                replayed.extend(tensor.flatten_all()?.to_vec1::<f32>()?);
+                replayed_of(&name, &mut replayed);
                 claimed_of(name, &mut claimed);
             }
         }

@@ -2,8 +2,9 @@
 //!    run the same steps on the same batches (the seed's PRF), and compare everything the replay
 //!    produces with what `Cᵢ₊₁` and the manifest claim. `Cᵢ₊₁` is compared by hash first: each
 //!    tensor the replay reproduces bit for bit (the trainer's class of device) is not read at all,
-//!    and only those that differ are read, by byte ranges, and measured: the weight update (relative error ≤ ε and
-//!    cosine ≥ τ), each optimizer state slot on its own (the same bounds) and every step's loss
+//!    and only those that differ are read, by byte ranges, and measured: the weight update
+//!    (relative error ≤ ε and cosine ≥ τ), each optimizer state slot on its own (the same bounds)
+//!    and every step's loss
 //!    (within [`LOSS_TOLERANCE`]); on the way, sketch the weights at the segment's probe steps (the
 //!    replay evidence a pass reveals on chain).
 //!

@@ -1,8 +1,8 @@
 //! 3. **states**: every checkpoint read (whole, or its weights) holds only finite values and is not
 //!    degenerate (not every weight zero); **optimizer**: every state read whole is one an honest run
-//!    reaches (AdamW's moments
-//!    bounded by each other, a state that moves the weights, a second moment that decays no faster
-//!    than β₂ between reads, a momentum not reset: [`crate::verify`]'s `optimizer.rs`).
+//!    reaches (AdamW's moments bounded by each other, a state that moves the weights, a second
+//!    moment that decays no faster than β₂ between reads, a momentum not reset: [`crate::verify`]'s
+//!    `optimizer.rs`).
 
 use std::borrow::Cow;
 
