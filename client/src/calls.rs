@@ -111,10 +111,17 @@ pub fn reveal_verdict(
     )
 }
 
-/// `JobMarket::abstain(job)`: a drawn verifier that cannot fetch the job's data abstains instead of
-/// committing a verdict (which opens the data check).
-pub fn abstain(job: u64) -> impl Payload {
-    runtime::tx().job_market().abstain(job)
+/// `JobMarket::abstain(job, gap)`: a drawn verifier that cannot fetch the job's data abstains
+/// instead of committing a verdict (which opens the data check), naming the chunk it could not get
+/// when it located one.
+pub fn abstain(job: u64, gap: Option<ergon_job_spec::DataGap>) -> impl Payload {
+    runtime::tx().job_market().abstain(job, gap.map(Static))
+}
+
+/// `JobMarket::report_data_unavailable(job, gap)`: the job's trainer cannot fetch the job's data
+/// (named by the chunk it could not get, when it located one).
+pub fn report_data_unavailable(job: u64, gap: Option<ergon_job_spec::DataGap>) -> impl Payload {
+    runtime::tx().job_market().report_data_unavailable(job, gap.map(Static))
 }
 
 /// `JobMarket::submit_trainer_evidence(job, evidence)`: the trainer's own `(segment, sketch)`

@@ -3,7 +3,7 @@
 //! `ERGON_BLESS=1 SKIP_WASM_BUILD=1 cargo test --release -p ergon-runtime client_metadata_is_current`).
 //!
 //! Ergon's own argument types are not regenerated: the job spec, a verdict, a replay sketch, a
-//! device class and a drilling matrix chain are the
+//! device class, a data gap and a drilling matrix chain are the
 //! protocol crates' types (wrapped in [`subxt::utils::Static`], which encodes them with SCALE), so the
 //! worker builds them with the same code the runtime checks them with.
 
@@ -28,6 +28,10 @@
     substitute_type(
         path = "ergon_protocol::device::PerClass<T>",
         with = "::subxt::utils::Static<::ergon_protocol::PerClass<T>>"
+    ),
+    substitute_type(
+        path = "ergon_job_spec::chunks::DataGap",
+        with = "::subxt::utils::Static<::ergon_job_spec::DataGap>"
     ),
     substitute_type(
         path = "ergon_drill::MatmulChain",

@@ -44,11 +44,15 @@ fn data_taken_down_after_the_commitment_does_not_slash_the_trainer() {
     let daemons = market_daemons(&node, dir.path(), &[]);
     let all: Vec<_> = daemons.iter().collect();
 
-    // Alice's data, served over HTTP so that the validators can check it.
+    // Alice's data, served over HTTP with its chunk list, so that the validators can check it.
     let data = csv();
-    let server = BundleServer::start(HashMap::from([("/train.csv".to_string(), data.clone())]));
+    let list = ergon_job_spec::ChunkList::of(&data);
+    let server = BundleServer::start(HashMap::from([
+        ("/train.csv".to_string(), data.clone()),
+        ("/train.csv.chunks".to_string(), list.encode()),
+    ]));
     let url = format!("http://127.0.0.1:{}/train.csv", server.port);
-    let root = ergon_job_spec::content_root([ergon_bundle::FileCommitment::of(&data).sha256]);
+    let root = ergon_job_spec::content_root([list.digest()]);
     let dataset = json!({
         "format": { "type": "Csv", "features": 4, "classes": 3 },
         "files": [url],

@@ -10,12 +10,12 @@
 //! 2. [`SAMPLES`] chunks drawn with the node's local randomness (so a server cannot guess which ones to
 //!    keep), each fetched with an HTTP range request and compared with the chunk hash the manifest lists.
 //!
-//! The same attesters also check a job's *data* when its assigned trainer reports that it cannot
-//! fetch it ([`Pallet::report_data_unavailable`]): each file of the training and validation datasets
-//! is downloaded ([`DATA_DEADLINE_MS`], at most [`ergon_job_spec::MAX_DATA_FILE_BYTES`]) and streamed
-//! into SHA-256, and the digests must give the content roots the spec commits to. Two thirds
-//! "unavailable" end the job without slashing the trainer (the owner pays it the bid deposit's worth
-//! from escrow); two thirds "available" reject the report.
+//! The same attesters also check a job's *data* when its trainer reports that it cannot fetch it
+//! ([`Pallet::report_data_unavailable`], or a verifier abstains): [`check_data`] reads each file's
+//! chunk list and holds them to the content roots the spec commits to, then fetches the chunks the
+//! reporters named and [`DATA_SAMPLES`] random ones by byte range — a few megabytes whatever the
+//! dataset's size ([`ergon_job_spec::chunks`]). Two thirds "unavailable" end the job without
+//! slashing the trainer; two thirds "available" reject the report.
 //!
 //! Every request has a deadline for its headers *and* its body ([`HTTP_DEADLINE_MS`]), and a whole
 //! bundle check one more ([`CHECK_DEADLINE_MS`]): sc-offchain waits forever on a body read without
@@ -42,7 +42,7 @@ use crate::{
     AllowPrivateUrls, Attestations, AttesterSetId, Attesters, Call, Config, DataReports, JobId,
     JobState, Jobs, Pallet,
 };
-use ergon_job_spec::{BoundedString, Hash32, JobSpec};
+use ergon_job_spec::{DataGap, JobSpec};
 
 /// Key type of the attesters' session keys.
 pub const KEY_TYPE: KeyTypeId = KeyTypeId(*b"ergn");
@@ -63,8 +63,10 @@ pub const SAMPLES: u32 = 2;
 pub const HTTP_DEADLINE_MS: u64 = 10_000;
 /// Deadline of one whole bundle check (manifest and every sampled chunk).
 pub const CHECK_DEADLINE_MS: u64 = 30_000;
-/// Deadline of the download of one data file (they may be gigabytes).
-pub const DATA_DEADLINE_MS: u64 = 600_000;
+/// Deadline of one whole data check (every chunk list, the named chunks and the samples).
+pub const DATA_DEADLINE_MS: u64 = 120_000;
+/// Chunks of a job's data sampled per data check, besides the named ones.
+pub const DATA_SAMPLES: u32 = 4;
 /// Most bundles one node checks per block (HTTP is slow; the rest wait for later blocks).
 pub const CHECKS_PER_BLOCK: usize = 2;
 /// Blocks before a node retries a job it attested (in case its transaction was dropped).
@@ -128,8 +130,12 @@ pub enum Unavailable {
     ChunkMismatch { checkpoint: usize, chunk: u64 },
     /// A data file is not served over HTTP(S).
     NotHttp,
-    /// The served data files do not give the committed content root.
+    /// The served chunk lists do not give the committed content root.
     ContentMismatch,
+    /// A data file's chunk list is not a chunk list (`ergon_job_spec::chunks::ChunkList::parse`).
+    ChunkList,
+    /// A chunk of a data file differs from its listed hash.
+    DataChunkMismatch { set: usize, file: usize, chunk: u32 },
     /// A URL names a host that is not public (loopback, link-local, private; `ergon_protocol::url`)
     /// on a chain that does not allow them: not fetched, so never an oracle on the validator's own
     /// network.
@@ -232,7 +238,7 @@ pub(crate) fn offchain_worker<T: Config>(now: BlockNumberFor<T>) {
             Some((base, root)) => policy
                 .check(&base)
                 .and_then(|()| check_bundle(&base, root, record.bundle_checkpoints())),
-            None => check_data(&record.spec, policy),
+            None => check_data(&record.spec, &crate::DataGaps::<T>::get(job), policy),
         };
         let available = match outcome {
             Ok(()) => true,
@@ -353,32 +359,88 @@ impl UrlPolicy {
     }
 }
 
-/// Downloads every file the spec commits to (training and validation data, initial weights) and
-/// checks that their digests give the committed content roots. Every file must be served over
-/// HTTP(S) from a host `policy` allows: a trainer can only report data whose availability the
-/// attesters can check.
-pub fn check_data(spec: &JobSpec, policy: UrlPolicy) -> Result<(), Unavailable> {
-    for (files, root) in spec.committed_files() {
-        check_file_set(files, root, policy)?;
+/// Checks that every file the spec commits to (training and validation data, initial weights) is
+/// served as committed, without downloading the data ([`ergon_job_spec::chunks`]):
+/// 1. each file's chunk list (at its [`ergon_job_spec::chunks::chunk_list_url`], at most
+///    [`ergon_job_spec::chunks::MAX_CHUNK_LIST_BYTES`]) is fetched, and their digests must give the
+///    set's content root;
+/// 2. every chunk the reporters named (`gaps`) and [`DATA_SAMPLES`] chunks drawn with the node's
+///    local randomness (so the owner cannot guess them) are fetched by byte range and must hash to
+///    their entry in the list.
+///
+/// Every file must be served over HTTP(S) from a host `policy` allows: a trainer can only report
+/// data whose availability the attesters can check. The whole check has [`DATA_DEADLINE_MS`].
+pub fn check_data(spec: &JobSpec, gaps: &[DataGap], policy: UrlPolicy) -> Result<(), Unavailable> {
+    use ergon_job_spec::chunks::{chunk_list_url, ChunkList, MAX_CHUNK_LIST_BYTES};
+    let deadline = sp_io::offchain::timestamp().add(Duration::from_millis(DATA_DEADLINE_MS));
+    // Every file of every set: (set, file, url, chunk list).
+    let mut files = Vec::new();
+    for (set, (uris, root)) in spec.committed_files().into_iter().enumerate() {
+        let mut digests = Vec::new();
+        for (index, uri) in uris.iter().enumerate() {
+            let url = http_base(uri.0.as_slice()).ok_or(Unavailable::NotHttp)?;
+            policy.check(&url)?;
+            let list = get(&chunk_list_url(&url), None, MAX_CHUNK_LIST_BYTES, deadline)?;
+            let list = ChunkList::parse(&list).map_err(|_| Unavailable::ChunkList)?;
+            digests.push(list.digest());
+            files.push((set, index, url, list));
+        }
+        if ergon_job_spec::content_root(digests) != root.0 {
+            return Err(Unavailable::ContentMismatch);
+        }
+    }
+    let ids: Vec<(usize, usize)> = files.iter().map(|(set, index, ..)| (*set, *index)).collect();
+    let counts: Vec<u64> = files.iter().map(|(.., list)| list.chunks.len() as u64).collect();
+    let picks = data_picks(sp_io::offchain::random_seed(), gaps, &ids, &counts);
+    for (file, chunk) in picks {
+        let (set, index, url, list) = &files[file];
+        // A named chunk the committed file does not have: nothing to fetch there (the reporter
+        // was served a longer file); the samples still check the file.
+        let Some((start, end)) = list.range(chunk) else {
+            continue;
+        };
+        let bytes = get(
+            url,
+            Some((start, end, list.len)),
+            ergon_job_spec::chunks::DATA_CHUNK_BYTES as usize,
+            deadline,
+        )?;
+        if sp_io::hashing::sha2_256(&bytes) != list.chunks[chunk as usize] {
+            return Err(Unavailable::DataChunkMismatch { set: *set, file: *index, chunk });
+        }
     }
     Ok(())
 }
 
-fn check_file_set(
-    files: &[BoundedString<{ ergon_job_spec::MAX_URI_LEN }>],
-    root: &Hash32,
-    policy: UrlPolicy,
-) -> Result<(), Unavailable> {
-    let mut digests = Vec::new();
-    for file in files {
-        let url = http_base(file.0.as_slice()).ok_or(Unavailable::NotHttp)?;
-        policy.check(&url)?;
-        digests.push(digest_of(&url)?);
+/// The chunks a data check fetches, as (index into `files`, chunk): every gap that names one of
+/// `files` (each `(set, file)`), then [`DATA_SAMPLES`] drawn from `seed` over all `chunks` (each
+/// file's count) alike.
+pub fn data_picks(
+    seed: [u8; 32],
+    gaps: &[DataGap],
+    files: &[(usize, usize)],
+    chunks: &[u64],
+) -> Vec<(usize, u32)> {
+    let mut picks: Vec<(usize, u32)> = gaps
+        .iter()
+        .filter_map(|gap| {
+            let file = files.iter().position(|id| *id == (gap.set as usize, gap.file as usize))?;
+            Some((file, gap.chunk))
+        })
+        .collect();
+    let total: u64 = chunks.iter().sum();
+    for i in 0..if total == 0 { 0 } else { DATA_SAMPLES } {
+        let pick = sp_io::hashing::blake2_256(&(b"ergon/data-sample", seed, i).encode());
+        let mut n = u64::from_le_bytes(pick[..8].try_into().unwrap_or_default()) % total;
+        for (file, count) in chunks.iter().enumerate() {
+            if n < *count {
+                picks.push((file, n as u32));
+                break;
+            }
+            n -= count;
+        }
     }
-    if ergon_job_spec::content_root(digests) != root.0 {
-        return Err(Unavailable::ContentMismatch);
-    }
-    Ok(())
+    picks
 }
 
 /// Whether every file `spec` commits to is served over HTTP(S), so that attesters can check it.
@@ -386,42 +448,6 @@ pub fn data_is_checkable(spec: &JobSpec) -> bool {
     spec.committed_files()
         .iter()
         .all(|(files, _)| files.iter().all(|f| http_base(f.0.as_slice()).is_some()))
-}
-
-/// SHA-256 of the body of `GET url`, streamed (at most [`ergon_job_spec::MAX_DATA_FILE_BYTES`]).
-fn digest_of(url: &str) -> Result<[u8; 32], Unavailable> {
-    use sha2::{Digest, Sha256};
-    let deadline = sp_io::offchain::timestamp().add(Duration::from_millis(DATA_DEADLINE_MS));
-    let pending =
-        http::Request::get(url).deadline(deadline).send().map_err(|_| Unavailable::Http("send"))?;
-    let response = pending
-        .try_wait(deadline)
-        .map_err(|_| Unavailable::Http("deadline"))?
-        .map_err(|_| Unavailable::Http("io"))?;
-    if response.code != 200 {
-        return Err(Unavailable::Status(response.code));
-    }
-    let mut hasher = Sha256::new();
-    let mut buffer = Vec::with_capacity(64 << 10);
-    let mut total: u64 = 0;
-    let mut body = response.body();
-    body.deadline(deadline);
-    for byte in body.by_ref() {
-        buffer.push(byte);
-        if buffer.len() == buffer.capacity() {
-            total += buffer.len() as u64;
-            if total > ergon_job_spec::MAX_DATA_FILE_BYTES {
-                return Err(Unavailable::TooLarge);
-            }
-            hasher.update(&buffer);
-            buffer.clear();
-        }
-    }
-    if body.error().is_some() {
-        return Err(Unavailable::Http("body deadline"));
-    }
-    hasher.update(&buffer);
-    Ok(hasher.finalize().into())
 }
 
 /// `GET url` with a deadline on headers and body ([`HTTP_DEADLINE_MS`], or `check_deadline` if

@@ -2,9 +2,10 @@
 //! (through the test offchain externalities), the signature and staleness checks of the unsigned
 //! transaction, and the unavailable quorum that fails a job.
 
-use crate::{availability::*, mock::*, *};
+use crate::{availability::*, data_check::MAX_DATA_GAPS, mock::*, *};
 use codec::{Decode, Encode};
 use ergon_bundle::{to_hex, FileCommitment, ManifestIndex};
+use ergon_job_spec::DataGap;
 use frame_support::{
     assert_noop, assert_ok,
     pallet_prelude::{InvalidTransaction, TransactionSource, TransactionValidityError},
@@ -390,26 +391,30 @@ fn offchain_worker_hook_needs_no_keys_to_do_nothing() {
     });
 }
 
-/// The data files of [`http_spec`]: train images and labels, validation images and labels.
-const DATA: [(&str, &[u8]); 4] = [
-    ("http://data.test/train-images", b"train images"),
-    ("http://data.test/train-labels", b"train labels"),
-    ("http://data.test/val-images", b"validation images"),
-    ("http://data.test/val-labels", b"validation labels"),
-];
+/// The data files of [`http_spec`]: train images and labels, validation images and labels (one
+/// chunk each, but the training images: three).
+fn data() -> [(&'static str, Vec<u8>); 4] {
+    [
+        ("http://data.test/train-images", (0..(2 << 20) + 5).map(|i| (i % 251) as u8).collect()),
+        ("http://data.test/train-labels", b"train labels".to_vec()),
+        ("http://data.test/val-images", b"validation images".to_vec()),
+        ("http://data.test/val-labels", b"validation labels".to_vec()),
+    ]
+}
 
-/// The example spec with its data served over HTTP: [`DATA`], content roots to match.
+/// The example spec with its data served over HTTP: [`data`], content roots to match.
 fn http_spec() -> ergon_job_spec::JobSpec {
     use ergon_job_spec::{Bounded, BoundedString, Hash32};
     let mut spec = example_spec();
-    let dataset = |files: &[(&str, &[u8])]| {
+    let files = data();
+    let dataset = |files: &[(&str, Vec<u8>)]| {
         let uris = files.iter().map(|(u, _)| BoundedString::from_str(u).unwrap()).collect();
         let root =
-            ergon_job_spec::content_root(files.iter().map(|(_, b)| sp_io::hashing::sha2_256(b)));
+            ergon_job_spec::content_root(files.iter().map(|(_, b)| ergon_job_spec::file_digest(b)));
         (Bounded::new(uris).unwrap(), Hash32(root))
     };
-    (spec.train.files, spec.train.content_root) = dataset(&DATA[..2]);
-    (spec.validation.files, spec.validation.content_root) = dataset(&DATA[2..]);
+    (spec.train.files, spec.train.content_root) = dataset(&files[..2]);
+    (spec.validation.files, spec.validation.content_root) = dataset(&files[2..]);
     spec
 }
 
@@ -437,36 +442,79 @@ fn assigned_job(spec: ergon_job_spec::JobSpec) -> JobId {
     job
 }
 
-/// Serves [`DATA`] to the offchain worker, the file at `tamper` changed: the check stops after the
-/// dataset (two files) that holds it.
-fn serve_data(offchain: &TestOffchainExt, tamper: Option<usize>) {
-    let served = tamper.map_or(DATA.len(), |i| (i / 2 + 1) * 2);
-    for (i, (uri, body)) in DATA.iter().enumerate().take(served) {
-        let mut body = body.to_vec();
-        if tamper == Some(i) {
-            body[0] ^= 1;
-        }
+/// How the owner serves [`data`] in a test.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Served {
+    /// As committed.
+    AsCommitted,
+    /// File `i`'s chunk list is another file's: the check stops after its set's chunk lists.
+    WrongList(usize),
+    /// Chunk `chunk` of file `file` differs (its chunk list is right): found if fetched.
+    WrongChunk { file: usize, chunk: u32 },
+}
+
+/// Serves [`data`] to the offchain worker as `served` says, expecting exactly the requests of the
+/// check: every file's chunk list, in spec order, then the chunks it picks ([`data_picks`]: `gaps`
+/// first, then its samples), each by byte range, until one is wrong. Returns whether the data
+/// should be found available.
+fn serve_data(offchain: &TestOffchainExt, gaps: &[DataGap], served: Served) -> bool {
+    use ergon_job_spec::chunks::{chunk_list_url, ChunkList};
+    let files = data();
+    let lists: Vec<ChunkList> = files.iter().map(|(_, b)| ChunkList::of(b)).collect();
+    let expect = |uri: String, range: Option<(u64, u64)>, body: Vec<u8>| {
         offchain.0.write().expect_request(PendingRequest {
             method: "GET".into(),
-            uri: uri.to_string(),
+            uri,
+            headers: range
+                .map(|(a, b)| vec![("Range".into(), format!("bytes={a}-{}", b - 1))])
+                .unwrap_or_default(),
             response: Some(body),
             sent: true,
             ..Default::default()
         });
+    };
+    // A wrong chunk list ends the check with its set (two files), whose root no longer matches.
+    let last = match served {
+        Served::WrongList(bad) => bad | 1,
+        _ => files.len() - 1,
+    };
+    for (i, (uri, _)) in files.iter().enumerate().take(last + 1) {
+        let list = if served == Served::WrongList(i) { &lists[(i + 1) % 4] } else { &lists[i] };
+        expect(chunk_list_url(uri), None, list.encode());
     }
+    if matches!(served, Served::WrongList(_)) {
+        return false;
+    }
+    let ids = [(0, 0), (0, 1), (1, 0), (1, 1)];
+    let counts: Vec<u64> = lists.iter().map(|l| l.chunks.len() as u64).collect();
+    for (file, chunk) in data_picks(Default::default(), gaps, &ids, &counts) {
+        let Some(range) = lists[file].range(chunk) else { continue };
+        // The test server ignores ranges (status 200, the whole file), which the check accepts
+        // for small files and cuts the chunk out of.
+        let mut body = files[file].1.clone();
+        let wrong = served == Served::WrongChunk { file, chunk };
+        if wrong {
+            body[range.0 as usize] ^= 1;
+        }
+        expect(files[file].0.to_string(), Some(range), body);
+        if wrong {
+            return false;
+        }
+    }
+    true
 }
 
-/// This node's offchain worker checks `job`'s data ([`DATA`], the file at `tamper` changed) and
-/// attests it; a second attester agrees: the quorum of 3 decides.
-fn data_quorum(state: &TestOffchainExt, pool: &Pool, job: JobId, tamper: Option<usize>) {
-    serve_data(state, tamper);
+/// This node's offchain worker checks `job`'s data (served as `served` says) and attests it; a
+/// second attester agrees: the quorum of 3 decides.
+fn data_quorum(state: &TestOffchainExt, pool: &Pool, job: JobId, served: Served) {
+    let available = serve_data(state, &DataGaps::<Test>::get(job), served);
     JobMarket::offchain_worker(System::block_number());
     let txs = submitted_data(pool);
     assert_eq!(txs.len(), 1);
     assert_eq!(txs[0].0.subject, Subject::Data);
-    assert_eq!(txs[0].0.available, tamper.is_none());
+    assert_eq!(txs[0].0.available, available);
     assert_ok!(dispatch(txs[0].1.clone()));
-    assert_ok!(dispatch(attestation_of(job, Subject::Data, 2, tamper.is_none())));
+    assert_ok!(dispatch(attestation_of(job, Subject::Data, 2, available)));
 }
 
 /// The attack: the owner takes its data down (or swaps it) after assignment, so that the trainer
@@ -483,11 +531,11 @@ fn attack_owner_takes_the_data_down_and_the_trainer_is_not_slashed() {
         let bond = TrainerStaking::active_bond(&TRAINER);
         let trainer_free = Balances::free_balance(TRAINER);
         let owner_free = Balances::free_balance(OWNER);
-        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None));
         System::assert_has_event(Event::<Test>::DataReported { job, trainer: TRAINER }.into());
 
-        // This node's offchain worker downloads the training files: the images were swapped.
-        serve_data(state, Some(0));
+        // This node's offchain worker reads the chunk lists: the images' is not theirs.
+        assert!(!serve_data(state, &[], Served::WrongList(0)));
         JobMarket::offchain_worker(System::block_number());
         let txs = submitted_data(pool);
         assert_eq!(txs.len(), 1);
@@ -523,8 +571,8 @@ fn served_data_rejects_the_report_and_the_deadline_still_holds() {
     with_offchain(|state, pool| {
         set_attesters(3);
         let job = assigned_job(http_spec());
-        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
-        data_quorum(state, pool, job, None);
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None));
+        data_quorum(state, pool, job, Served::AsCommitted);
         System::assert_has_event(
             Event::<Test>::DataReportRejected { job, trainer: TRAINER }.into(),
         );
@@ -533,7 +581,7 @@ fn served_data_rejects_the_report_and_the_deadline_still_holds() {
         // One report per job (issue 34: a rejected report cleared itself, and every new one made
         // each validator download the data again).
         assert_noop!(
-            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job),
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None),
             Error::<Test>::DataAlreadyReported
         );
         let bond = TrainerStaking::active_bond(&TRAINER);
@@ -548,6 +596,126 @@ fn served_data_rejects_the_report_and_the_deadline_still_holds() {
     });
 }
 
+/// A chunk of the training images (three chunks) that this test check's random samples (seed 0)
+/// do not fetch: what an owner withholding one chunk hopes for.
+fn unsampled_chunk() -> u32 {
+    let (ids, counts) = ([(0, 0), (0, 1), (1, 0), (1, 1)], [3, 1, 1, 1]);
+    let picks = data_picks(Default::default(), &[], &ids, &counts);
+    (0..3).find(|c| !picks.contains(&(0, *c))).expect("four samples of six chunks miss one")
+}
+
+/// The attack sampling alone would miss: the owner serves every chunk list and all of its data
+/// but one chunk (of the training images' three, one the samples miss), so that the trainer cannot load
+/// the data while random samples of a large dataset almost never land on the missing chunk. The
+/// trainer names the chunk it could not get; every attester fetches exactly that one and the job
+/// ends `DataUnavailable` with the trainer unslashed. Without the name, the same check finds the
+/// data served (the samples miss the chunk) and rejects the report: naming is what decides.
+#[test]
+fn attack_owner_withholds_one_chunk_and_the_named_gap_finds_it() {
+    let chunk = unsampled_chunk();
+    let withheld = Served::WrongChunk { file: 0, chunk };
+    let gap = DataGap { set: 0, file: 0, chunk };
+    with_offchain(|state, pool| {
+        set_attesters(3);
+        let job = assigned_job(http_spec());
+        let bond = TrainerStaking::active_bond(&TRAINER);
+        assert_ok!(JobMarket::report_data_unavailable(
+            RuntimeOrigin::signed(TRAINER),
+            job,
+            Some(gap)
+        ));
+        assert_eq!(DataGaps::<Test>::get(job).into_inner(), vec![gap]);
+        data_quorum(state, pool, job, withheld);
+        assert!(matches!(
+            Jobs::<Test>::get(job).unwrap().state,
+            JobState::Failed { reason: FailureReason::DataUnavailable, .. }
+        ));
+        assert_eq!(TrainerStaking::active_bond(&TRAINER), bond);
+        assert!(DataGaps::<Test>::get(job).is_empty(), "removed with the report");
+    });
+    with_offchain(|state, pool| {
+        set_attesters(3);
+        let job = assigned_job(http_spec());
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None));
+        data_quorum(state, pool, job, withheld);
+        assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Assigned { .. }));
+    });
+}
+
+/// A gap must name a file of the spec; a trainer naming a chunk the owner serves gains nothing
+/// (the report is rejected, as for any served data).
+#[test]
+fn a_named_gap_must_be_a_file_of_the_spec_and_a_served_one_is_rejected() {
+    with_offchain(|state, pool| {
+        set_attesters(3);
+        let job = assigned_job(http_spec());
+        for gap in [
+            DataGap { set: 2, file: 0, chunk: 0 }, // no initial weights file
+            DataGap { set: 0, file: 2, chunk: 0 }, // two training files
+        ] {
+            assert_noop!(
+                JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, Some(gap)),
+                Error::<Test>::DataGapOutOfRange
+            );
+        }
+        // The owner serves everything; the trainer names a chunk anyway.
+        let gap = DataGap { set: 0, file: 0, chunk: unsampled_chunk() };
+        assert_ok!(JobMarket::report_data_unavailable(
+            RuntimeOrigin::signed(TRAINER),
+            job,
+            Some(gap)
+        ));
+        data_quorum(state, pool, job, Served::AsCommitted);
+        System::assert_has_event(
+            Event::<Test>::DataReportRejected { job, trainer: TRAINER }.into(),
+        );
+    });
+}
+
+/// A chunk named after some attesters answered was never fetched by them: their attestations are
+/// dropped and the check starts again (a gap already named changes nothing). At most
+/// `MAX_DATA_GAPS` gaps, so a job's reporters restart it at most that many times.
+#[test]
+fn a_new_gap_restarts_the_attestations() {
+    with_offchain(|_, _| {
+        set_attesters(3);
+        let job = assigned_job(http_spec());
+        let (a, b) = (DataGap { set: 0, file: 0, chunk: 0 }, DataGap { set: 1, file: 1, chunk: 0 });
+        assert_ok!(JobMarket::report_data_unavailable(
+            RuntimeOrigin::signed(TRAINER),
+            job,
+            Some(a)
+        ));
+        assert_ok!(dispatch(attestation_of(job, Subject::Data, 1, true)));
+        let record = Jobs::<Test>::get(job).unwrap();
+        assert!(matches!(crate::data_check::open::<Test>(job, &record, Some(a)), Ok(false)));
+        assert_eq!(DataAttestations::<Test>::get(job).len(), 1, "the same gap: kept");
+        assert!(matches!(crate::data_check::open::<Test>(job, &record, Some(b)), Ok(false)));
+        assert!(DataAttestations::<Test>::get(job).is_empty(), "a new gap: checked again");
+        assert_eq!(DataGaps::<Test>::get(job).into_inner(), vec![a, b]);
+        for chunk in 1..20 {
+            let _ = crate::data_check::open::<Test>(job, &record, Some(DataGap { chunk, ..a }));
+        }
+        assert_eq!(DataGaps::<Test>::get(job).len() as u32, MAX_DATA_GAPS);
+    });
+}
+
+/// How much a data check reads, whatever the dataset's size: the chunk lists (32 bytes per MiB of
+/// data) and a few 1 MiB chunks. The largest dataset a spec may name — 64 files of 4 GiB in each
+/// of the two sets, and a 4 GiB weights file — costs an attester at most about 30 MB (17 MB of chunk
+/// lists, 12 MiB of chunks), where downloading it whole moved 516 GiB (and could not finish within
+/// any deadline).
+#[test]
+fn a_data_check_reads_megabytes_whatever_the_dataset() {
+    use ergon_job_spec::chunks::{DATA_CHUNK_BYTES, MAX_CHUNK_LIST_BYTES};
+    let files = 2 * ergon_job_spec::MAX_DATA_FILES as u64 + 1;
+    let read = files * MAX_CHUNK_LIST_BYTES as u64
+        + u64::from(MAX_DATA_GAPS + DATA_SAMPLES) * DATA_CHUNK_BYTES;
+    assert_eq!(MAX_CHUNK_LIST_BYTES, 131_080);
+    assert!(read < 30 << 20, "{read}");
+    assert_eq!(files * ergon_job_spec::MAX_DATA_FILE_BYTES, 516 << 30);
+}
+
 #[test]
 fn only_the_assigned_trainer_reports_checkable_data_once() {
     with_offchain(|_, _| {
@@ -555,12 +723,12 @@ fn only_the_assigned_trainer_reports_checkable_data_once() {
         let local = assigned_job(example_spec());
         // The example's data are local paths: attesters could not check them.
         assert_noop!(
-            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), local),
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), local, None),
             Error::<Test>::DataNotCheckable
         );
         let job = assigned_job(http_spec());
         assert_noop!(
-            JobMarket::report_data_unavailable(RuntimeOrigin::signed(OWNER), job),
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(OWNER), job, None),
             Error::<Test>::NotAssignedTrainer
         );
         // No report yet: data attestations are stale.
@@ -572,9 +740,9 @@ fn only_the_assigned_trainer_reports_checkable_data_once() {
             dispatch(attestation_of(job, Subject::Data, 0, false)),
             Error::<Test>::NoDataReport
         );
-        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None));
         assert_noop!(
-            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job),
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None),
             Error::<Test>::DataAlreadyReported
         );
         // A bundle attestation for an assigned job is refused too.
@@ -679,7 +847,7 @@ fn attack_owner_takes_the_data_down_after_the_commitment_and_the_trainer_is_paid
         let owner_free = Balances::free_balance(OWNER);
         let bonds: Vec<u128> = drawn.iter().map(TrainerStaking::active_bond).collect();
 
-        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job));
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job, None));
         System::assert_has_event(
             Event::<Test>::VerifierAbstained {
                 job,
@@ -692,15 +860,15 @@ fn attack_owner_takes_the_data_down_after_the_commitment_and_the_trainer_is_paid
         assert!(DataReports::<Test>::get(job).is_some());
         // Its collateral waits for the check.
         assert!(free_collateral(drawn[0]) < bonds[0]);
-        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job));
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job, None));
         assert_noop!(
-            JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job),
+            JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job, None),
             Error::<Test>::NotAVerifier
         );
 
         // The offchain worker checks the data first (the bundle's check may come later): the
         // images were swapped.
-        data_quorum(state, pool, job, Some(0));
+        data_quorum(state, pool, job, Served::WrongList(0));
 
         assert!(matches!(
             Jobs::<Test>::get(job).unwrap().state,
@@ -732,8 +900,8 @@ fn attack_a_false_abstention_is_slashed_as_silence() {
         set_attesters(3);
         let (job, drawn) = drawn_job(http_spec());
         let bond = TrainerStaking::active_bond(&drawn[0]);
-        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job));
-        data_quorum(state, pool, job, None);
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job, None));
+        data_quorum(state, pool, job, Served::AsCommitted);
         System::assert_has_event(
             Event::<Test>::DataReportRejected { job, trainer: TRAINER }.into(),
         );
@@ -741,11 +909,11 @@ fn attack_a_false_abstention_is_slashed_as_silence() {
         assert_eq!(TrainerStaking::active_bond(&drawn[0]), bond - 100);
         assert_eq!(free_collateral(drawn[0]), bond - 100);
         assert_noop!(
-            JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job),
+            JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job, None),
             Error::<Test>::DataFoundAvailable
         );
         assert_noop!(
-            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job),
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None),
             Error::<Test>::DataAlreadyReported
         );
         assert!(matches!(Jobs::<Test>::get(job).unwrap().state, JobState::Verifying { .. }));
@@ -761,13 +929,13 @@ fn abstentions_count_among_the_drawn_and_the_trainer_reports_while_verifying() {
         set_attesters(3);
         let (job, drawn) = drawn_job(http_spec());
         assert_noop!(
-            JobMarket::report_data_unavailable(RuntimeOrigin::signed(OWNER), job),
+            JobMarket::report_data_unavailable(RuntimeOrigin::signed(OWNER), job, None),
             Error::<Test>::NotAssignedTrainer
         );
-        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None));
         System::assert_has_event(Event::<Test>::DataReported { job, trainer: TRAINER }.into());
         // The check is open already: the abstentions join it.
-        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job));
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[0]), job, None));
         System::assert_has_event(
             Event::<Test>::VerifierAbstained {
                 job,
@@ -777,7 +945,7 @@ fn abstentions_count_among_the_drawn_and_the_trainer_reports_while_verifying() {
             }
             .into(),
         );
-        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job));
+        assert_ok!(JobMarket::abstain(RuntimeOrigin::signed(drawn[1]), job, None));
         // The last seat commits a pass: everyone left committed, so the reveal opens at once.
         let last = drawn[2];
         let segments = Rounds::<Test>::get(job).unwrap().votes[0].segments.clone();
@@ -867,7 +1035,7 @@ fn attack_private_urls_are_attested_unavailable_unfetched_on_a_live_chain() {
         AllowPrivateUrls::<Test>::put(true);
         let job = assigned_job(spec);
         AllowPrivateUrls::<Test>::put(false);
-        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job));
+        assert_ok!(JobMarket::report_data_unavailable(RuntimeOrigin::signed(TRAINER), job, None));
         JobMarket::offchain_worker(System::block_number());
         let txs = submitted_data(pool);
         assert_eq!(txs.len(), 1);

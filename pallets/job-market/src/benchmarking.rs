@@ -453,7 +453,11 @@ mod benchmarks {
             }
         });
         #[extrinsic_call]
-        _(RawOrigin::Signed(verifiers[0].clone()), job);
+        _(
+            RawOrigin::Signed(verifiers[0].clone()),
+            job,
+            Some(ergon_job_spec::DataGap { set: 0, file: 0, chunk: 0 }),
+        );
         assert!(DataReports::<T>::contains_key(job));
         assert_eq!(Rounds::<T>::get(job).map(|r| r.number), Some(1));
     }
@@ -633,7 +637,11 @@ mod benchmarks {
     fn report_data_unavailable() {
         let (job, _, trainer) = assigned::<T>();
         #[extrinsic_call]
-        _(RawOrigin::Signed(trainer), job);
+        _(
+            RawOrigin::Signed(trainer),
+            job,
+            Some(ergon_job_spec::DataGap { set: 0, file: 0, chunk: 0 }),
+        );
         assert!(DataReports::<T>::contains_key(job));
     }
 
@@ -642,7 +650,7 @@ mod benchmarks {
     #[benchmark]
     fn attest_data() -> Result<(), BenchmarkError> {
         let (job, _, trainer) = assigned::<T>();
-        Pallet::<T>::report_data_unavailable(RawOrigin::Signed(trainer).into(), job)
+        Pallet::<T>::report_data_unavailable(RawOrigin::Signed(trainer).into(), job, None)
             .map_err(|_| BenchmarkError::Stop("the trainer cannot report"))?;
         let (attestation, signature) = last_of_quorum::<T>(job, availability::Subject::Data)?;
         #[block]

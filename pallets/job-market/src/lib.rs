@@ -527,6 +527,19 @@ pub mod pallet {
     pub type DataReports<T: Config> =
         StorageMap<_, Twox64Concat, JobId, BlockNumberFor<T>, OptionQuery>;
 
+    /// The chunks of a job's data that its reporters could not get ([`ergon_job_spec::DataGap`]:
+    /// the trainer's report and each abstention may name one), while its data check is open: the
+    /// attesters fetch these besides their own random samples, so withholding one chunk of a huge
+    /// dataset is found as surely as withholding all of it. Removed with the report.
+    #[pallet::storage]
+    pub type DataGaps<T: Config> = StorageMap<
+        _,
+        Twox64Concat,
+        JobId,
+        BoundedVec<ergon_job_spec::DataGap, ConstU32<{ data_check::MAX_DATA_GAPS }>>,
+        ValueQuery,
+    >;
+
     /// Jobs whose data report the attesters rejected (the data was served and matched): the
     /// trainer cannot report that job's data again (issue 34: a rejected report used to clear
     /// itself, and each new one made every validator download the data again).
@@ -830,6 +843,8 @@ pub mod pallet {
         DataAlreadyReported,
         /// A data file is not served over HTTP(S), so attesters could not check a report.
         DataNotCheckable,
+        /// A data gap names a file set or file the spec does not have.
+        DataGapOutOfRange,
         /// The attesters found this job's data served: a verifier that cannot fetch it must vote
         /// (or is slashed as silent).
         DataFoundAvailable,
@@ -1199,6 +1214,7 @@ pub mod pallet {
             Self::unschedule(job, record.timeout);
             // Delivered after all: a data report is moot.
             DataReports::<T>::remove(job);
+            DataGaps::<T>::remove(job);
             DataAttestations::<T>::remove(job);
             Attestations::<T>::remove(job);
             // The draw waits for randomness that began after this block (see `verification::draw`).
@@ -1263,34 +1279,49 @@ pub mod pallet {
 
         /// The job's trainer reports that it cannot fetch the job's data: while assigned (before
         /// its deadline), or while its bundle is under verification (the owner took the data down
-        /// after the commitment). Validators' offchain workers download the datasets and attest
-        /// whether they match the spec's content roots: two thirds "unavailable" end the job
+        /// after the commitment). `gap` names the chunk it could not get (`None`: the chunk lists
+        /// themselves). Validators' offchain workers check the files' chunk lists against the
+        /// spec's content roots, fetch the named chunks and random ones by byte range, and attest
+        /// whether all of it is served as committed: two thirds "unavailable" end the job
         /// without slashing the trainer, which gets its collateral and deposit back plus, from the
         /// escrow, the bid deposit's worth (assigned) or its price (verifying: the owner has the
         /// model); two thirds "available" drop the report. One report per job. The deadline does
         /// not move: report early.
         #[pallet::call_index(10)]
-        // One read more than the benchmark measured (`RejectedDataReports`), until re-generated.
+        // Beyond what the benchmark measured, until re-generated: `RejectedDataReports` read, and
+        // the gap recorded (`DataGaps` read and written, `DataAttestations` cleared).
         #[pallet::weight(
-            T::WeightInfo::report_data_unavailable().saturating_add(T::DbWeight::get().reads(1))
+            T::WeightInfo::report_data_unavailable()
+                .saturating_add(T::DbWeight::get().reads_writes(2, 2))
         )]
-        pub fn report_data_unavailable(origin: OriginFor<T>, job: JobId) -> DispatchResult {
+        pub fn report_data_unavailable(
+            origin: OriginFor<T>,
+            job: JobId,
+            gap: Option<ergon_job_spec::DataGap>,
+        ) -> DispatchResult {
             let who = ensure_signed(origin)?;
-            data_check::do_report::<T>(job, who)
+            data_check::do_report::<T>(job, who, gap)
         }
 
         /// A drawn verifier of the current round that cannot fetch the job's *data* (not the
         /// bundle: a bundle it cannot fetch is a fail) abstains instead of committing a verdict.
         /// Its seat is emptied (it still counts among the drawn, so a round of abstentions decides
         /// nothing) and its collateral stays frozen; the first abstention opens the data check of
-        /// [`Pallet::report_data_unavailable`]. Unavailable data releases it and ends the job
+        /// [`Pallet::report_data_unavailable`], and its `gap` joins the chunks checked (a new gap
+        /// restarts the attestations). Unavailable data releases it and ends the job
         /// without slashing the trainer; data found served slashes it as silence, and once the
         /// data was found served nobody may abstain on the job.
         #[pallet::call_index(11)]
-        #[pallet::weight(T::WeightInfo::abstain())]
-        pub fn abstain(origin: OriginFor<T>, job: JobId) -> DispatchResult {
+        // Beyond the benchmark, until re-generated: the gap recorded (`DataGaps` read and
+        // written, `DataAttestations` cleared).
+        #[pallet::weight(T::WeightInfo::abstain().saturating_add(T::DbWeight::get().reads_writes(1, 2)))]
+        pub fn abstain(
+            origin: OriginFor<T>,
+            job: JobId,
+            gap: Option<ergon_job_spec::DataGap>,
+        ) -> DispatchResult {
             let who = ensure_signed(origin)?;
-            data_check::do_abstain::<T>(job, who)
+            data_check::do_abstain::<T>(job, who, gap)
         }
 
         /// The trainer of a job under verification gives its own sketches of segments of the
@@ -1631,6 +1662,7 @@ pub mod pallet {
             Attestations::<T>::remove(id);
             DataAttestations::<T>::remove(id);
             DataReports::<T>::remove(id);
+            DataGaps::<T>::remove(id);
             RejectedDataReports::<T>::remove(id);
             ActiveJobs::<T>::mutate(|n| n.saturating_dec());
             OpenJobsOf::<T>::mutate_exists(&job.owner, |n| {
@@ -1832,6 +1864,9 @@ pub mod pallet {
                     DataReports::<T>::contains_key(id),
                     "data attestations outlived their report"
                 );
+            }
+            for (id, _) in DataGaps::<T>::iter() {
+                ensure!(DataReports::<T>::contains_key(id), "data gaps outlived their report");
             }
             for (id, abstentions) in Abstentions::<T>::iter() {
                 ensure!(

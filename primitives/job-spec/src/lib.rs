@@ -25,6 +25,7 @@
 extern crate alloc;
 
 pub mod bounded;
+pub mod chunks;
 pub mod flops;
 pub mod lora;
 pub mod schedule;
@@ -32,6 +33,7 @@ pub mod shape;
 pub mod v1;
 
 pub use bounded::{Bounded, BoundedString};
+pub use chunks::{file_digest, ChunkList, DataGap};
 pub use shape::{Activation, SpecError};
 
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
@@ -57,12 +59,13 @@ pub const MAX_BATCH_SIZE: u32 = 8192;
 pub const BYTE_VOCAB: u32 = 256;
 /// One unit of work (ut) is 432·10^9 floating-point operations (1 GFLOP/s for 1/200 of a day).
 pub const FLOPS_PER_UT: u128 = 432_000_000_000;
-/// Largest data file a dataset may name (4 GiB): what the worker loads and what validators' offchain
-/// workers hash when a trainer reports the data unavailable.
+/// Largest data file a dataset may name (4 GiB): what the worker loads (validators' offchain workers
+/// read only its chunk list and sampled chunks, [`chunks`]).
 pub const MAX_DATA_FILE_BYTES: u64 = 4 << 30;
 
-/// Content root of a dataset from the SHA-256 digests of its files' bytes, in spec order:
-/// `SHA-256(SHA-256(file₀) ‖ SHA-256(file₁) ‖ …)`. The one definition the worker and the runtime share.
+/// Content root of a dataset from its files' digests ([`chunks::file_digest`]: SHA-256 of each
+/// file's chunk list), in spec order: `SHA-256(digest₀ ‖ digest₁ ‖ …)`. The one definition the
+/// worker and the runtime share.
 pub fn content_root(file_digests: impl IntoIterator<Item = [u8; 32]>) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut outer = Sha256::new();
@@ -391,7 +394,9 @@ pub struct Dataset {
     pub format: DataFormat,
     /// Paths or http(s) URLs of the files, in the order the format names them.
     pub files: Bounded<BoundedString<MAX_URI_LEN>, MAX_DATA_FILES>,
-    /// Content root: SHA-256 over the concatenated SHA-256 digests of the files' bytes, in order.
+    /// Content root: SHA-256 over the concatenated digests of the files ([`chunks::file_digest`]:
+    /// SHA-256 of each file's chunk list, which an http(s) file's server also serves at
+    /// [`chunks::chunk_list_url`]), in order.
     pub content_root: Hash32,
     /// Number of samples.
     pub samples: u64,

@@ -314,16 +314,83 @@ fn json_round_trip_with_readable_numbers() {
 }
 
 /// A test vector for clients: the content root of the files `images` and `labels`, in that order,
-/// is SHA-256 over their two SHA-256 digests.
+/// is SHA-256 over their two digests, each SHA-256 of the file's chunk list (its length as u64le,
+/// then the SHA-256 of each 1 MiB chunk).
 #[test]
 fn content_root_test_vector() {
     use sha2::{Digest, Sha256};
-    let digests = [b"images".as_slice(), b"labels"].map(|f| <[u8; 32]>::from(Sha256::digest(f)));
-    let expected = "415eec58888c2286ad6745374b1c75190a0f84f4b1a4d305336f3e74f96a1114";
+    let digests = [b"images".as_slice(), b"labels"].map(crate::file_digest);
+    // By hand: "images" is one chunk of 6 bytes.
+    let mut list = 6u64.to_le_bytes().to_vec();
+    list.extend_from_slice(&Sha256::digest(b"images"));
+    assert_eq!(digests[0], <[u8; 32]>::from(Sha256::digest(&list)));
+    let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(
+        hex(&digests[0]),
+        "7090b467bf7145fe539c22c26696746098444aca0e7c714b7bfbf58e59c4d496"
+    );
     let root = crate::content_root(digests);
-    let hex: String = root.iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(hex, expected);
+    assert_eq!(hex(&root), "bdec996722764e4339831b6a0f39310f8222f3c3df18bc3f75dac8256e853225");
     assert_ne!(crate::content_root([digests[1], digests[0]]), root, "order matters");
+}
+
+/// A test vector for chunk lists: a file of 2 MiB + 3 bytes (bytes `i mod 251`) has three chunks,
+/// and its chunk list is served at the file's URL with `.chunks` appended to the path.
+#[test]
+fn chunk_list_test_vector() {
+    use crate::chunks::*;
+    let file: Vec<u8> = (0..(2 << 20) + 3).map(|i| (i % 251) as u8).collect();
+    let list = ChunkList::of(&file);
+    assert_eq!((list.len, list.chunks.len()), ((2 << 20) + 3, 3));
+    let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(
+        hex(&list.digest()),
+        "44b1df5f47fe13fe8c016bbec135f541382a275c29b98edb8b053b9d20133505"
+    );
+    assert_eq!(ChunkList::parse(&list.encode()), Ok(list.clone()));
+    assert_eq!(list.range(2), Some((2 << 20, (2 << 20) + 3)));
+    assert_eq!(list.range(3), None);
+    // Streamed in odd pieces: the same list.
+    let mut hasher = FileHasher::default();
+    for piece in file.chunks(700_001) {
+        hasher.update(piece);
+    }
+    assert_eq!(hasher.finish(), list);
+    assert_eq!(ChunkList::of(&[]).encode(), 0u64.to_le_bytes().to_vec());
+    assert_eq!(
+        chunk_list_url("https://d.example/a/train.bin"),
+        "https://d.example/a/train.bin.chunks"
+    );
+    assert_eq!(
+        chunk_list_url("https://d.example/train.bin?sig=x#y"),
+        "https://d.example/train.bin.chunks?sig=x#y"
+    );
+}
+
+#[test]
+fn a_chunk_list_describes_its_file_exactly() {
+    use crate::chunks::*;
+    let file: Vec<u8> = (0..(3 << 20) + 10).map(|i| (i % 7) as u8).collect();
+    let list = ChunkList::of(&file);
+    let mut bad = list.encode();
+    bad.pop();
+    assert_eq!(ChunkList::parse(&bad), Err(ChunkListError::Malformed));
+    assert_eq!(ChunkList::parse(&[1, 2, 3]), Err(ChunkListError::Malformed));
+    let mut short = list.encode();
+    short.truncate(short.len() - 32);
+    assert_eq!(ChunkList::parse(&short), Err(ChunkListError::WrongCount));
+    let mut huge = list.encode();
+    huge[..8].copy_from_slice(&((4u64 << 30) + 1).to_le_bytes());
+    assert_eq!(ChunkList::parse(&huge), Err(ChunkListError::TooLarge));
+    // Where a served file first differs from its list.
+    assert_eq!(list.first_difference(&file), None);
+    let mut changed = file.clone();
+    changed[(2 << 20) + 5] ^= 1;
+    assert_eq!(list.first_difference(&changed), Some(2));
+    assert_eq!(list.first_difference(&file[..(1 << 20)]), Some(1), "cut on a chunk boundary");
+    assert_eq!(list.first_difference(&file[..100]), Some(0));
+    assert_eq!(list.first_difference(&[file.clone(), vec![1]].concat()), Some(3), "served long");
+    assert_eq!(list.first_difference(&[]), Some(0));
 }
 
 #[test]

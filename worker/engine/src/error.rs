@@ -34,6 +34,21 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A committed file set is not served as committed, and its chunk lists locate where
+    /// (`ergon_job_spec::chunks`): file `file` of the set, chunk `chunk` — or `None` when the chunk
+    /// lists themselves are missing or do not give the root. What a verifier names when it abstains.
+    #[error("the {what} is not served as committed{}: {reason}", match .gap {
+        Some((file, chunk)) => format!(" (file {file}, chunk {chunk})"),
+        None => String::new(),
+    })]
+    DataGap {
+        /// Which set.
+        what: &'static str,
+        /// File and chunk of the first chunk that could not be fetched or differs.
+        gap: Option<(u8, u32)>,
+        /// Why.
+        reason: String,
+    },
     /// The data's content root differs from the one committed in the spec.
     #[error(
         "content root mismatch for {what}: spec commits to {expected}, data hashes to {actual}"
@@ -122,4 +137,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
     move |source| Error::Io { action, path, source }
+}
+
+impl Error {
+    /// The chunk of the job's data that could not be fetched or differs, when this error (or the
+    /// [`Error::JobData`] it wraps) located one: what a verifier names when it abstains
+    /// (`jobMarket.abstain`). `None` when nothing was located (the chunk lists themselves, or a
+    /// set the error does not name).
+    pub fn data_gap(&self) -> Option<ergon_job_spec::DataGap> {
+        match self {
+            Error::JobData(inner) => inner.data_gap(),
+            Error::DataGap { what, gap: Some((file, chunk)), .. } => {
+                let set = crate::data::SET_NAMES.iter().position(|name| name == what)?;
+                Some(ergon_job_spec::DataGap { set: set as u8, file: *file, chunk: *chunk })
+            }
+            _ => None,
+        }
+    }
 }

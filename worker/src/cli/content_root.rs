@@ -1,4 +1,5 @@
-//! `ergon-worker content-root`: the content root of data files, for writing specs.
+//! `ergon-worker content-root`: the content root of data files, for writing specs, and the chunk
+//! lists to serve beside them.
 
 use std::process::ExitCode;
 
@@ -11,11 +12,31 @@ use super::Outcome;
 pub struct Args {
     /// Files or URLs, in the order the format names them.
     files: Vec<String>,
+    /// Also write each local file's chunk list beside it (`FILE.chunks`): an owner serving data
+    /// over http(s) serves these with the files, or validators find the data unavailable.
+    #[arg(long)]
+    chunk_lists: bool,
 }
 
-/// Prints the content root of `files`.
-pub fn run(Args { files }: Args) -> Outcome {
-    let bytes = files.iter().map(|f| data::fetch(f)).collect::<Result<Vec<_>, Error>>()?;
-    println!("{}", data::hex(&data::content_root(bytes.iter().map(|b| b.as_slice()))));
+/// Prints the content root of `files` (writing their chunk lists with `--chunk-lists`).
+pub fn run(Args { files, chunk_lists }: Args) -> Outcome {
+    let mut digests = Vec::with_capacity(files.len());
+    for file in &files {
+        let bytes = data::fetch(file)?;
+        digests.push(if chunk_lists {
+            let path = file.strip_prefix("file://").unwrap_or(file);
+            if path.starts_with("http://") || path.starts_with("https://") {
+                return Err(Error::Data {
+                    file: file.clone(),
+                    reason: "--chunk-lists writes beside local files, not URLs".into(),
+                }
+                .into());
+            }
+            data::write_chunk_list(std::path::Path::new(path), &bytes)?
+        } else {
+            ergon_job_spec::file_digest(&bytes)
+        });
+    }
+    println!("{}", data::hex(&ergon_job_spec::content_root(digests)));
     Ok(ExitCode::SUCCESS)
 }

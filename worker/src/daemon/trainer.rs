@@ -249,8 +249,22 @@ impl Trainer {
 fn is_jobs_fault(e: &Error) -> bool {
     matches!(
         e,
-        Error::Spec(_) | Error::ContentRoot { .. } | Error::Data { .. } | Error::Diverged { .. }
+        Error::Spec(_)
+            | Error::ContentRoot { .. }
+            | Error::Data { .. }
+            | Error::DataGap { .. }
+            | Error::Diverged { .. }
     )
+}
+
+/// Whether a training error is the owner's data not served as committed (located by its chunk
+/// lists: [`Error::DataGap`]), and the chunk to name in the report (`None`: the chunk lists).
+fn data_not_served(e: &Error) -> Option<Option<ergon_job_spec::DataGap>> {
+    match e {
+        Error::JobData(inner) => data_not_served(inner),
+        Error::DataGap { .. } => Some(e.data_gap()),
+        _ => None,
+    }
 }
 
 /// Trains job `id` to the end, giving the machine up at checkpoints while urgent work waits, and
@@ -309,7 +323,19 @@ async fn training(ctx: Arc<Ctx>, id: u64, spec: ergon_job_spec::JobSpec, steps: 
                 info!(job = id, step, "paused at a checkpoint for a verification or drill");
             }
             Ok(Ok(Outcome::Finished(report))) => break Ok(report),
-            Ok(Err(e)) if is_jobs_fault(&e) => break Err(e.to_string()),
+            Ok(Err(e)) if is_jobs_fault(&e) => {
+                // The owner's data is not served as committed: not the trainer's fault. Report
+                // it (naming the chunk), so the validators check it and the job ends without a
+                // slash instead of at the deadline with one.
+                if let Some(gap) = data_not_served(&e) {
+                    warn!(job = id, error = %e, ?gap, "the job's data is not served: reporting it");
+                    let call = calls::report_data_unavailable(id, gap);
+                    if let Err(e) = ctx.send_duty(call, Some(id), "data report").await {
+                        error!(job = id, error = %e, "the data report was not accepted");
+                    }
+                }
+                break Err(e.to_string());
+            }
             Ok(Err(e)) => {
                 attempts += 1;
                 warn!(job = id, error = %e, attempts, "training failed; retrying");

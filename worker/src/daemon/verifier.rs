@@ -245,8 +245,9 @@ async fn verification(
         // The owner's data is missing: not the trainer's fault. Abstain (the chain checks the
         // data; a false abstention is slashed as silence).
         Ok(Err(e @ ergon_engine::Error::JobData(_))) => {
-            warn!(job = id, round, error = %e, "the job's data cannot be fetched: abstaining");
-            let call = calls::abstain(id);
+            let gap = e.data_gap();
+            warn!(job = id, round, error = %e, ?gap, "the job's data cannot be fetched: abstaining");
+            let call = calls::abstain(id, gap);
             if let Err(e) = ctx.send_duty(call, Some(id), "abstention").await {
                 error!(job = id, round, error = %e, "the abstention was not accepted");
             }

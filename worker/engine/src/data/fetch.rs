@@ -12,8 +12,6 @@ use ureq::unversioned::{
     transport::{DefaultConnector, NextTimeout},
 };
 
-use sha2::{Digest, Sha256};
-
 use crate::error::{io, Error, Result};
 
 /// Largest data file the worker accepts (4 GiB).
@@ -231,10 +229,10 @@ impl Resolver for PublicOnlyResolver {
     }
 }
 
-/// Content root of a dataset's files ([`ergon_job_spec::content_root`] of their digests), files in
-/// spec order.
+/// Content root of a dataset's files ([`ergon_job_spec::content_root`] of their digests,
+/// [`ergon_job_spec::file_digest`]), files in spec order.
 pub fn content_root<'a>(files: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
-    ergon_job_spec::content_root(files.into_iter().map(|bytes| Sha256::digest(bytes).into()))
+    ergon_job_spec::content_root(files.into_iter().map(ergon_job_spec::file_digest))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Training and validation data: fetched from a path or an http(s) URL, checked against the content root
 //! committed in the spec *before* anything is parsed, then decoded into an in-memory [`Samples`] set.
 
+mod committed;
 mod fetch;
 mod formats;
 pub mod tokenize;
@@ -14,6 +15,8 @@ use std::{
     collections::BTreeMap,
     sync::{Arc, Mutex},
 };
+
+pub use committed::{fetch_committed, write_chunk_list, SET_NAMES};
 
 use ergon_job_spec::{DataFormat, Dataset};
 
@@ -84,11 +87,11 @@ impl JobData {
             Some(c) => c.get_or_load(d, what),
             None => load(d, what).map(Arc::new),
         };
-        let train = get(&spec.train, "training data")?;
+        let train = get(&spec.train, SET_NAMES[0])?;
         let validation = if spec.validation == spec.train {
             None
         } else {
-            Some(get(&spec.validation, "validation data")?)
+            Some(get(&spec.validation, SET_NAMES[1])?)
         };
         let weights = crate::weights::load(spec)?.map(Arc::new);
         Ok(JobData { train, validation, weights })
@@ -204,29 +207,6 @@ impl DatasetCache {
     pub fn bytes(&self) -> u64 {
         self.state.lock().map(|s| s.sets.values().map(|e| e.bytes).sum()).unwrap_or_default()
     }
-}
-
-/// Fetches a committed set of files (a dataset's, or a weights file) and checks that their digests
-/// give `root` before a byte is parsed: each file's URI and bytes, in order. `what` names the set
-/// in errors.
-pub fn fetch_committed(
-    uris: &[ergon_job_spec::BoundedString<{ ergon_job_spec::MAX_URI_LEN }>],
-    root: &ergon_job_spec::Hash32,
-    what: &'static str,
-) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut files = Vec::with_capacity(uris.len());
-    for uri in uris {
-        let uri = uri.as_str().ok_or_else(|| Error::Data {
-            file: uri.to_string_lossy(),
-            reason: "the URI is not UTF-8".into(),
-        })?;
-        files.push((uri.to_string(), fetch(uri)?));
-    }
-    let actual = content_root(files.iter().map(|(_, bytes)| bytes.as_slice()));
-    if actual != root.0 {
-        return Err(Error::ContentRoot { what, expected: hex(&root.0), actual: hex(&actual) });
-    }
-    Ok(files)
 }
 
 /// Fetches `data`'s files, checks their content root and decodes them. `what` names the set in errors.

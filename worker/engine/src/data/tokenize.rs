@@ -146,7 +146,8 @@ pub fn tokenize(
         };
         let path = out.join(format!("shard-{i:05}.bin"));
         std::fs::write(&path, &bytes).map_err(io("writing", &path))?;
-        digests.push(bytes);
+        // The shard's chunk list beside it: served with it, so validators can check it by parts.
+        digests.push(super::write_chunk_list(&path, &bytes)?);
         samples += (shard.len().saturating_sub(1) / opts.seq_len as usize) as u64;
         let name = path.to_str().ok_or_else(|| bad(&path, "the path is not UTF-8"))?;
         files.push(
@@ -157,7 +158,7 @@ pub fn tokenize(
     Ok(Dataset {
         format: DataFormat::Tokens { width, vocab_size: vocab, seq_len: opts.seq_len },
         files: Bounded::new(files).map_err(|_| bad(out, "too many shards"))?,
-        content_root: Hash32(super::content_root(digests.iter().map(Vec::as_slice))),
+        content_root: Hash32(ergon_job_spec::content_root(digests)),
         samples,
     })
 }

@@ -60,7 +60,7 @@ pub fn load(spec: &JobSpec) -> Result<Option<InitialWeights>> {
         return Ok(None);
     };
     let fetched =
-        data::fetch_committed(core::slice::from_ref(file), content_root, "initial weights")?;
+        data::fetch_committed(core::slice::from_ref(file), content_root, data::SET_NAMES[2])?;
     let (uri, bytes) = &fetched[0];
     from_safetensors(spec, *naming, uri, bytes).map(Some)
 }
