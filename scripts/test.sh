@@ -76,15 +76,14 @@ cuda_worker() {
         cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/cuda --lib
 }
 
+# The pallets' tests and their benchmarks (each run once in the mock runtime, so they keep compiling
+# and working) in one invocation: as two (the tests, then the benchmarks' feature set), cargo built
+# the FRAME stack twice, about 65 crates more on a fresh machine (`cargo build --unit-graph`).
 pallets() {
     cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking \
-        -p pallet-job-market -p pallet-drilling -p pallet-fresh-randomness -p ergon-timeouts
-    # The benchmarks run once each in the mock runtime, so they keep compiling and working.
-    # One invocation for the three: separately, cargo resolved two feature sets of the FRAME
-    # stack (pallet-trainer-staking's graph lacks frame-benchmarking's std deps) and built it twice.
-    cargo test --release --locked -p pallet-trainer-staking -p pallet-job-market -p pallet-drilling \
+        -p pallet-job-market -p pallet-drilling -p pallet-fresh-randomness -p ergon-timeouts \
         --features pallet-trainer-staking/runtime-benchmarks,pallet-job-market/runtime-benchmarks \
-        --features pallet-drilling/runtime-benchmarks benchmarking
+        --features pallet-drilling/runtime-benchmarks
 }
 
 # The integration tests run on the fast runtime (runtime/src/durations.rs: 1.5 s blocks, 25 s
