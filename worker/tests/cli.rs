@@ -131,3 +131,31 @@ fn bad_input_is_an_error_message_not_a_panic() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// `check --data`: what the validators' data check would find, before posting. The example's
+/// files are local (hashed whole); a spec whose content root is not its data's fails with the set
+/// named, exit status 1.
+#[test]
+fn check_data_reports_each_committed_set() {
+    let spec = example("fashion-mnist-mlp.json");
+    let out =
+        Command::new(BIN).args(["check", "--spec", &spec, "--data", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sets = json["data"].as_array().expect("data per set");
+    assert_eq!(sets.len(), 2, "training and validation data: {json}");
+    assert_eq!(sets[0]["set"], "training data");
+    assert_eq!(sets[0]["files"], 2);
+    assert!(sets[0]["chunks"].as_u64().unwrap() > 1, "{json}");
+
+    let mut bad: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&spec).unwrap()).unwrap();
+    bad["validation"]["content_root"] = serde_json::json!(format!("0x{}", "00".repeat(32)));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.json");
+    std::fs::write(&path, bad.to_string()).unwrap();
+    let out = Command::new(BIN).args(["check", "--data", "--spec"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("validation data") && stderr.contains("content root"), "{stderr}");
+}

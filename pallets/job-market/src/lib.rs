@@ -1288,12 +1288,7 @@ pub mod pallet {
         /// model); two thirds "available" drop the report. One report per job. The deadline does
         /// not move: report early.
         #[pallet::call_index(10)]
-        // Beyond what the benchmark measured, until re-generated: `RejectedDataReports` read, and
-        // the gap recorded (`DataGaps` read and written, `DataAttestations` cleared).
-        #[pallet::weight(
-            T::WeightInfo::report_data_unavailable()
-                .saturating_add(T::DbWeight::get().reads_writes(2, 2))
-        )]
+        #[pallet::weight(T::WeightInfo::report_data_unavailable())]
         pub fn report_data_unavailable(
             origin: OriginFor<T>,
             job: JobId,
@@ -1312,9 +1307,7 @@ pub mod pallet {
         /// without slashing the trainer; data found served slashes it as silence, and once the
         /// data was found served nobody may abstain on the job.
         #[pallet::call_index(11)]
-        // Beyond the benchmark, until re-generated: the gap recorded (`DataGaps` read and
-        // written, `DataAttestations` cleared).
-        #[pallet::weight(T::WeightInfo::abstain().saturating_add(T::DbWeight::get().reads_writes(1, 2)))]
+        #[pallet::weight(T::WeightInfo::abstain())]
         pub fn abstain(
             origin: OriginFor<T>,
             job: JobId,
@@ -1526,14 +1519,10 @@ pub mod pallet {
             price.saturated_into()
         }
 
-        /// The benchmarked `bid`, plus what a full list adds: finding the bid that would lose first
-        /// reads each kept bid's trainer (ledger, obligations, credit), and its deposit is released.
-        /// An upper bound until `bid`'s weight, whose benchmark now takes that path, is re-generated.
+        /// `bid`'s weight: its benchmark is the worst case (a full list, every kept bid's trainer
+        /// read to find the bid that would lose first, its deposit released).
         pub(crate) fn bid_weight() -> Weight {
-            let kept = u64::from(T::MaxBids::get());
             T::WeightInfo::bid()
-                .saturating_add(T::DbWeight::get().reads_writes(3 * kept + 2, 2))
-                .saturating_add(Weight::from_parts(0, 8_400 * kept + 5_300))
         }
 
         /// Releases a bid deposit held from `who` and zeroes `amount`.

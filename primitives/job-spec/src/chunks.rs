@@ -74,7 +74,7 @@ impl ChunkList {
     /// Reads a served chunk list, checking that it describes a file of at most
     /// [`crate::MAX_DATA_FILE_BYTES`] with exactly one hash per chunk.
     pub fn parse(bytes: &[u8]) -> Result<ChunkList, ChunkListError> {
-        if bytes.len() < HEADER_BYTES || (bytes.len() - HEADER_BYTES) % 32 != 0 {
+        if bytes.len() < HEADER_BYTES || !(bytes.len() - HEADER_BYTES).is_multiple_of(32) {
             return Err(ChunkListError::Malformed);
         }
         let (header, hashes) = bytes.split_at(HEADER_BYTES);

@@ -2,7 +2,7 @@
 
 use std::{path::PathBuf, process::ExitCode};
 
-use ergon_engine::load_spec;
+use ergon_engine::{data, load_spec};
 
 use super::Outcome;
 
@@ -18,19 +18,36 @@ pub struct Args {
     /// the training: `ergon_protocol::overhead`, the chain's number for the fees).
     #[arg(long)]
     json: bool,
+    /// Also check that the job's data (and initial weights) is served as committed, the way the
+    /// validators' data check reads it: each http(s) file's chunk list (`FILE.chunks`, which must
+    /// give the content root) and a few chunks by byte range; local files are hashed. Exit status
+    /// 1 with the file and chunk that is not. Adds `data` to `--json`: per file set, its `set`,
+    /// `files`, `chunks`, `chunks_checked` and `bytes`.
+    #[arg(long)]
+    data: bool,
 }
 
+/// Chunks of each http(s) file `--data` fetches by byte range (the first, the last and evenly
+/// spaced ones).
+const DATA_SAMPLES_PER_FILE: u32 = 4;
+
 /// Prints the spec's parameters, FLOPs, work, steps and checkpoints.
-pub fn run(Args { spec, json }: Args) -> Outcome {
+pub fn run(Args { spec, json, data }: Args) -> Outcome {
     let spec = load_spec(&spec)?;
     let s = spec.validate()?;
+    let mut served = Vec::new();
+    if data {
+        for ((files, root), what) in spec.committed_files().into_iter().zip(data::SET_NAMES) {
+            served.push((what, data::check_served(files, root, what, DATA_SAMPLES_PER_FILE)?));
+        }
+    }
     if json {
         let evaluation_ppb = ergon_protocol::overhead::overhead_ppb(
             spec.train.samples,
             spec.epochs,
             spec.validation.samples,
         );
-        let out = serde_json::json!({
+        let mut out = serde_json::json!({
             "parameters": s.parameters,
             "frozen_parameters": s.frozen_parameters,
             "forward_flops_per_sample": s.forward_flops_per_sample.to_string(),
@@ -41,6 +58,17 @@ pub fn run(Args { spec, json }: Args) -> Outcome {
             "checkpoints": s.checkpoints,
             "evaluation_ppb": evaluation_ppb,
         });
+        if data {
+            out["data"] = served
+                .iter()
+                .map(|(what, s)| {
+                    serde_json::json!({
+                        "set": what, "files": s.files, "chunks": s.chunks,
+                        "chunks_checked": s.chunks_checked, "bytes": s.bytes,
+                    })
+                })
+                .collect();
+        }
         println!("{out}");
         return Ok(ExitCode::SUCCESS);
     }
@@ -56,5 +84,11 @@ pub fn run(Args { spec, json }: Args) -> Outcome {
     println!("training work     {} micro-ut", s.training_micro_ut());
     println!("steps             {} ({} per epoch)", s.total_steps, s.steps_per_epoch);
     println!("checkpoints       {}", s.checkpoints);
+    for (what, s) in &served {
+        println!(
+            "{what:<17} served as committed: {} files, {} bytes, {} chunks ({} fetched by range)",
+            s.files, s.bytes, s.chunks, s.chunks_checked
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -12,7 +12,8 @@ pub struct Args {
     /// A Hugging Face `tokenizer.json` (a local file: nothing is fetched).
     #[arg(long)]
     tokenizer: PathBuf,
-    /// Directory for the shards (`shard-00000.bin`, …).
+    /// Directory for the shards (`shard-00000.bin`, …) and their chunk lists (`shard-00000.bin.chunks`,
+    /// served beside them when the shards are served over http(s)).
     #[arg(long)]
     out: PathBuf,
     /// Context length of the samples the printed dataset block counts.

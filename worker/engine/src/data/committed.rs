@@ -70,6 +70,76 @@ pub fn write_chunk_list(path: &std::path::Path, bytes: &[u8]) -> Result<[u8; 32]
     Ok(list.digest())
 }
 
+/// What [`check_served`] read of a committed file set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Served {
+    /// Files in the set.
+    pub files: usize,
+    /// Their chunks.
+    pub chunks: u64,
+    /// Chunks fetched by byte range and checked against their hashes.
+    pub chunks_checked: u64,
+    /// Bytes of the files.
+    pub bytes: u64,
+}
+
+/// Checks a committed file set the way the validators' data check reads it, without downloading
+/// it: for http(s) files, each chunk list (which must give `root`) and `samples` chunks of each
+/// file by byte range (the first, the last, and evenly spaced ones between); local files are read
+/// and hashed. What an owner runs before posting (`ergon-worker check --data`): data whose chunk
+/// lists are not served is found unavailable by the validators.
+pub fn check_served(
+    uris: &[BoundedString<MAX_URI_LEN>],
+    root: &Hash32,
+    what: &'static str,
+    samples: u32,
+) -> Result<Served> {
+    let gap = |gap, reason: String| Error::DataGap { what, gap, reason };
+    let names = uris.iter().map(|u| u.to_string_lossy()).collect::<Vec<_>>();
+    let mut served = Served { files: names.len(), ..Served::default() };
+    let mut digests = Vec::with_capacity(names.len());
+    let mut lists = Vec::new();
+    for uri in &names {
+        let list = if is_http(uri) {
+            let url = chunk_list_url(uri);
+            let bytes = fetch_at_most(&url, MAX_CHUNK_LIST_BYTES as u64)
+                .map_err(|e| gap(None, format!("its chunk list: {e}")))?;
+            ChunkList::parse(&bytes)
+                .map_err(|e| gap(None, format!("{url} is not a chunk list ({e:?})")))?
+        } else {
+            ChunkList::of(&fetch(uri)?)
+        };
+        served.chunks += list.chunks.len() as u64;
+        served.bytes += list.len;
+        digests.push(list.digest());
+        lists.push((uri, list));
+    }
+    let actual = ergon_job_spec::content_root(digests);
+    if actual != root.0 {
+        return Err(Error::ContentRoot { what, expected: hex(&root.0), actual: hex(&actual) });
+    }
+    for (index, (uri, list)) in lists.iter().enumerate().filter(|(_, (uri, _))| is_http(uri)) {
+        let count = list.chunks.len() as u64;
+        let mut picks: Vec<u32> = (0..u64::from(samples.max(2)))
+            .map(|i| (i * count.saturating_sub(1) / u64::from(samples.max(2) - 1)) as u32)
+            .collect();
+        picks.dedup();
+        for chunk in picks {
+            let Some((start, end)) = list.range(chunk) else { continue };
+            let bytes = fetch_range(uri, (start, end), bundle_time_limit(end - start))
+                .map_err(|e| gap(Some((index as u8, chunk)), e.to_string()))?;
+            if <[u8; 32]>::from(Sha256::digest(&bytes)) != list.chunks[chunk as usize] {
+                return Err(gap(
+                    Some((index as u8, chunk)),
+                    format!("bytes {start}..{end} differ from the chunk list's hash"),
+                ));
+            }
+            served.chunks_checked += 1;
+        }
+    }
+    Ok(served)
+}
+
 fn is_http(uri: &str) -> bool {
     uri.starts_with("http://") || uri.starts_with("https://")
 }
@@ -259,6 +329,20 @@ mod tests {
         let (uris, root, bytes) = owner(Serving { whole: false, ..Default::default() }, true);
         let files = fetch_committed(&uris, &root, SET_NAMES[0]).unwrap();
         assert_eq!(files.into_iter().map(|(_, b)| b).collect::<Vec<_>>(), bytes);
+    }
+
+    #[test]
+    fn an_owner_checks_what_the_validators_will_read() {
+        let (uris, root, bytes) = owner(Serving { whole: false, ..Default::default() }, true);
+        let served = check_served(&uris, &root, SET_NAMES[0], 3).unwrap();
+        let total = bytes.iter().map(|b| b.len() as u64).sum();
+        assert_eq!(served, Served { files: 2, chunks: 4, chunks_checked: 4, bytes: total });
+        let (uris, root, _) = owner(Serving { withheld: Some(2), ..Default::default() }, true);
+        let err = check_served(&uris, &root, SET_NAMES[0], 2).unwrap_err();
+        assert!(matches!(err, Error::DataGap { gap: Some((0, 2)), .. }), "{err}");
+        let (uris, root, _) = owner(Serving { whole: true, ..Default::default() }, false);
+        let err = check_served(&uris, &root, SET_NAMES[0], 2).unwrap_err();
+        assert!(matches!(err, Error::DataGap { gap: None, .. }), "{err}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-pub use committed::{fetch_committed, write_chunk_list, SET_NAMES};
+pub use committed::{check_served, fetch_committed, write_chunk_list, Served, SET_NAMES};
 
 use ergon_job_spec::{DataFormat, Dataset};
 
