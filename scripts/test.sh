@@ -104,8 +104,8 @@ integration() {
     cargo test --release --locked -p ergon-integration-tests --lib
     ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
         "faults lazy_verifiers drilling dev_chain fine_tune draw_prediction" \
-        "daemon dispute sybil_validators web" \
-        "data_takedown diverge local_network collateral availability user_cli"
+        "daemon dispute sybil_validators web availability" \
+        "data_takedown diverge local_network collateral user_cli"
 }
 
 # The web page: the bundle check compiled to WebAssembly (and its native unit tests), the page built

@@ -35,6 +35,87 @@ fn csv() -> Vec<u8> {
     text.into_bytes()
 }
 
+/// Alice posts the CSV job (40 steps, a checkpoint after each: 40 segments, the market wants at
+/// least 30) whose data is the file at `url` with `digest`.
+fn post_csv_job(node: &Node, dir: &std::path::Path, url: &str, digest: [u8; 32]) -> u64 {
+    let root = ergon_job_spec::content_root([digest]);
+    let dataset = json!({
+        "format": { "type": "Csv", "features": 4, "classes": 3 },
+        "files": [url],
+        "content_root": format!("0x{}", hex::encode(root)),
+        "samples": 640,
+    });
+    let spec = json!({
+        "model": { "layers": [
+            { "type": "Linear", "in_features": 4, "out_features": 16, "bias": true },
+            { "type": "ReLU" },
+            { "type": "Linear", "in_features": 16, "out_features": 3, "bias": true },
+        ]},
+        "train": dataset,
+        "validation": dataset,
+        "optimizer": { "type": "Sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.0 },
+        "epochs": 1,
+        "batch_size": 16,
+        "checkpoint_interval": 1,
+    });
+    let spec_path = dir.join("spec.json");
+    std::fs::write(&spec_path, spec.to_string()).expect("spec written");
+    post_job_as_alice(node.ports.rpc, &spec_path)
+}
+
+/// The owner serves data that is not what it committed: the committed chunk list, but a byte of
+/// the file changed. Bob's daemon cannot load it, locates the chunk that differs and reports it
+/// itself (`reportDataUnavailable(job, gap)`); Alice's validator fetches exactly that chunk by
+/// byte range, finds it differs from the list, and the job ends `DataUnavailable` with nobody
+/// slashed (Bob gets the bid deposit's worth for his trouble).
+#[test]
+fn data_not_served_as_committed_is_reported_by_the_trainer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args: Vec<String> = ["--dev", "--tmp"].iter().map(|s| s.to_string()).collect();
+    let node = Node::start("dev", Ports::free(), &args, dir.path());
+    node.wait_finalized(1, Duration::from_secs(180));
+    let daemons = market_daemons(&node, dir.path(), &[]);
+    let all: Vec<_> = daemons.iter().collect();
+
+    let data = csv();
+    let list = ergon_job_spec::ChunkList::of(&data);
+    let mut served = data.clone();
+    served[100] ^= 1;
+    let server = BundleServer::start(HashMap::from([
+        ("/train.csv".to_string(), served),
+        ("/train.csv.chunks".to_string(), list.encode()),
+    ]));
+    let url = format!("http://127.0.0.1:{}/train.csv", server.port);
+    let job = post_csv_job(&node, dir.path(), &url, list.digest());
+
+    let ten_minutes = Duration::from_secs(600);
+    let done = wait_for_daemons("the job to end", ten_minutes, &all, || {
+        let view = job_view(&node, job);
+        matches!(view["state"]["status"].as_str(), Some("completed" | "failed")).then_some(view)
+    });
+    check(
+        done["state"]["status"] == "failed" && done["state"]["reason"] == "DataUnavailable",
+        &format!("the job ends for unavailable data: {done}"),
+        &all,
+    );
+    check(
+        daemons[0].log().contains("the job's data is not served: reporting it"),
+        "Bob's daemon reports the data itself",
+        &all,
+    );
+    // The validator fetched the named chunk by range (and the chunk list).
+    let requests = server.requests.lock().expect("requests").clone();
+    check(
+        requests.iter().any(|(path, range)| path == "/train.csv" && range.is_some()),
+        &format!("the named chunk was fetched by range: {requests:?}"),
+        &all,
+    );
+    for who in ["//Bob", "//Charlie", "//Dave"] {
+        let ledger = node.bond(&dev_pair(who).public_key().0).expect("bonded");
+        assert_eq!(ledger.active, 2_000 * ERG, "{who} was not slashed");
+    }
+}
+
 #[test]
 fn data_taken_down_after_the_commitment_does_not_slash_the_trainer() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -52,30 +133,7 @@ fn data_taken_down_after_the_commitment_does_not_slash_the_trainer() {
         ("/train.csv.chunks".to_string(), list.encode()),
     ]));
     let url = format!("http://127.0.0.1:{}/train.csv", server.port);
-    let root = ergon_job_spec::content_root([list.digest()]);
-    let dataset = json!({
-        "format": { "type": "Csv", "features": 4, "classes": 3 },
-        "files": [url],
-        "content_root": format!("0x{}", hex::encode(root)),
-        "samples": 640,
-    });
-    // 40 steps, a checkpoint after each: 40 segments (the market wants at least 30).
-    let spec = json!({
-        "model": { "layers": [
-            { "type": "Linear", "in_features": 4, "out_features": 16, "bias": true },
-            { "type": "ReLU" },
-            { "type": "Linear", "in_features": 16, "out_features": 3, "bias": true },
-        ]},
-        "train": dataset,
-        "validation": dataset,
-        "optimizer": { "type": "Sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.0 },
-        "epochs": 1,
-        "batch_size": 16,
-        "checkpoint_interval": 1,
-    });
-    let spec_path = dir.path().join("spec.json");
-    std::fs::write(&spec_path, spec.to_string()).expect("spec written");
-    let job = post_job_as_alice(node.ports.rpc, &spec_path);
+    let job = post_csv_job(&node, dir.path(), &url, list.digest());
 
     // Bob wins the job when the bid window closes, trains it and commits his bundle.
     let ten_minutes = Duration::from_secs(600);
