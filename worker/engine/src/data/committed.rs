@@ -124,16 +124,9 @@ pub fn check_served(
             .map(|i| (i * count.saturating_sub(1) / u64::from(samples.max(2) - 1)) as u32)
             .collect();
         picks.dedup();
-        for chunk in picks {
-            let Some((start, end)) = list.range(chunk) else { continue };
-            let bytes = fetch_range(uri, (start, end), bundle_time_limit(end - start))
-                .map_err(|e| gap(Some((index as u8, chunk)), e.to_string()))?;
-            if <[u8; 32]>::from(Sha256::digest(&bytes)) != list.chunks[chunk as usize] {
-                return Err(gap(
-                    Some((index as u8, chunk)),
-                    format!("bytes {start}..{end} differ from the chunk list's hash"),
-                ));
-            }
+        // An empty file has no chunk to fetch.
+        for chunk in picks.into_iter().filter(|c| u64::from(*c) < count) {
+            fetch_chunk(uri, list, chunk).map_err(|why| gap(Some((index as u8, chunk)), why))?;
             served.chunks_checked += 1;
         }
     }
@@ -199,15 +192,21 @@ fn by_chunks(
     from: u32,
 ) -> std::result::Result<Vec<u8>, (u32, String)> {
     for chunk in from..list.chunks.len() as u32 {
-        let Some((start, end)) = list.range(chunk) else { break };
-        let bytes = fetch_range(uri, (start, end), bundle_time_limit(end - start))
-            .map_err(|e| (chunk, e.to_string()))?;
-        if <[u8; 32]>::from(Sha256::digest(&bytes)) != list.chunks[chunk as usize] {
-            return Err((chunk, format!("bytes {start}..{end} differ from the chunk list's hash")));
-        }
-        kept.extend_from_slice(&bytes);
+        kept.extend_from_slice(&fetch_chunk(uri, list, chunk).map_err(|why| (chunk, why))?);
     }
     Ok(kept)
+}
+
+/// Chunk `chunk` of the file at `uri`, by byte range, checked against its hash in `list`; or why
+/// not.
+fn fetch_chunk(uri: &str, list: &ChunkList, chunk: u32) -> std::result::Result<Vec<u8>, String> {
+    let (start, end) = list.range(chunk).ok_or_else(|| format!("the file has no chunk {chunk}"))?;
+    let bytes = fetch_range(uri, (start, end), bundle_time_limit(end - start))
+        .map_err(|e| e.to_string())?;
+    if <[u8; 32]>::from(Sha256::digest(&bytes)) != list.chunks[chunk as usize] {
+        return Err(format!("bytes {start}..{end} differ from the chunk list's hash"));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
