@@ -12,7 +12,7 @@ use std::{collections::HashMap, time::Duration};
 
 use ergon_integration_tests::{
     bundle_server::BundleServer, check, dev_pair, job_view, market_daemons, post_job_as_alice,
-    wait_for_daemons, Node, Ports,
+    wait_for_daemons, Daemon, Node, Ports,
 };
 use serde_json::json;
 
@@ -33,6 +33,34 @@ fn csv() -> Vec<u8> {
         ));
     }
     text.into_bytes()
+}
+
+/// A dev chain (Alice validating) with the market's daemons: Bob trains, Charlie and Dave verify.
+fn dev_market() -> (tempfile::TempDir, Node, [Daemon; 3]) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args: Vec<String> = ["--dev", "--tmp"].iter().map(|s| s.to_string()).collect();
+    let node = Node::start("dev", Ports::free(), &args, dir.path());
+    node.wait_finalized(1, Duration::from_secs(180));
+    let daemons = market_daemons(&node, dir.path(), &[]);
+    (dir, node, daemons)
+}
+
+/// Serves `served` as `/train.csv` over HTTP on loopback, with the chunk list of `committed`
+/// beside it, and has Alice post the CSV job committing to `committed`: the server and the job.
+fn serve_and_post(
+    node: &Node,
+    dir: &std::path::Path,
+    committed: &[u8],
+    served: Vec<u8>,
+) -> (BundleServer, u64) {
+    let list = ergon_job_spec::ChunkList::of(committed);
+    let server = BundleServer::start(HashMap::from([
+        ("/train.csv".to_string(), served),
+        ("/train.csv.chunks".to_string(), list.encode()),
+    ]));
+    let url = format!("http://127.0.0.1:{}/train.csv", server.port);
+    let job = post_csv_job(node, dir, &url, list.digest());
+    (server, job)
 }
 
 /// Alice posts the CSV job (40 steps, a checkpoint after each: 40 segments, the market wants at
@@ -70,23 +98,13 @@ fn post_csv_job(node: &Node, dir: &std::path::Path, url: &str, digest: [u8; 32])
 /// slashed (Bob gets the bid deposit's worth for his trouble).
 #[test]
 fn data_not_served_as_committed_is_reported_by_the_trainer() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = ["--dev", "--tmp"].iter().map(|s| s.to_string()).collect();
-    let node = Node::start("dev", Ports::free(), &args, dir.path());
-    node.wait_finalized(1, Duration::from_secs(180));
-    let daemons = market_daemons(&node, dir.path(), &[]);
+    let (dir, node, daemons) = dev_market();
     let all: Vec<_> = daemons.iter().collect();
 
     let data = csv();
-    let list = ergon_job_spec::ChunkList::of(&data);
     let mut served = data.clone();
     served[100] ^= 1;
-    let server = BundleServer::start(HashMap::from([
-        ("/train.csv".to_string(), served),
-        ("/train.csv.chunks".to_string(), list.encode()),
-    ]));
-    let url = format!("http://127.0.0.1:{}/train.csv", server.port);
-    let job = post_csv_job(&node, dir.path(), &url, list.digest());
+    let (server, job) = serve_and_post(&node, dir.path(), &data, served);
 
     let ten_minutes = Duration::from_secs(600);
     let done = wait_for_daemons("the job to end", ten_minutes, &all, || {
@@ -118,22 +136,12 @@ fn data_not_served_as_committed_is_reported_by_the_trainer() {
 
 #[test]
 fn data_taken_down_after_the_commitment_does_not_slash_the_trainer() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = ["--dev", "--tmp"].iter().map(|s| s.to_string()).collect();
-    let node = Node::start("dev", Ports::free(), &args, dir.path());
-    node.wait_finalized(1, Duration::from_secs(180));
-    let daemons = market_daemons(&node, dir.path(), &[]);
+    let (dir, node, daemons) = dev_market();
     let all: Vec<_> = daemons.iter().collect();
 
     // Alice's data, served over HTTP with its chunk list, so that the validators can check it.
     let data = csv();
-    let list = ergon_job_spec::ChunkList::of(&data);
-    let server = BundleServer::start(HashMap::from([
-        ("/train.csv".to_string(), data.clone()),
-        ("/train.csv.chunks".to_string(), list.encode()),
-    ]));
-    let url = format!("http://127.0.0.1:{}/train.csv", server.port);
-    let job = post_csv_job(&node, dir.path(), &url, list.digest());
+    let (server, job) = serve_and_post(&node, dir.path(), &data, data.clone());
 
     // Bob wins the job when the bid window closes, trains it and commits his bundle.
     let ten_minutes = Duration::from_secs(600);

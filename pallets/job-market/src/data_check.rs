@@ -81,12 +81,12 @@ pub(crate) fn do_report<T: Config>(
         _ => return Err(Error::<T>::NotAssignedTrainer.into()),
     };
     ensure!(trainer == who, Error::<T>::NotAssignedTrainer);
+    // Before `open`, which would add the gap to a check someone else opened.
     ensure!(!DataReports::<T>::contains_key(job), Error::<T>::DataAlreadyReported);
-    let opened = match open::<T>(job, &record, gap) {
+    match open::<T>(job, &record, gap) {
         Err(Error::<T>::DataFoundAvailable) => return Err(Error::<T>::DataAlreadyReported.into()),
         other => other?,
     };
-    ensure!(opened, Error::<T>::DataAlreadyReported);
     Pallet::<T>::deposit_event(Event::DataReported { job, trainer });
     Ok(())
 }

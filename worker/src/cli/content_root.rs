@@ -25,7 +25,7 @@ pub fn run(Args { files, chunk_lists }: Args) -> Outcome {
         let bytes = data::fetch(file)?;
         digests.push(if chunk_lists {
             let path = file.strip_prefix("file://").unwrap_or(file);
-            if path.starts_with("http://") || path.starts_with("https://") {
+            if data::is_http(path) {
                 return Err(Error::Data {
                     file: file.clone(),
                     reason: "--chunk-lists writes beside local files, not URLs".into(),

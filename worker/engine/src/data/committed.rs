@@ -9,7 +9,7 @@ use ergon_job_spec::{
 };
 use sha2::{Digest, Sha256};
 
-use super::{bundle_time_limit, fetch, fetch_at_most, fetch_range, hex};
+use super::{bundle_time_limit, fetch, fetch_at_most, fetch_range, hex, is_http};
 use crate::error::{Error, Result};
 
 /// The names of a spec's committed file sets in errors, in
@@ -131,10 +131,6 @@ pub fn check_served(
         }
     }
     Ok(served)
-}
-
-fn is_http(uri: &str) -> bool {
-    uri.starts_with("http://") || uri.starts_with("https://")
 }
 
 /// Holds the set's chunk lists to `root`, then each file to its list: a file `fetched` whole and

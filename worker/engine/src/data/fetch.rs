@@ -113,7 +113,8 @@ pub fn fetch_range(uri: &str, (start, end): (u64, u64), limit: Duration) -> Resu
     Ok(bytes)
 }
 
-fn is_http(uri: &str) -> bool {
+/// Whether `uri` is an http(s) URL (else a path or a `file://` URI).
+pub fn is_http(uri: &str) -> bool {
     uri.starts_with("http://") || uri.starts_with("https://")
 }
 

@@ -8,7 +8,7 @@ pub mod tokenize;
 
 pub use fetch::{
     bundle_time_limit, content_root, downloaded_bytes, fetch, fetch_at_most, fetch_public_only,
-    fetch_range, fetch_within, MAX_FILE_BYTES, MIN_BUNDLE_BYTES_PER_SECOND,
+    fetch_range, fetch_within, is_http, MAX_FILE_BYTES, MIN_BUNDLE_BYTES_PER_SECOND,
 };
 
 use std::{
