@@ -92,6 +92,7 @@ fn spec(layers: u32) -> JobSpec {
         batch_size: 16,
         // 625 steps: 63 checkpoints, above any sensible `MinSegments`.
         checkpoint_interval: 10,
+        precision: Default::default(),
     }
 }
 

@@ -17,8 +17,9 @@
 //!
 //! Bounds live in the types ([`Bounded`]), so decoding an oversized spec fails before allocating.
 //!
-//! Versions: v1 (no `init`, no `schedule`) is [`v1::JobSpec`]; its JSON still reads as a v2 spec
-//! (seeded weights, constant learning rate) and the job market migrates stored v1 jobs.
+//! Versions: v1 (no `init`, no `schedule`) is [`v1::JobSpec`], v2 (no `precision`) is
+//! [`v2::JobSpec`]; their JSON still reads as the current spec (seeded weights, constant learning
+//! rate, f32) and the job market migrates jobs stored under them.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 
@@ -31,6 +32,7 @@ pub mod lora;
 pub mod schedule;
 pub mod shape;
 pub mod v1;
+pub mod v2;
 
 pub use bounded::{Bounded, BoundedString};
 pub use chunks::{file_digest, ChunkList, DataGap};
@@ -581,6 +583,45 @@ pub enum DecayScope {
     Matrices,
 }
 
+/// The arithmetic a job trains in: one exact definition per precision, so that the same kernels give
+/// the same bits and the verifier replays what the trainer ran (docs/protocol.md, *Precision*).
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Debug,
+    Default,
+    Encode,
+    Decode,
+    DecodeWithMemTracking,
+    TypeInfo,
+    MaxEncodedLen,
+)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[scale_info(capture_docs = "always")]
+pub enum Precision {
+    /// Everything in f32: weights, activations, gradients, optimizer state (a GPU with TF32 off).
+    #[default]
+    F32,
+    /// Mixed precision as `torch.autocast(dtype=bfloat16)` trains: every matrix product (linear
+    /// layers, adapters, the tied head, convolutions, attention) takes its operands rounded to
+    /// bf16 (to nearest, ties to even), accumulates in f32 and rounds its output to bf16; a gradient
+    /// crossing one of those roundings is rounded the same way. Norms, softmax, the loss, the
+    /// element-wise ops, the master weights, the parameters' gradients and the optimizer state are f32.
+    Bf16Mixed,
+}
+
+impl Precision {
+    /// The name manifests record (`f32`, `bf16-mixed`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16Mixed => "bf16-mixed",
+        }
+    }
+}
+
 /// A training job.
 #[derive(
     Clone, PartialEq, Eq, Debug, Encode, Decode, DecodeWithMemTracking, TypeInfo, MaxEncodedLen,
@@ -616,6 +657,9 @@ pub struct JobSpec {
     pub batch_size: u32,
     /// A checkpoint every this many optimizer steps (and one after the last step).
     pub checkpoint_interval: u32,
+    /// The arithmetic of the training (JSON: optional, f32 by default).
+    #[cfg_attr(feature = "std", serde(default))]
+    pub precision: Precision,
 }
 
 /// What [`JobSpec::validate`] derives from a valid spec.
@@ -688,8 +732,14 @@ impl JobSpec {
     /// the MLP's and the transformer's stayed under 1.8·10⁻⁶ and 7·10⁻⁵. Such a job trains on the
     /// CPU and is replayed there (the worker), and the chain takes its bundle only from the CPU
     /// class (`ergon_protocol::device`). The one home of the rule.
+    ///
+    /// Nor a [`Precision::Bf16Mixed`] job's: another summation order moves a sum across a bf16
+    /// rounding boundary, an error of 2⁻⁹ where f32's is 2⁻²⁴, and no GPU ↔ CPU calibration has
+    /// measured what that grows to over a segment. Until one does, such a job replays within its own
+    /// class, where the kernels are the same and replay is exact.
     pub fn replays_across_devices(&self) -> bool {
-        !self
+        self.precision == Precision::F32
+            && !self
             .model
             .layers
             .iter()

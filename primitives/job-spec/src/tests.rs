@@ -35,6 +35,7 @@ fn spec(layers: Vec<Layer>, train: Dataset, validation: Dataset) -> JobSpec {
         epochs: 1,
         batch_size: 64,
         checkpoint_interval: 100,
+        precision: Precision::F32,
     }
 }
 
@@ -546,6 +547,50 @@ fn v1_specs_upgrade_in_scale_and_read_in_json() {
     fields.remove("schedule");
     fields.remove("adapters");
     assert_eq!(serde_json::from_value::<JobSpec>(json).unwrap(), v2);
+}
+
+/// A v2 job, as stored before `precision`, decodes as [`v2::JobSpec`] and upgrades to the same job
+/// in f32; a v2 JSON spec reads as the current one (f32).
+#[test]
+fn v2_specs_upgrade_in_scale_and_read_in_json() {
+    let now = char_transformer();
+    let v2 = v2::JobSpec {
+        model: now.model.clone(),
+        init: now.init.clone(),
+        train: now.train.clone(),
+        validation: now.validation.clone(),
+        optimizer: now.optimizer.clone(),
+        schedule: now.schedule,
+        adapters: now.adapters.clone(),
+        gradients: now.gradients,
+        epochs: now.epochs,
+        batch_size: now.batch_size,
+        checkpoint_interval: now.checkpoint_interval,
+    };
+    let stored = v2.encode();
+    assert!(JobSpec::decode(&mut &stored[..]).is_err(), "v3 does not read v2 bytes");
+    assert_eq!(v2::JobSpec::decode(&mut &stored[..]).unwrap().upgrade(), now);
+
+    let mut json: serde_json::Value = serde_json::to_value(&now).unwrap();
+    json.as_object_mut().unwrap().remove("precision");
+    assert_eq!(serde_json::from_value::<JobSpec>(json).unwrap(), now);
+}
+
+/// A bf16 job's precision is named in JSON and SCALE, costs the FLOPs of its f32 twin (a FLOP is
+/// counted, not priced by the arithmetic), and replays within its own device class only.
+#[test]
+fn bf16_mixed_is_named_counted_like_f32_and_replays_within_its_class() {
+    let f32 = gpt2();
+    let mut bf16 = gpt2();
+    bf16.precision = Precision::Bf16Mixed;
+    let json = serde_json::to_string(&bf16).unwrap();
+    assert!(json.contains(r#""precision":"Bf16Mixed""#), "{json}");
+    assert_eq!(serde_json::from_str::<JobSpec>(&json).unwrap(), bf16);
+    assert_eq!(JobSpec::decode(&mut &bf16.encode()[..]).unwrap(), bf16);
+    assert_eq!(bf16.validate(), f32.validate());
+    assert!(f32.replays_across_devices());
+    assert!(!bf16.replays_across_devices());
+    assert_eq!((Precision::F32.name(), Precision::Bf16Mixed.name()), ("f32", "bf16-mixed"));
 }
 
 #[test]

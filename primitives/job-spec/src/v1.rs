@@ -29,7 +29,7 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
-    /// The same job in v2: seeded weights and a constant learning rate, as v1 trained.
+    /// The same job in v2: seeded weights, a constant learning rate and f32, as v1 trained.
     pub fn upgrade(self) -> crate::JobSpec {
         crate::JobSpec {
             model: self.model,
@@ -43,6 +43,7 @@ impl JobSpec {
             epochs: self.epochs,
             batch_size: self.batch_size,
             checkpoint_interval: self.checkpoint_interval,
+            precision: crate::Precision::F32,
         }
     }
 }

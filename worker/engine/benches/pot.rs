@@ -74,6 +74,7 @@ fn task(dir: &Path) -> JobSpec {
         epochs: 6,
         batch_size: 32,
         checkpoint_interval: 10,
+        precision: Default::default(),
     }
 }
 

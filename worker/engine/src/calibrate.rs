@@ -57,6 +57,7 @@ fn reference() -> Option<JobSpec> {
         epochs: 1_000,
         batch_size: BATCH,
         checkpoint_interval: 1_000,
+        precision: Default::default(),
     })
 }
 

@@ -6,9 +6,13 @@
 //! On the CPU, linear layers, convolutions, max-pooling, ReLU, GELU, layer norm, causal attention
 //! and the cross-entropy run Ergon's own kernels ([`crate::ops`]), which are faster there than
 //! candle's and as deterministic.
+//!
+//! A [`Precision::Bf16Mixed`] job rounds the operands and the output of every matrix product to
+//! bf16 ([`ops::round_bf16`], whose gradient rounds the gradient that crosses it): the one place
+//! where the precision enters the model is [`Model::bf16`].
 
 use candle_core::{DType, Device, Tensor, Var, D};
-use ergon_job_spec::{JobSpec, Layer};
+use ergon_job_spec::{JobSpec, Layer, Precision};
 
 use crate::{
     error::Result,
@@ -130,6 +134,8 @@ pub struct Model {
     /// LoRA's adapters `(A, B)` by the index of the base weight they adapt.
     adapters: std::collections::BTreeMap<usize, (usize, usize)>,
     blocks: Vec<Block>,
+    /// The job's arithmetic.
+    precision: Precision,
 }
 
 struct Builder<'a> {
@@ -318,6 +324,7 @@ impl Model {
             lora_scale,
             adapters: b.adapters,
             blocks,
+            precision: spec.precision,
         })
     }
 
@@ -461,6 +468,15 @@ impl Model {
         }
     }
 
+    /// `x` as a matrix product of the job's precision sees it: itself in f32, rounded to bf16 in
+    /// [`Precision::Bf16Mixed`] (operands, outputs, and the gradients crossing them).
+    fn bf16(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(match self.precision {
+            Precision::F32 => x.clone(),
+            Precision::Bf16Mixed => ops::round_bf16(x)?,
+        })
+    }
+
     /// `x·Wᵀ + b`, plus `(alpha/rank)·x·Aᵀ·Bᵀ` when the map has a LoRA adapter.
     fn linear(&self, x: &Tensor, lin: Lin) -> Result<Tensor> {
         let y = self.affine(x, lin.w, lin.b)?;
@@ -469,22 +485,32 @@ impl Model {
         Ok((y + (low * self.lora_scale)?)?)
     }
 
+    /// `x·Wᵀ + b`, in the job's precision: in bf16 `x`, `W` and `b` rounded, the product summed in
+    /// f32, the bias added in f32 and the sum rounded.
     fn affine(&self, x: &Tensor, w: usize, b: Option<usize>) -> Result<Tensor> {
+        let (x, w) = (self.bf16(x)?, self.bf16(self.p(w))?);
+        let b = b.map(|b| self.bf16(self.p(b))).transpose()?;
         if x.device().is_cpu() {
-            return Ok(ops::linear(x, self.p(w), b.map(|b| self.p(b)))?);
+            return self.bf16(&ops::linear(&x, &w, b.as_ref())?);
         }
         // Flatten leading dimensions so the matmul is 2-D.
         let dims = x.dims().to_vec();
         let (lead, inp) = dims.split_at(dims.len() - 1);
         let rows: usize = lead.iter().product();
-        let y = x.reshape((rows, inp[0]))?.matmul(&self.p(w).t()?)?;
+        let y = x.reshape((rows, inp[0]))?.matmul(&w.t()?)?;
         let y = match b {
-            Some(b) => y.broadcast_add(self.p(b))?,
+            Some(b) => y.broadcast_add(&b)?,
             None => y,
         };
         let mut out = lead.to_vec();
         out.push(y.dim(1)?);
-        Ok(y.reshape(out)?)
+        self.bf16(&y.reshape(out)?)
+    }
+
+    /// Causal self-attention over the fused `qkv` (`[B, T, 3d]`): in bf16 its operands and output
+    /// rounded, the scores, softmax and sums in f32.
+    fn causal_attention(&self, qkv: &Tensor, heads: usize) -> Result<Tensor> {
+        self.bf16(&ops::causal_attention(&self.bf16(qkv)?, heads)?)
     }
 
     fn layer_norm(&self, x: &Tensor, n: &Norm) -> Result<Tensor> {
@@ -518,7 +544,7 @@ impl Model {
                 .reshape((bsz, t, d))?)
         };
         let qkv = Tensor::cat(&[q.reshape((bsz, t, d))?, repeat(k)?, repeat(v)?], 2)?;
-        let x1 = (x + self.linear(&ops::causal_attention(&qkv, h)?, blk.o)?)?;
+        let x1 = (x + self.linear(&self.causal_attention(&qkv, h)?, blk.o)?)?;
         let n2 = self.rms_norm(&x1, blk.norm2)?;
         let gate = self.linear(&n2, blk.gate)?;
         let gate = if gate.device().is_cpu() { ops::silu(&gate)? } else { gate.silu()? };
@@ -528,7 +554,7 @@ impl Model {
 
     fn attention(&self, x: &Tensor, blk: &TransformerBlock) -> Result<Tensor> {
         let qkv = self.linear(x, blk.qkv)?; // [B, T, 3d]
-        self.linear(&ops::causal_attention(&qkv, blk.heads)?, blk.proj)
+        self.linear(&self.causal_attention(&qkv, blk.heads)?, blk.proj)
     }
 
     /// Logits for a batch: `[B, classes]`, or `[B, T, vocab]` for token input (`x` of dtype u32).
@@ -538,8 +564,9 @@ impl Model {
         while let Some((block, rest)) = blocks.split_first() {
             blocks = rest;
             // On the CPU a convolution, ReLU and max-pooling in a row are one op, and so are a ReLU
-            // and max-pooling (same values and gradients as the ops one by one).
-            if x.device().is_cpu() {
+            // and max-pooling (same values and gradients as the ops one by one). Not in bf16, whose
+            // convolution output is rounded before the pooling chooses among its values.
+            if x.device().is_cpu() && self.precision == Precision::F32 {
                 match (block, rest) {
                     (
                         Block::Conv2d { w, b, stride, padding },
@@ -561,15 +588,19 @@ impl Model {
             }
             x = match block {
                 Block::Linear(lin) => self.linear(&x, *lin)?,
-                Block::Conv2d { w, b, stride, padding } if x.device().is_cpu() => {
-                    ops::conv2d(&x, self.p(*w), b.map(|b| self.p(b)), *stride, *padding)?
-                }
                 Block::Conv2d { w, b, stride, padding } => {
-                    let y = x.conv2d(self.p(*w), *padding, *stride, 1, 1)?;
-                    match b {
-                        Some(b) => y.broadcast_add(&self.p(*b).reshape((1, (), 1, 1))?)?,
-                        None => y,
-                    }
+                    let (x, w) = (self.bf16(&x)?, self.bf16(self.p(*w))?);
+                    let b = b.map(|b| self.bf16(self.p(b))).transpose()?;
+                    let y = if x.device().is_cpu() {
+                        ops::conv2d(&x, &w, b.as_ref(), *stride, *padding)?
+                    } else {
+                        let y = x.conv2d(&w, *padding, *stride, 1, 1)?;
+                        match b {
+                            Some(b) => y.broadcast_add(&b.reshape((1, (), 1, 1))?)?,
+                            None => y,
+                        }
+                    };
+                    self.bf16(&y)?
                 }
                 Block::MaxPool2d { kernel, stride } if x.device().is_cpu() => {
                     ops::max_pool2d(&x, *kernel, *stride)?
@@ -709,6 +740,7 @@ mod tests {
             epochs: 1,
             batch_size: 2,
             checkpoint_interval: 1,
+            precision: Default::default(),
         };
         spec.validate().expect("test spec is valid");
         spec

@@ -27,8 +27,9 @@ pub fn spec_hash(spec: &JobSpec) -> [u8; 32] {
     Sha256::digest(spec.encode()).into()
 }
 
-/// The device and precision description recorded in manifests.
-pub fn environment(device: &Device) -> Environment {
+/// The device and precision description recorded in manifests: `precision` is the job's
+/// ([`ergon_job_spec::Precision::name`]).
+pub fn environment(device: &Device, precision: ergon_job_spec::Precision) -> Environment {
     let device = match device.location() {
         candle_core::DeviceLocation::Cpu => "cpu".to_string(),
         candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
@@ -36,7 +37,7 @@ pub fn environment(device: &Device) -> Environment {
     };
     Environment {
         device,
-        precision: "f32".into(),
+        precision: precision.name().into(),
         cpu_features: cpu_features(),
         // The pool this computation runs on (see `run::Threads`).
         threads: rayon::current_num_threads(),
@@ -397,7 +398,7 @@ impl<'a> Trajectory<'a> {
             format_version: bundle::manifest::FORMAT_VERSION,
             spec_hash: hex(&spec_hash(spec)),
             seed: hex(self.seed),
-            environment: environment(self.device),
+            environment: environment(self.device, spec.precision),
             batch_size: spec.batch_size,
             checkpoint_interval: spec.checkpoint_interval,
             steps_per_epoch: summary.steps_per_epoch,

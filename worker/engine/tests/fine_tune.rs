@@ -99,6 +99,7 @@ fn gpt2_spec(dir: &Path, init: InitialWeights) -> JobSpec {
         epochs: 2,
         batch_size: 8,
         checkpoint_interval: 2,
+        precision: Default::default(),
     };
     spec.validate().expect("the test spec is valid");
     spec

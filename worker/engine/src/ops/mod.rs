@@ -26,12 +26,14 @@ use candle_core::{
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
+mod bf16;
 mod dense;
 mod elementary;
 #[cfg(feature = "cuda")]
 mod gpu;
 mod transformer;
 
+pub use bf16::round_bf16;
 pub use dense::{cross_entropy, layer_norm, linear};
 pub use transformer::{causal_attention, gelu, silu};
 

@@ -345,7 +345,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let model = Model::initial(spec, &seed, data.weights(), device, DType::F32)?;
     let opt = Optimizer::new(spec, &model.params)?;
     checks::init::check(&bundle, &model, &opt, &mut report)?;
-    let replayed_on = trajectory::environment(device).device;
+    let replayed_on = trajectory::environment(device, spec.precision).device;
     let mut replayer = checks::Replayer { model, opt, device, replayed_on, data };
     if opts.full_pass {
         checks::rules::check(&bundle, &mut replayer, &mut report);

@@ -62,6 +62,7 @@ pub fn csv_spec(dir: &Path) -> JobSpec {
         epochs: 3,
         batch_size: 16,
         checkpoint_interval: 4,
+        precision: Default::default(),
     }
 }
 
@@ -98,6 +99,7 @@ pub fn text_spec(dir: &Path) -> JobSpec {
         epochs: 2,
         batch_size: 8,
         checkpoint_interval: 3,
+        precision: Default::default(),
     }
 }
 
@@ -173,5 +175,6 @@ pub fn idx_spec(dir: &Path) -> JobSpec {
         epochs: 2,
         batch_size: 16,
         checkpoint_interval: 4,
+        precision: Default::default(),
     }
 }

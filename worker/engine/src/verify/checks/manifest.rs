@@ -70,10 +70,14 @@ pub(in crate::verify) fn check(
     if steps != schedule {
         mismatches.push(format!("checkpoint steps {steps:?}"));
     }
-    // Jobs train in f32 on every device (a GPU with TF32 off): a bundle of another precision was
-    // not computed as the job asks, and the replay tolerances do not cover it.
-    if m.environment.precision != "f32" {
-        mismatches.push(format!("precision {:?} (jobs train in f32)", m.environment.precision));
+    // A job trains in its spec's precision on every device (f32: a GPU with TF32 off): a bundle of
+    // another precision was not computed as the job asks, and the replay tolerances do not cover it.
+    if m.environment.precision != spec.precision.name() {
+        mismatches.push(format!(
+            "precision {:?} (the job trains in {})",
+            m.environment.precision,
+            spec.precision.name()
+        ));
     }
     // The claimed training loss is a function of the claimed losses (which the replays check):
     // since format 4 the last epoch's mean, before it the last step's loss (a bundle of an older
