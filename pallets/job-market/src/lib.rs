@@ -147,8 +147,9 @@ pub mod pallet {
 
     /// 1: job specs v2 ([`crate::migrations::SpecV2`]); 2: verifiers declare a device class and a
     /// capacity ([`crate::migrations::VerifierCapacity`]); 3: bids name a device class
-    /// ([`crate::migrations::BidClasses`]).
-    const STORAGE_VERSION: StorageVersion = StorageVersion::new(3);
+    /// ([`crate::migrations::BidClasses`]); 4: job specs v3, a precision each
+    /// ([`crate::migrations::SpecPrecision`]).
+    const STORAGE_VERSION: StorageVersion = StorageVersion::new(4);
 
     #[pallet::pallet]
     #[pallet::storage_version(STORAGE_VERSION)]

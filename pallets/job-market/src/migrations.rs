@@ -11,13 +11,21 @@
 //! the least capacity (`MinVerifierCapacity`) and an empty queue: it is drawn only for rounds a
 //! CPU of that capacity replays in time until its daemon joins again with what it measured.
 //!
+//! Version 4: job specs v3 ([`ergon_job_spec::v2`] → [`ergon_job_spec::JobSpec`], which added the
+//! precision). Each stored job is rewritten as for version 1, its spec read as v2 and given f32 —
+//! what every v2 job trained in.
+//!
+//! Specs are upgraded one version at a time: a chain at version 0 first rewrites its v1 specs as v2
+//! (version 1), and version 4 rewrites those as v3, so each step reads exactly the bytes the
+//! previous one wrote.
+//!
 //! Version 3: bids name the device class they train on (issue 37, item 4: price floors per class).
 //! Each stored [`crate::Bid`] keeps its trainer, price and deposit and names the CPU: every bid
 //! before was checked against the one floor there was, the CPU's. Jobs already assigned have no
 //! class recorded, and their trainer may declare any allowed class with its bundle.
 
 use alloc::vec::Vec;
-use codec::{Decode, Encode};
+use codec::{Decode, DecodeAll, Encode};
 use frame_support::{
     migrations::VersionedMigration,
     storage::unhashed,
@@ -32,44 +40,104 @@ use crate::{
 };
 
 /// Jobs' specs v1 → v2, run once when the pallet's storage version is 0.
-pub type SpecV2<T> =
-    VersionedMigration<0, 1, UpgradeSpecs<T>, Pallet<T>, <T as frame_system::Config>::DbWeight>;
+pub type SpecV2<T> = VersionedMigration<
+    0,
+    1,
+    UpgradeSpecs<T, FromV1>,
+    Pallet<T>,
+    <T as frame_system::Config>::DbWeight,
+>;
 
-/// The unversioned step of [`SpecV2`].
-pub struct UpgradeSpecs<T>(core::marker::PhantomData<T>);
+/// Jobs' specs v2 → v3 (a precision each), run once when the pallet's storage version is 3.
+pub type SpecPrecision<T> = VersionedMigration<
+    3,
+    4,
+    UpgradeSpecs<T, FromV2>,
+    Pallet<T>,
+    <T as frame_system::Config>::DbWeight,
+>;
 
-/// A stored job's bytes with its spec upgraded, or `None` if they do not read as a v1 job.
-pub fn upgrade_job<T: Config>(stored: &[u8]) -> Option<Vec<u8>> {
+/// One step of the specs' upgrades: a stored job's bytes with its spec one version up.
+pub trait SpecStep {
+    /// The step, for the log (`v1 → v2`).
+    const NAME: &'static str;
+    /// `stored` with its spec upgraded, or `None` if they do not read as a job of the version
+    /// before.
+    fn upgrade<T: Config>(stored: &[u8]) -> Option<Vec<u8>>;
+    /// Whether `stored` reads as a job of the version after.
+    fn is_done<T: Config>(stored: &[u8]) -> bool;
+}
+
+/// v1 → v2 ([`SpecV2`]).
+pub struct FromV1;
+/// v2 → v3 ([`SpecPrecision`]).
+pub struct FromV2;
+
+/// `stored` (an owner, a spec of type `Old`, the rest of a job) with the spec rewritten by `f`, the
+/// owner and the rest kept byte for byte.
+fn rewrite_spec<T: Config, Old: Decode, New: Encode>(
+    stored: &[u8],
+    f: impl FnOnce(Old) -> New,
+) -> Option<Vec<u8>> {
     let mut input = stored;
     let owner = T::AccountId::decode(&mut input).ok()?;
-    let spec = ergon_job_spec::v1::JobSpec::decode(&mut input).ok()?;
-    let mut out = (owner, spec.upgrade()).encode();
+    let spec = Old::decode(&mut input).ok()?;
+    let mut out = (owner, f(spec)).encode();
     out.extend_from_slice(input);
-    // What is written back must read as a job of this version.
-    JobOf::<T>::decode(&mut &out[..]).ok()?;
     Some(out)
 }
 
-impl<T: Config> UncheckedOnRuntimeUpgrade for UpgradeSpecs<T> {
+impl SpecStep for FromV1 {
+    const NAME: &'static str = "v1 → v2";
+
+    fn upgrade<T: Config>(stored: &[u8]) -> Option<Vec<u8>> {
+        let out = rewrite_spec::<T, _, _>(stored, ergon_job_spec::v1::JobSpec::upgrade)?;
+        // What is written back must read as a v2 job.
+        Self::is_done::<T>(&out).then_some(out)
+    }
+
+    fn is_done<T: Config>(stored: &[u8]) -> bool {
+        FromV2::upgrade::<T>(stored).is_some()
+    }
+}
+
+impl SpecStep for FromV2 {
+    const NAME: &'static str = "v2 → v3";
+
+    fn upgrade<T: Config>(stored: &[u8]) -> Option<Vec<u8>> {
+        let out = rewrite_spec::<T, _, _>(stored, ergon_job_spec::v2::JobSpec::upgrade)?;
+        Self::is_done::<T>(&out).then_some(out)
+    }
+
+    fn is_done<T: Config>(stored: &[u8]) -> bool {
+        // Exactly a job: every byte read, none missing.
+        JobOf::<T>::decode_all(&mut &stored[..]).is_ok()
+    }
+}
+
+/// Rewrites every stored job's spec by one [`SpecStep`].
+pub struct UpgradeSpecs<T, Step>(core::marker::PhantomData<(T, Step)>);
+
+impl<T: Config, Step: SpecStep> UncheckedOnRuntimeUpgrade for UpgradeSpecs<T, Step> {
     fn on_runtime_upgrade() -> Weight {
         let (mut upgraded, mut unreadable) = (0u64, 0u64);
         let keys: Vec<_> = Jobs::<T>::iter_keys().collect();
         for id in &keys {
             let key = Jobs::<T>::hashed_key_for(id);
             let Some(stored) = unhashed::get_raw(&key) else { continue };
-            match upgrade_job::<T>(&stored) {
+            match Step::upgrade::<T>(&stored) {
                 Some(bytes) => {
                     unhashed::put_raw(&key, &bytes);
                     upgraded += 1;
                 }
                 None => {
                     // Left as it was: nothing is deleted (its escrow stays held, try-runtime flags it).
-                    log::error!(target: LOG_TARGET, "job {id}: stored record does not read as a v1 job");
+                    log::error!(target: LOG_TARGET, "job {id}: stored record does not read as a job before {}", Step::NAME);
                     unreadable += 1;
                 }
             }
         }
-        log::info!(target: LOG_TARGET, "job specs v1 → v2: {upgraded} jobs upgraded, {unreadable} unreadable");
+        log::info!(target: LOG_TARGET, "job specs {}: {upgraded} jobs upgraded, {unreadable} unreadable", Step::NAME);
         let n = keys.len() as u64;
         T::DbWeight::get().reads_writes(n.saturating_mul(2).saturating_add(1), upgraded)
     }
@@ -83,10 +151,11 @@ impl<T: Config> UncheckedOnRuntimeUpgrade for UpgradeSpecs<T> {
     fn post_upgrade(state: Vec<u8>) -> Result<(), sp_runtime::TryRuntimeError> {
         let before = u64::decode(&mut &state[..]).map_err(|_| "pre-upgrade state")?;
         frame_support::ensure!(Jobs::<T>::count() as u64 == before, "jobs were added or lost");
-        frame_support::ensure!(
-            Jobs::<T>::iter_values().count() as u64 == before,
-            "a stored job does not read as v2"
-        );
+        let done = Jobs::<T>::iter_keys()
+            .filter_map(|id| unhashed::get_raw(&Jobs::<T>::hashed_key_for(id)))
+            .filter(|raw| Step::is_done::<T>(raw))
+            .count();
+        frame_support::ensure!(done as u64 == before, "a stored job was not upgraded");
         Ok(())
     }
 }
@@ -205,65 +274,131 @@ mod tests {
     use crate::mock::*;
     use frame_support::traits::{GetStorageVersion, OnRuntimeUpgrade, StorageVersion};
 
-    /// A job stored under spec v1 by the runtime before: its bytes are the v2 job's with the v1
-    /// spec in place of the v2 one.
-    fn as_stored_by_v1(job: &JobOf<Test>) -> Vec<u8> {
-        let s = job.spec.clone();
-        let v1 = ergon_job_spec::v1::JobSpec {
-            model: s.model,
-            train: s.train,
-            validation: s.validation,
-            optimizer: s.optimizer,
-            epochs: s.epochs,
-            batch_size: s.batch_size,
-            checkpoint_interval: s.checkpoint_interval,
-        };
-        let v2 = job.encode();
-        let rest = &v2[(job.owner, &job.spec).encode().len()..];
-        let mut out = (job.owner, v1).encode();
+    /// `job`'s bytes with `spec` in place of its spec.
+    fn with_spec(job: &JobOf<Test>, spec: impl Encode) -> Vec<u8> {
+        let now = job.encode();
+        let rest = &now[(job.owner, &job.spec).encode().len()..];
+        let mut out = (job.owner, spec).encode();
         out.extend_from_slice(rest);
         out
     }
 
+    /// A job stored under spec v1 by the runtime before.
+    fn as_stored_by_v1(job: &JobOf<Test>) -> Vec<u8> {
+        let s = job.spec.clone();
+        with_spec(
+            job,
+            ergon_job_spec::v1::JobSpec {
+                model: s.model,
+                train: s.train,
+                validation: s.validation,
+                optimizer: s.optimizer,
+                epochs: s.epochs,
+                batch_size: s.batch_size,
+                checkpoint_interval: s.checkpoint_interval,
+            },
+        )
+    }
+
+    /// A job stored under spec v2 (before the precision).
+    fn as_stored_by_v2(job: &JobOf<Test>) -> Vec<u8> {
+        let s = job.spec.clone();
+        with_spec(
+            job,
+            ergon_job_spec::v2::JobSpec {
+                model: s.model,
+                init: s.init,
+                train: s.train,
+                validation: s.validation,
+                optimizer: s.optimizer,
+                schedule: s.schedule,
+                adapters: s.adapters,
+                gradients: s.gradients,
+                epochs: s.epochs,
+                batch_size: s.batch_size,
+                checkpoint_interval: s.checkpoint_interval,
+            },
+        )
+    }
+
+    /// Three jobs posted, then stored as `old` writes them, the pallet at `version`.
+    fn stored_as(old: fn(&JobOf<Test>) -> Vec<u8>, version: u16) -> Vec<(crate::JobId, JobOf<Test>)> {
+        run_to_block(1);
+        for _ in 0..3 {
+            frame_support::assert_ok!(crate::Pallet::<Test>::post_job(
+                frame_system::RawOrigin::Signed(1).into(),
+                alloc::boxed::Box::new(example_spec()),
+                ENDOWMENT / 10,
+                5,
+                21,
+            ));
+        }
+        let jobs: Vec<_> = Jobs::<Test>::iter().collect();
+        assert_eq!(jobs.len(), 3);
+        for (id, job) in &jobs {
+            unhashed::put_raw(&Jobs::<Test>::hashed_key_for(id), &old(job));
+            assert!(Jobs::<Test>::get(id).is_none(), "old bytes do not read as a job now");
+        }
+        StorageVersion::new(version).put::<Pallet<Test>>();
+        jobs
+    }
+
+    /// A chain at version 0 upgrades its v1 specs one version at a time: after the step to v2
+    /// they read as v2 jobs (not yet as jobs now), after the step to v3 as the jobs they were.
     #[test]
-    fn v1_jobs_read_as_v2_after_the_upgrade_and_none_is_lost() {
+    fn v1_jobs_read_as_they_were_after_both_spec_upgrades_and_none_is_lost() {
         new_test_ext().execute_with(|| {
-            run_to_block(1);
-            let budget = ENDOWMENT / 10;
-            for _ in 0..3 {
-                frame_support::assert_ok!(crate::Pallet::<Test>::post_job(
-                    frame_system::RawOrigin::Signed(1).into(),
-                    alloc::boxed::Box::new(example_spec()),
-                    budget,
-                    5,
-                    21,
-                ));
-            }
-            let jobs: Vec<_> = Jobs::<Test>::iter().collect();
-            assert_eq!(jobs.len(), 3);
-            for (id, job) in &jobs {
-                unhashed::put_raw(&Jobs::<Test>::hashed_key_for(id), &as_stored_by_v1(job));
-                assert!(Jobs::<Test>::get(id).is_none(), "v1 bytes do not read as v2");
-            }
-            StorageVersion::new(0).put::<Pallet<Test>>();
+            let jobs = stored_as(as_stored_by_v1, 0);
 
             SpecV2::<Test>::on_runtime_upgrade();
-
             assert_eq!(Pallet::<Test>::on_chain_storage_version(), 1);
+            for (id, job) in &jobs {
+                let raw = unhashed::get_raw(&Jobs::<Test>::hashed_key_for(id)).unwrap();
+                assert_eq!(raw, as_stored_by_v2(job), "job {id} is a v2 job");
+            }
+            // The pool's and the bids' steps (versions 2 and 3) touch no job.
+            StorageVersion::new(3).put::<Pallet<Test>>();
+            SpecPrecision::<Test>::on_runtime_upgrade();
+
+            assert_eq!(Pallet::<Test>::on_chain_storage_version(), 4);
             assert_eq!(Jobs::<Test>::count(), 3);
             for (id, job) in jobs {
                 assert_eq!(Jobs::<Test>::get(id), Some(job), "job {id} upgraded unchanged");
             }
-            // Run again (version 1 now): nothing to do, nothing touched.
+            // Run again (version 4 now): nothing to do, nothing touched.
             SpecV2::<Test>::on_runtime_upgrade();
+            SpecPrecision::<Test>::on_runtime_upgrade();
             assert_eq!(Jobs::<Test>::count(), 3);
         });
     }
 
     #[test]
-    fn bytes_that_are_not_a_v1_job_are_left_alone() {
+    fn v2_jobs_read_as_f32_jobs_after_the_upgrade() {
         new_test_ext().execute_with(|| {
-            assert_eq!(upgrade_job::<Test>(&[1, 2, 3]), None);
+            let jobs = stored_as(as_stored_by_v2, 3);
+            SpecPrecision::<Test>::on_runtime_upgrade();
+            assert_eq!(Pallet::<Test>::on_chain_storage_version(), 4);
+            for (id, job) in jobs {
+                assert_eq!(job.spec.precision, ergon_job_spec::Precision::F32);
+                assert_eq!(Jobs::<Test>::get(id), Some(job), "job {id} upgraded unchanged");
+            }
+        });
+    }
+
+    /// No step takes bytes that are not a job of the version before — garbage, or a job already
+    /// upgraded, which a step run twice would otherwise shift by a byte.
+    #[test]
+    fn bytes_that_are_not_a_job_of_the_version_before_are_left_alone() {
+        new_test_ext().execute_with(|| {
+            assert_eq!(FromV1::upgrade::<Test>(&[1, 2, 3]), None);
+            assert_eq!(FromV2::upgrade::<Test>(&[1, 2, 3]), None);
+            let jobs = stored_as(as_stored_by_v2, 3);
+            for (_, job) in jobs {
+                assert_eq!(FromV2::upgrade::<Test>(&job.encode()), None, "a v3 job is not v2");
+                let v2 = as_stored_by_v2(&job);
+                assert_eq!(FromV1::upgrade::<Test>(&v2), None, "a v2 job is not v1");
+                assert!(FromV1::is_done::<Test>(&v2) && FromV2::is_done::<Test>(&job.encode()));
+            }
         });
     }
 

@@ -733,10 +733,11 @@ impl JobSpec {
     /// CPU and is replayed there (the worker), and the chain takes its bundle only from the CPU
     /// class (`ergon_protocol::device`). The one home of the rule.
     ///
-    /// Nor a [`Precision::Bf16Mixed`] job's: another summation order moves a sum across a bf16
-    /// rounding boundary, an error of 2⁻⁹ where f32's is 2⁻²⁴, and no GPU ↔ CPU calibration has
-    /// measured what that grows to over a segment. Until one does, such a job replays within its own
-    /// class, where the kernels are the same and replay is exact.
+    /// Nor, for now, a [`Precision::Bf16Mixed`] job's: another summation order moves a sum across a
+    /// bf16 rounding boundary, an error of 2⁻⁹ where f32's is 2⁻²⁴, and no GPU ↔ CPU calibration
+    /// has measured what that grows to over a segment (between two CPU kernels:
+    /// docs/pot-calibration.md, *bf16*). Until one does, such a job trains on the CPU too, where
+    /// every verifier replays it exactly.
     pub fn replays_across_devices(&self) -> bool {
         self.precision == Precision::F32
             && !self

@@ -539,7 +539,7 @@ fn v1_specs_upgrade_in_scale_and_read_in_json() {
     };
     let stored = v1.encode();
     assert!(JobSpec::decode(&mut &stored[..]).is_err(), "v2 does not read v1 bytes");
-    assert_eq!(v1::JobSpec::decode(&mut &stored[..]).unwrap().upgrade(), v2);
+    assert_eq!(v1::JobSpec::decode(&mut &stored[..]).unwrap().upgrade().upgrade(), v2);
 
     let mut json: serde_json::Value = serde_json::to_value(&v2).unwrap();
     let fields = json.as_object_mut().unwrap();

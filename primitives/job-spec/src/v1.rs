@@ -29,9 +29,10 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
-    /// The same job in v2: seeded weights, a constant learning rate and f32, as v1 trained.
-    pub fn upgrade(self) -> crate::JobSpec {
-        crate::JobSpec {
+    /// The same job in v2: seeded weights and a constant learning rate, as v1 trained (one step of
+    /// the chain of upgrades: [`crate::v2::JobSpec::upgrade`] takes it on).
+    pub fn upgrade(self) -> crate::v2::JobSpec {
+        crate::v2::JobSpec {
             model: self.model,
             init: InitialWeights::Seed,
             train: self.train,
@@ -43,7 +44,6 @@ impl JobSpec {
             epochs: self.epochs,
             batch_size: self.batch_size,
             checkpoint_interval: self.checkpoint_interval,
-            precision: crate::Precision::F32,
         }
     }
 }
