@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Calibrates the verifier's replay tolerances ε (relative error) and τ (cosine) on honest runs:
-# an example (MODEL, default fashion-mnist-mlp; also fashion-mnist-cnn, char-transformer) trained with
+# an example (MODEL, default fashion-mnist-mlp; also fashion-mnist-cnn, char-transformer, gpt2-tiny,
+# gpt2-tiny-bf16, llama-tiny — or any spec file, SPEC=path) trained with
 # SEEDS seeds (default 10) on 1 and on 2 threads, each bundle verified on the *other* thread count with
 # ten segments replayed. Prints one line per run
 # and the extremes; docs/pot-calibration.md records a run of it. Needs Debian's dataset-fashion-mnist
@@ -19,7 +20,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
 cargo build --release --locked -p ergon-worker
 worker="$CARGO_TARGET_DIR/release/ergon-worker"
 verifier="${VERIFIER:-$worker}"
-spec=worker/examples/${MODEL:-fashion-mnist-mlp}.json
+spec=${SPEC:-worker/examples/${MODEL:-fashion-mnist-mlp}.json}
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 all_segments="$(seq -s, 0 9)"

@@ -188,7 +188,14 @@ fn wrong_content_root_and_missing_files_are_clear_errors() {
 #[test]
 fn example_specs_are_valid() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    for name in ["fashion-mnist-mlp.json", "fashion-mnist-cnn.json", "char-transformer.json"] {
+    for name in [
+        "fashion-mnist-mlp.json",
+        "fashion-mnist-cnn.json",
+        "char-transformer.json",
+        "gpt2-tiny.json",
+        "gpt2-tiny-bf16.json",
+        "llama-tiny.json",
+    ] {
         ergon_engine::load_spec(&examples.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }

@@ -56,8 +56,9 @@ pub fn run(args: Args) -> Outcome {
     let summary = spec.validate()?;
     if !device.is_cpu() && !ergon_engine::device::replays_across_devices(&spec) {
         eprintln!(
-            "warning: a convolutional job trains on the CPU; verifiers fail this bundle's device \
-             check (its replay on a CPU is off by more than ε): train without --cuda to submit it"
+            "warning: a convolutional or bf16-mixed job trains on the CPU; verifiers fail this \
+             bundle's device check (its replay on a CPU is off by more than ε, or not yet \
+             measured): train without --cuda to submit it"
         );
     }
     eprintln!(
