@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Training throughput of ergon-worker on small GPT-2 and Llama configs against PyTorch with
 # `transformers` (a benchmark, not a test): the same model (config, tied or untied head, grouped-query
-# attention), random token shards, batch size, AdamW hyper-parameters and thread count, f32 on the
-# CPU, measured in this run and printed as tokens/s and a ratio.
+# attention), random token shards, batch size, AdamW hyper-parameters and thread count on the CPU,
+# measured in this run and printed as tokens/s and a ratio — in f32, and in bf16 mixed precision
+# against PyTorch under `torch.autocast("cpu", dtype=torch.bfloat16)` (PRECISIONS="f32 bf16", the
+# default; either alone).
 #
 # Sizes: SIZE=tiny (width 64, 2 blocks, 64 tokens, vocab 4 096; the default) or SIZE=small (width
 # 256, 4 blocks, 128 tokens, GPT-2's vocabulary 50 257). PyTorch and transformers come from the venv
@@ -55,17 +57,20 @@ llama = [{"type": "Embedding", "vocab_size": vocab, "dim": dim}]
 llama += [{"type": "LlamaBlock", "dim": dim, "heads": heads, "kv_heads": kv, "hidden": 8 * dim // 3 // 8 * 8, "rope_theta": 10000}] * blocks
 llama += [{"type": "RMSNorm", "dim": dim}, {"type": "Linear", "in_features": dim, "out_features": vocab, "bias": False}]
 for name, layers in (("gpt2", gpt2), ("llama", llama)):
-    json.dump({"model": {"layers": layers}, **common}, open(f"{work}/{name}.json", "w"))
+    json.dump({"model": {"layers": layers}, **common}, open(f"{work}/{name}-f32.json", "w"))
+    json.dump({"model": {"layers": layers}, **common, "precision": "Bf16Mixed"},
+              open(f"{work}/{name}-bf16.json", "w"))
 PY
 
-printf '\n%-8s %-6s %14s %14s %8s\n' model size "ergon (tok/s)" "torch (tok/s)" ratio
+printf '\n%-8s %-6s %-9s %14s %14s %8s\n' model size precision "ergon (tok/s)" "torch (tok/s)" ratio
 for model in gpt2 llama; do
-    spec="$work/$model.json"
-    out="$("$worker" train --spec "$spec" --out "$work/$model-bundle" --threads "$threads" --quiet 2>/dev/null)"
-    samples_s=$(sed -n 's/^throughput \([0-9]*\) samples.*/\1/p' <<<"$out")
-    ergon=$((samples_s * seq))
-    torch=$("$python" scripts/lib/torch_llm.py "$spec" "$threads" | sed -n 's/^throughput \([0-9]*\) tokens.*/\1/p')
-    ratio=$(python3 -c "print(f'{$ergon / $torch:.2f}x')")
-    printf '%-8s %-6s %14s %14s %8s\n' "$model" "$size" "$ergon" "$torch" "$ratio"
+    for precision in ${PRECISIONS:-f32 bf16}; do
+        spec="$work/$model-$precision.json"
+        out="$("$worker" train --spec "$spec" --out "$work/$model-$precision-bundle" --threads "$threads" --json)"
+        ergon=$(python3 -c 'import json, sys; print(int(json.loads(sys.argv[1])["samples_per_second"] * int(sys.argv[2])))' "$out" "$seq")
+        torch=$("$python" scripts/lib/torch_llm.py "$spec" "$threads" | python3 -c 'import json, sys; print(json.load(sys.stdin)["tokens_per_second"])')
+        ratio=$(python3 -c "print(f'{$ergon / $torch:.2f}x')")
+        printf '%-8s %-6s %-9s %14s %14s %8s\n' "$model" "$size" "$precision" "$ergon" "$torch" "$ratio"
+    done
 done
-echo "(threads: $threads; f32 on the CPU; ergon includes writing its checkpoints, every 8 steps)"
+echo "(threads: $threads; on the CPU; ergon includes writing its checkpoints, every 8 steps)"

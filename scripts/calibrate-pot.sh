@@ -12,13 +12,18 @@
 # (on a CPU with AVX-512):
 #   CARGO_TARGET_DIR=/tmp/avx512 cargo build --release -p ergon-worker --features avx512
 #   VERIFIER=/tmp/avx512/release/ergon-worker scripts/calibrate-pot.sh
+# WORKER=<path> trains with that binary instead of building the default one.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ergon-target}"
-cargo build --release --locked -p ergon-worker
-worker="$CARGO_TARGET_DIR/release/ergon-worker"
+if [ -n "${WORKER:-}" ]; then
+    worker="$WORKER" # a build made beforehand (another feature set, say): trains
+else
+    cargo build --release --locked -p ergon-worker
+    worker="$CARGO_TARGET_DIR/release/ergon-worker"
+fi
 verifier="${VERIFIER:-$worker}"
 spec=${SPEC:-worker/examples/${MODEL:-fashion-mnist-mlp}.json}
 work="$(mktemp -d)"

@@ -1,6 +1,8 @@
 """PyTorch baseline for scripts/bench-llm.sh: trains the `transformers` model an Ergon GPT-2 or Llama
-spec describes (same config, token shards, batch size, AdamW hyper-parameters and thread count,
-f32 on the CPU) for the spec's epochs and prints its throughput in tokens per second.
+spec describes (same config, token shards, batch size, AdamW hyper-parameters and thread count on
+the CPU; f32, or for a `Bf16Mixed` spec under `torch.autocast("cpu", dtype=torch.bfloat16)` — f32
+master weights and optimizer, bf16 matrix products) for the spec's epochs and prints its throughput
+as one JSON line (`tokens_per_second`, `tokens`, `seconds`, `final_loss`).
 
 Usage: torch_llm.py SPEC.json THREADS
 """
@@ -50,21 +52,24 @@ def main(spec_path, threads):
     opt = torch.optim.AdamW(model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
                             eps=o["eps"], weight_decay=o["weight_decay"])
     batch = spec["batch_size"]
+    bf16 = spec.get("precision", "F32") == "Bf16Mixed"
     g = torch.Generator().manual_seed(0)
     start, tokens = time.perf_counter(), 0
     for _ in range(spec["epochs"]):
         order = torch.randperm(len(data), generator=g)
         for lo in range(0, len(data), batch):
             x = data[order[lo:lo + batch]]
-            out = model(x[:, :-1], labels=None)
-            loss = torch.nn.functional.cross_entropy(
-                out.logits.reshape(-1, out.logits.shape[-1]), x[:, 1:].reshape(-1))
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                out = model(x[:, :-1], labels=None)
+                loss = torch.nn.functional.cross_entropy(
+                    out.logits.float().reshape(-1, out.logits.shape[-1]), x[:, 1:].reshape(-1))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             tokens += x.shape[0] * seq
     secs = time.perf_counter() - start
-    print(f"throughput {int(tokens / secs)} tokens/s ({tokens} tokens in {secs:.2f} s, final loss {loss.item():.4f})")
+    print(json.dumps({"tokens_per_second": int(tokens / secs), "tokens": tokens, "seconds": secs,
+                      "final_loss": loss.item()}))
 
 
 if __name__ == "__main__":

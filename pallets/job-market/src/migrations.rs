@@ -322,7 +322,10 @@ mod tests {
     }
 
     /// Three jobs posted, then stored as `old` writes them, the pallet at `version`.
-    fn stored_as(old: fn(&JobOf<Test>) -> Vec<u8>, version: u16) -> Vec<(crate::JobId, JobOf<Test>)> {
+    fn stored_as(
+        old: fn(&JobOf<Test>) -> Vec<u8>,
+        version: u16,
+    ) -> Vec<(crate::JobId, JobOf<Test>)> {
         run_to_block(1);
         for _ in 0..3 {
             frame_support::assert_ok!(crate::Pallet::<Test>::post_job(

@@ -741,10 +741,10 @@ impl JobSpec {
     pub fn replays_across_devices(&self) -> bool {
         self.precision == Precision::F32
             && !self
-            .model
-            .layers
-            .iter()
-            .any(|l| matches!(l, Layer::Conv2d { .. } | Layer::MaxPool2d { .. }))
+                .model
+                .layers
+                .iter()
+                .any(|l| matches!(l, Layer::Conv2d { .. } | Layer::MaxPool2d { .. }))
     }
 
     /// Samples per micro-batch: `batch_size / gradients.micro_batches` (the spec's whole batch

@@ -5,9 +5,7 @@
 
 use codec::{Decode, Encode};
 
-use crate::{
-    Adapters, Dataset, Gradients, InitialWeights, Model, Optimizer, Precision, Schedule,
-};
+use crate::{Adapters, Dataset, Gradients, InitialWeights, Model, Optimizer, Precision, Schedule};
 
 /// A v2 training job: a current [`crate::JobSpec`] without `precision`.
 #[derive(Clone, PartialEq, Eq, Debug, Encode, Decode)]

@@ -707,7 +707,7 @@ pub fn correct(logits: &Tensor, targets: &Tensor) -> Result<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ergon_job_spec::{
         Bounded, BoundedString, DataFormat, Dataset, Hash32, JobSpec, Layer, Model as ModelSpec,

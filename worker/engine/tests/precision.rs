@@ -104,6 +104,10 @@ fn attack_a_bf16_job_trained_with_bf16_master_weights_fails_its_replays() {
     let failed: Vec<_> = report.checks.iter().filter(|c| !c.passed).map(|c| &c.name).collect();
     assert!(!failed.iter().any(|f| *f == "files"), "malformed forgery: {failed:?}");
     assert!(failed.iter().any(|f| f.starts_with("replay")), "{failed:?}");
+    // What the replay measured (docs/threat-model.md quotes it: `--nocapture`).
+    for c in report.checks.iter().filter(|c| c.name.starts_with("replay") && !c.passed) {
+        eprintln!("{}: {}", c.name, c.measured);
+    }
 }
 
 /// A bundle trained in f32 for a bf16 job (or the other way round) names the wrong precision: the

@@ -47,12 +47,16 @@ impl CustomOp1 for RoundBf16 {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let y = match s {
-            CpuStorage::F32(all) => CpuStorage::F32(round_all(contiguous(all, l, self.name())?, |v| {
-                half::bf16::from_f32(v).to_f32()
-            })),
-            CpuStorage::F64(all) => CpuStorage::F64(round_all(contiguous(all, l, self.name())?, |v| {
-                half::bf16::from_f64(v).to_f64()
-            })),
+            CpuStorage::F32(all) => {
+                CpuStorage::F32(round_all(contiguous(all, l, self.name())?, |v| {
+                    half::bf16::from_f32(v).to_f32()
+                }))
+            }
+            CpuStorage::F64(all) => {
+                CpuStorage::F64(round_all(contiguous(all, l, self.name())?, |v| {
+                    half::bf16::from_f64(v).to_f64()
+                }))
+            }
             other => bail!("{}: unsupported dtype {:?}", self.name(), other.dtype()),
         };
         Ok((y, l.shape().clone()))
@@ -73,8 +77,8 @@ mod tests {
         let one_ulp = 2f32.powi(-7); // bf16's spacing at 1
         let values = vec![
             1.0,
-            1.0 + one_ulp / 2.0,       // a tie: to 1 (even)
-            1.0 + 1.5 * one_ulp,       // a tie: to 1 + 2 ulp (even)
+            1.0 + one_ulp / 2.0,        // a tie: to 1 (even)
+            1.0 + 1.5 * one_ulp,        // a tie: to 1 + 2 ulp (even)
             1.0 + one_ulp / 2.0 + 1e-6, // past the tie: up
             -3.1415927,
             1e-40, // subnormal

@@ -330,9 +330,31 @@ fn matmul<T: Elem>(dst: &mut [T], a: Mat<T>, b: Mat<T>, accumulate: bool, one: T
     matmul_on(dst, a, b, accumulate, one, gemm::Parallelism::None)
 }
 
+/// Terms of the inner dimension one gemm call sums at most: a product with more adds its blocks
+/// one after the other (see [`inner_blocks`]).
+///
+/// Why: gemm blocks the inner dimension by a size it derives from the CPU's L1 cache (`kc`, at
+/// least 512: `gemm-common`'s `kernel_params`), so on CPUs with other caches a product of more
+/// than 512 terms per output would be summed in another order — honest replays 7·10⁻⁵ apart in
+/// f32 and 2·10⁻² in bf16 (docs/pot-calibration.md, *Another summation order*). Given at most 512
+/// terms, gemm sums them in one block on every CPU.
+const INNER_BLOCK: usize = 512;
+
+/// The blocks `[start, end)` a product's inner dimension of `k` terms is summed in, in order: as
+/// few as hold at most [`INNER_BLOCK`] terms each, of equal size but the last (`⌈k / ⌈k /
+/// 512⌉⌉` terms) — the split gemm itself makes with a `kc` of 512, so that CPUs where it already
+/// did sum as before. The `other-order` calibration build halves each block instead: another
+/// order, to measure what one costs.
+fn inner_blocks(k: usize) -> impl Iterator<Item = (usize, usize)> {
+    let blocks = k.div_ceil(INNER_BLOCK).max(1);
+    let size = k.div_ceil(blocks).max(1);
+    let size = if cfg!(feature = "other-order") && size >= 2 { size.div_ceil(2) } else { size };
+    (0..k.div_ceil(size).max(1)).map(move |i| (i * size, ((i + 1) * size).min(k)))
+}
+
 /// [`matmul`] on `parallelism`. gemm's threads split the destination into blocks and never a dot
-/// product, whose terms it adds in an order set by the shapes (and the CPU's caches) alone: the
-/// result is the same bits on any number of threads.
+/// product, whose terms it adds in an order set by the shapes alone ([`inner_blocks`]): the result
+/// is the same bits on any number of threads and any x86-64 CPU with AVX2.
 fn matmul_on<T: Elem>(
     dst: &mut [T],
     a: Mat<T>,
@@ -344,29 +366,33 @@ fn matmul_on<T: Elem>(
     assert!(a.cols == b.rows && dst.len() == a.rows * b.cols);
     assert!(a.values.len() >= a.rows * a.cols && b.values.len() >= b.rows * b.cols);
     let ((a_rs, a_cs), (b_rs, b_cs)) = (a.strides(), b.strides());
-    // SAFETY: the asserts above bound every index gemm reads and writes by the slices' lengths.
-    unsafe {
-        gemm::gemm(
-            a.rows,
-            b.cols,
-            a.cols,
-            dst.as_mut_ptr(),
-            1,
-            b.cols as isize,
-            accumulate,
-            a.values.as_ptr(),
-            a_cs,
-            a_rs,
-            b.values.as_ptr(),
-            b_cs,
-            b_rs,
-            one,
-            one,
-            false,
-            false,
-            false,
-            parallelism,
-        )
+    for (start, end) in inner_blocks(a.cols) {
+        // SAFETY: the asserts above bound every index gemm reads and writes by the slices'
+        // lengths; the offsets `start · a_cs` and `start · b_rs` move to column `start` of `a` and
+        // row `start` of `b`, and the block reads `end - start ≤ a.cols - start` more.
+        unsafe {
+            gemm::gemm(
+                a.rows,
+                b.cols,
+                end - start,
+                dst.as_mut_ptr(),
+                1,
+                b.cols as isize,
+                accumulate || start > 0,
+                a.values.as_ptr().offset(start as isize * a_cs),
+                a_cs,
+                a_rs,
+                b.values.as_ptr().offset(start as isize * b_rs),
+                b_cs,
+                b_rs,
+                one,
+                one,
+                false,
+                false,
+                false,
+                parallelism,
+            )
+        }
     }
 }
 
@@ -1007,6 +1033,20 @@ pub mod update;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn inner_blocks_are_gemms_split_at_512_whatever_the_cpu() {
+        let blocks = |k| inner_blocks(k).collect::<Vec<_>>();
+        if cfg!(feature = "other-order") {
+            return;
+        }
+        assert_eq!(blocks(1), [(0, 1)]);
+        assert_eq!(blocks(512), [(0, 512)]);
+        assert_eq!(blocks(784), [(0, 392), (392, 784)]);
+        assert_eq!(blocks(1000), [(0, 500), (500, 1000)]);
+        assert_eq!(blocks(3072), (0..6).map(|i| (512 * i, 512 * (i + 1))).collect::<Vec<_>>());
+        assert_eq!(blocks(1025), [(0, 342), (342, 684), (684, 1025)]);
+    }
+
     use candle_core::{DType, Device, Var};
 
     use super::*;
