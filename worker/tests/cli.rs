@@ -159,3 +159,80 @@ fn check_data_reports_each_committed_set() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("validation data") && stderr.contains("content root"), "{stderr}");
 }
+
+/// `hf-spec`: a model directory (here `export --hf` of the tiny GPT-2 example) and token shards of
+/// its vocabulary give a spec `check` accepts, fine-tuning from the file by its root; shards of
+/// another vocabulary are refused, named, exit status 1.
+#[test]
+fn hf_spec_writes_a_fine_tune_spec_of_a_model_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let bundle = root.join("bundle");
+    assert!(train(&example("gpt2-tiny.json"), &bundle).status.success());
+    let model = root.join("model");
+    let run = |args: &[&str]| Command::new(BIN).args(args).output().unwrap();
+    let export = run(&[
+        "export",
+        "--spec",
+        &example("gpt2-tiny.json"),
+        "--hf",
+        model.to_str().unwrap(),
+        bundle.to_str().unwrap(),
+    ]);
+    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+
+    // Token shards of the example's byte vocabulary (256), as `tokenize` would describe them.
+    let block = |name: &str, windows: usize, vocab: u32| {
+        let path = root.join(format!("{name}.bin"));
+        let ids: Vec<u8> =
+            (0..windows * 64 + 1).flat_map(|i| ((i * 7 % 256) as u16).to_le_bytes()).collect();
+        std::fs::write(&path, ids).unwrap();
+        let content_root = run(&["content-root", path.to_str().unwrap()]);
+        let content_root = String::from_utf8_lossy(&content_root.stdout).trim().to_string();
+        let json = root.join(format!("{name}-{vocab}.json"));
+        let block = serde_json::json!({
+            "format": {"type": "Tokens", "width": "U16", "vocab_size": vocab, "seq_len": 64},
+            "files": [path], "content_root": content_root, "samples": windows,
+        });
+        std::fs::write(&json, block.to_string()).unwrap();
+        json.display().to_string()
+    };
+    let (train_set, valid_set) = (block("train", 64, 256), block("valid", 16, 256));
+    let spec = root.join("spec.json");
+    let out = run(&[
+        "hf-spec",
+        "--model",
+        model.to_str().unwrap(),
+        "--train",
+        &train_set,
+        "--validation",
+        &valid_set,
+        "--precision",
+        "bf16-mixed",
+        "--warmup-steps",
+        "2",
+        "--out",
+        spec.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let check = run(&["check", "--spec", spec.to_str().unwrap(), "--data", "--json"]);
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&spec).unwrap()).unwrap();
+    assert_eq!(written["precision"], "Bf16Mixed");
+    assert_eq!(written["init"]["naming"], "HfGpt2", "{written}");
+
+    let other = block("valid", 16, 300);
+    let out = run(&[
+        "hf-spec",
+        "--model",
+        model.to_str().unwrap(),
+        "--train",
+        &train_set,
+        "--validation",
+        &other,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("error: ") && stderr.contains("vocabulary"), "{stderr}");
+}

@@ -25,11 +25,15 @@ use ergon_engine::{
     train::{self, Outcome, TrainOptions},
     trajectory,
     verify::{self, VerifyOptions},
-    weights,
+    weights::{
+        self,
+        fine_tune::{fine_tune_spec, Recipe},
+    },
 };
 use ergon_job_spec::{
     Adapters, Bounded, BoundedString, DataFormat, Dataset, Hash32, InitialWeights, JobSpec, Layer,
-    Model as ModelSpec, Optimizer as OptimizerSpec, Ppb, Schedule, TokenWidth, WeightNaming,
+    Model as ModelSpec, Optimizer as OptimizerSpec, Ppb, Precision, Schedule, TokenWidth,
+    WeightNaming,
 };
 
 const SEED: [u8; 32] = [5; 32];
@@ -258,6 +262,17 @@ fn transformers_round_trip(
     let theirs = read_f32(&root.join("logits.f32"));
 
     let spec = spec_of(root, from_file(&root.join("hf/model.safetensors"), naming));
+    // `hf-spec` reads transformers' own config.json (with every default it writes) as the same
+    // model and weights.
+    let (written, _) = fine_tune_spec(
+        &root.join("hf"),
+        spec.train.clone(),
+        spec.validation.clone(),
+        &recipe(Precision::F32),
+    )
+    .unwrap();
+    assert_eq!(written.model, spec.model, "{arch}: the config reads as the test's model");
+    assert_eq!(weights_of(&written), weights_of(&spec));
     let loaded = weights::load(&spec).unwrap().expect("a weights file");
     let model = Model::initial(&spec, &SEED, Some(&loaded), &Device::Cpu, DType::F32).unwrap();
     let error = max_abs_diff(&logits(&model, &ids), &theirs);
@@ -281,6 +296,79 @@ fn transformers_round_trip(
     let error = max_abs_diff(&ours, &read_f32(&back));
     eprintln!("{arch}: Ergon (trained) → transformers: max |Δ logit| = {error:e}");
     assert!(error < 1e-4, "transformers' logits of the export differ from Ergon's by {error}");
+}
+
+/// The fine-tuning recipe of these tests: 2 epochs of 8-sample steps, default checkpoints.
+fn recipe(precision: Precision) -> Recipe {
+    Recipe {
+        weights_url: None,
+        epochs: 2,
+        batch_size: 8,
+        micro_batches: 2,
+        lr: 1e-3,
+        warmup_steps: Some(2),
+        lora_rank: None,
+        precision,
+        checkpoint_interval: None,
+    }
+}
+
+/// A spec's weights file by content root and naming.
+fn weights_of(spec: &JobSpec) -> Option<(Hash32, WeightNaming)> {
+    match &spec.init {
+        InitialWeights::Safetensors { content_root, naming, .. } => Some((*content_root, *naming)),
+        InitialWeights::Seed => None,
+    }
+}
+
+/// `hf-spec`'s spec of a model directory (here Ergon's export of a GPT-2): the config's model, the
+/// file by its root, token shards of the model's vocabulary; it trains in bf16 from the file and
+/// verifies. A tokenizer of another vocabulary, windows past the position table and a file missing
+/// a tensor are refused by name before any spec is written.
+#[test]
+fn a_fine_tune_spec_of_a_model_directory_trains_verifies_and_refuses_what_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let model_dir = hf_file(root, [7; 32]).parent().unwrap().to_path_buf();
+    let (train_set, valid_set) = (shards(root, "train", 2, 20), shards(root, "valid", 1, 8));
+    let write = |r: &Recipe, valid: Dataset| {
+        fine_tune_spec(&model_dir, train_set.clone(), valid, r).map(|(spec, _)| spec)
+    };
+    let spec = write(&recipe(Precision::Bf16Mixed), valid_set.clone()).unwrap();
+    let hand =
+        gpt2_spec(root, from_file(&model_dir.join("model.safetensors"), WeightNaming::HfGpt2));
+    assert_eq!((&spec.model, weights_of(&spec)), (&hand.model, weights_of(&hand)));
+    assert_eq!(spec.precision, Precision::Bf16Mixed);
+    assert_eq!(spec.checkpoint_interval, 1, "10 steps: a checkpoint each");
+    let out = root.join("bundle");
+    train(&spec, &out);
+    let report = verify_all(&spec, &out);
+    assert!(report.passed, "{:#?}", report.checks);
+    assert!(check(&report, "init").passed);
+
+    let error = |r: Result<JobSpec, ergon_engine::Error>| r.unwrap_err().to_string();
+    let mut other_vocab = valid_set.clone();
+    other_vocab.format =
+        DataFormat::Tokens { width: TokenWidth::U16, vocab_size: VOCAB + 1, seq_len: SEQ };
+    let e = error(write(&recipe(Precision::F32), other_vocab));
+    assert!(e.contains("vocabulary"), "{e}");
+    let mut too_long = valid_set.clone();
+    too_long.format = DataFormat::Tokens { width: TokenWidth::U16, vocab_size: VOCAB, seq_len: 32 };
+    let e = error(write(&recipe(Precision::F32), too_long));
+    assert!(e.contains("positions"), "{e}");
+    // The same file without its last block's MLP output projection.
+    let file = model_dir.join("model.safetensors");
+    let bytes = std::fs::read(&file).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let kept: Vec<_> = st
+        .tensors()
+        .into_iter()
+        .filter(|(name, _)| !name.ends_with("h.1.mlp.c_proj.weight"))
+        .collect();
+    assert_eq!(kept.len() + 1, st.len());
+    std::fs::write(&file, safetensors::serialize(kept, None).unwrap()).unwrap();
+    let e = error(write(&recipe(Precision::F32), valid_set));
+    assert!(e.contains("h.1.mlp.c_proj.weight"), "{e}");
 }
 
 #[test]

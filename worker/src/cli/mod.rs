@@ -7,6 +7,7 @@ mod daemon;
 mod drill;
 mod export;
 mod fetch_model;
+mod hf_spec;
 mod inspect;
 mod serve;
 mod status;
@@ -55,6 +56,10 @@ enum Command {
     Export(export::Args),
     /// Validate a job spec and print its parameter count and FLOPs.
     Check(check::Args),
+    /// Write the job spec of a fine-tune of a Hugging Face GPT-2 or Llama directory
+    /// (`config.json`, `model.safetensors`) on token shards `tokenize` wrote: the model from the
+    /// config, the weights by content root, every tensor checked.
+    HfSpec(hf_spec::Args),
     /// Encode text or JSONL files with a Hugging Face tokenizer.json into token shards and print
     /// the spec's dataset block for them (files, content root, samples).
     Tokenize(tokenize::Args),
@@ -79,6 +84,7 @@ pub fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Tokenize(args) => tokenize::run(args),
         Command::Check(args) => check::run(args),
+        Command::HfSpec(args) => hf_spec::run(args),
         Command::ContentRoot(args) => content_root::run(args),
         Command::Drill(args) => drill::run(args),
         Command::Serve(args) => serve::run(args),

@@ -80,7 +80,7 @@ mod tests {
             1.0 + one_ulp / 2.0,        // a tie: to 1 (even)
             1.0 + 1.5 * one_ulp,        // a tie: to 1 + 2 ulp (even)
             1.0 + one_ulp / 2.0 + 1e-6, // past the tie: up
-            -3.1415927,
+            -std::f32::consts::PI,
             1e-40, // subnormal
             f32::MAX,
             f32::INFINITY,

@@ -7,6 +7,7 @@
 //! The other way, [`export_hf`] writes a model in Hugging Face's layout (`config.json`,
 //! `model.safetensors`) for `transformers` to load without Ergon.
 
+pub mod fine_tune;
 pub mod hf_config;
 pub mod hf_gpt2;
 pub mod hf_llama;
