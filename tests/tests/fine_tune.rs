@@ -1,12 +1,12 @@
 //! GPT-2 fine-tunes through the chain, on a live dev chain with daemons: the whole path of issue 36
 //! on a tiny config. A base model is trained and exported in Hugging Face's layout with the worker's
-//! own commands (`train`, `export --hf`); Alice posts two jobs on it — a full fine-tune (`init` names
-//! the file in GPT-2 naming by its content root) and a LoRA one (rank-4 adapters over the frozen
-//! base: checkpoints of adapters only) — on pre-tokenized shards over several files, with a
-//! warmup-cosine schedule; Bob's daemon trains them from those weights, Charlie's and Dave's replay
-//! them (their `init` check compares C0 with the file; LoRA replays run over the committed base);
-//! both complete; Alice fetches each model with the user CLI and exports it back to Hugging Face's
-//! layout (LoRA merged into the base).
+//! own commands (`train`, `export --hf`); Alice writes a fine-tune of it with `hf-spec` (`init` names
+//! the file in GPT-2 naming by its content root) and posts it, and a LoRA one (rank-4 adapters over
+//! the frozen base: checkpoints of adapters only) in bf16 mixed precision — on pre-tokenized shards
+//! over several files, with a warmup-cosine schedule; Bob's daemon trains them from those weights,
+//! Charlie's and Dave's replay them (their `init` check compares C0 with the file; LoRA replays run
+//! over the committed base, in bf16); both complete; Alice fetches each model with the user CLI and
+//! exports it back to Hugging Face's layout (LoRA merged into the base).
 
 use std::{path::Path, process::Command, time::Duration};
 
@@ -103,19 +103,37 @@ fn a_gpt2_fine_tune_from_hugging_face_weights_settles_and_exports() {
         &path(&base_hf),
         &path(&d.join("base")),
     ]);
-    let weights = base_hf.join("model.safetensors");
-    let init = json!({
-        "type": "Safetensors",
-        "file": path(&weights),
-        "content_root": worker(&["content-root", &path(&weights)]),
-        "naming": "HfGpt2",
-    });
-
-    // The jobs: 36 samples in batches of 4, 4 epochs = 36 steps, a checkpoint after each.
-    let full = gpt2(init.clone(), &train, &validation, 4);
+    // The jobs: 36 samples in batches of 4, 4 epochs = 36 steps, a checkpoint after each (the
+    // interval `hf-spec` picks for fewer than 64 steps).
+    let (train_block, valid_block) = (d.join("train.json"), d.join("valid.json"));
+    std::fs::write(&train_block, train.to_string()).unwrap();
+    std::fs::write(&valid_block, validation.to_string()).unwrap();
+    let full_path = d.join("hf-spec.json");
+    worker(&[
+        "hf-spec",
+        "--model",
+        &path(&base_hf),
+        "--train",
+        &path(&train_block),
+        "--validation",
+        &path(&valid_block),
+        "--epochs",
+        "4",
+        "--batch-size",
+        "4",
+        "--lr",
+        "0.003",
+        "--warmup-steps",
+        "4",
+        "--out",
+        &path(&full_path),
+    ]);
+    let full: Value = serde_json::from_slice(&std::fs::read(&full_path).unwrap()).unwrap();
+    assert_eq!(full["checkpoint_interval"], 1, "{full}");
     let mut lora = full.clone();
     lora["adapters"] =
         json!({ "type": "Lora", "rank": 4, "alpha": 8, "attention": true, "mlp": true });
+    lora["precision"] = json!("Bf16Mixed");
     let node = Node::start("dev", Ports::free(), &["--dev".into(), "--tmp".into()], d);
     node.wait_finalized(1, Duration::from_secs(180));
     let [bob, charlie, dave] = market_daemons(&node, d, &[]);
@@ -141,6 +159,12 @@ fn a_gpt2_fine_tune_from_hugging_face_weights_settles_and_exports() {
         check(
             done["spec"]["init"]["naming"] == "HfGpt2",
             &format!("the chain keeps the base: {done}"),
+            &daemons,
+        );
+        let precision = if name == "lora" { "Bf16Mixed" } else { "F32" };
+        check(
+            done["spec"]["precision"] == precision,
+            &format!("the chain keeps the precision: {done}"),
             &daemons,
         );
 
