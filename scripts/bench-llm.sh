@@ -66,7 +66,7 @@ printf '\n%-8s %-6s %-9s %14s %14s %8s\n' model size precision "ergon (tok/s)" "
 for model in gpt2 llama; do
     for precision in ${PRECISIONS:-f32 bf16}; do
         spec="$work/$model-$precision.json"
-        out="$("$worker" train --spec "$spec" --out "$work/$model-$precision-bundle" --threads "$threads" --json)"
+        out="$("$worker" train --spec "$spec" --out "$work/$model-$precision-bundle" --threads "$threads" --json 2>"$work/$model-$precision.log")"
         ergon=$(python3 -c 'import json, sys; print(int(json.loads(sys.argv[1])["samples_per_second"] * int(sys.argv[2])))' "$out" "$seq")
         torch=$("$python" scripts/lib/torch_llm.py "$spec" "$threads" | python3 -c 'import json, sys; print(json.load(sys.stdin)["tokens_per_second"])')
         ratio=$(python3 -c "print(f'{$ergon / $torch:.2f}x')")
