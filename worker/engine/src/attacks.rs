@@ -46,8 +46,12 @@ pub enum Attack {
     SubstitutedData,
     /// Another trainer's honest bundle (another seed) submitted as is.
     ReplayedBundle,
-    /// Trained with weights rounded to bfloat16 after every step (cheaper arithmetic).
+    /// Trained with weights rounded to bfloat16 after every step (cheaper arithmetic; in a bf16
+    /// job: no f32 master copy).
     ReducedPrecision,
+    /// Trained with every matrix product in FP8 (E4M3 operands and outputs, scaled per tensor, as
+    /// an H100's FP8 tensor cores run at twice their bf16 rate), gradients in bf16.
+    Fp8Products,
     /// Trained with twice the prescribed learning rate.
     WrongLearningRate,
     /// Every segment starts from a reset optimizer (momentum thrown away at each checkpoint, e.g.
@@ -102,6 +106,7 @@ impl Attack {
             Attack::SubstitutedData,
             Attack::ReplayedBundle,
             Attack::ReducedPrecision,
+            Attack::Fp8Products,
             Attack::WrongLearningRate,
             Attack::ResetOptimizerState,
             Attack::PoisonedCheckpoint,
@@ -645,6 +650,13 @@ pub fn forge(
                 train_chain(spec, spec, seed, &model, out, summary.total_steps, round)?;
             relabel(spec, seed, &model, &opt, out, entries, losses)?;
         }
+        Attack::Fp8Products => {
+            let mut model = model;
+            model.forge_fp8_products();
+            let (entries, losses, opt) =
+                train_chain(spec, spec, seed, &model, out, summary.total_steps, none)?;
+            relabel(spec, seed, &model, &opt, out, entries, losses)?;
+        }
         Attack::WrongLearningRate => {
             let mut wrong = spec.clone();
             wrong.optimizer = match spec.optimizer.clone() {
@@ -707,4 +719,83 @@ fn substitute_labels(spec: &JobSpec, out: &Path, variant: u64) -> Result<JobSpec
         })?;
     substituted.train.content_root = Hash32(data::content_root([rotated.as_bytes()]));
     Ok(substituted)
+}
+
+/// The largest finite FP8 E4M3 value.
+const E4M3_MAX: f32 = 448.0;
+
+/// `v` rounded to the nearest FP8 E4M3 value (3 mantissa bits, exponents down to 2⁻⁶, subnormals
+/// in steps of 2⁻⁹; ties to even), saturated at ±448.
+fn e4m3(v: f32) -> f32 {
+    if !v.is_finite() {
+        return v;
+    }
+    let a = v.abs().min(E4M3_MAX);
+    let rounded = if a < 2f32.powi(-6) {
+        (a * 512.0).round_ties_even() / 512.0
+    } else {
+        // Keep 3 of f32's 23 mantissa bits, rounding the 20 dropped ones to nearest even.
+        let bits = a.to_bits();
+        let half = 0x7_FFFF + ((bits >> 20) & 1);
+        f32::from_bits((bits + half) & !0xF_FFFF).min(E4M3_MAX)
+    };
+    rounded.copysign(v)
+}
+
+/// FP8 rounding of a whole tensor, scaled so that its largest magnitude maps to 448 (per-tensor
+/// scaling, as FP8 training recipes do); its gradient is the incoming one in bf16.
+pub(crate) fn round_fp8(x: &Tensor) -> Result<Tensor> {
+    Ok(x.contiguous()?.apply_op1(RoundFp8)?)
+}
+
+struct RoundFp8;
+
+impl candle_core::CustomOp1 for RoundFp8 {
+    fn name(&self) -> &'static str {
+        "forger-round-fp8"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s: &candle_core::CpuStorage,
+        l: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        let candle_core::CpuStorage::F32(all) = s else {
+            candle_core::bail!("{}: f32 only", self.name());
+        };
+        let Some((start, end)) = l.contiguous_offsets() else {
+            candle_core::bail!("{}: the input must be contiguous", self.name());
+        };
+        let x = &all[start..end];
+        let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale = if amax > 0.0 && amax.is_finite() { amax / E4M3_MAX } else { 1.0 };
+        let y = x.iter().map(|v| e4m3(v / scale) * scale).collect();
+        Ok((candle_core::CpuStorage::F32(y), l.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        _arg: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<Option<Tensor>> {
+        Ok(Some(crate::ops::round_bf16(grad)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::e4m3;
+
+    #[test]
+    fn e4m3_rounds_to_three_mantissa_bits_and_saturates() {
+        assert_eq!(e4m3(1.0), 1.0);
+        assert_eq!(e4m3(1.0625), 1.0, "a tie: to even (1.0)");
+        assert_eq!(e4m3(1.1875), 1.25, "a tie: to even (1.25)");
+        assert_eq!(e4m3(1.07), 1.125);
+        assert_eq!(e4m3(-3.3), -3.25);
+        assert_eq!(e4m3(1000.0), 448.0);
+        assert_eq!(e4m3(2f32.powi(-9)), 2f32.powi(-9), "the smallest subnormal");
+        assert_eq!(e4m3(2f32.powi(-11)), 0.0);
+    }
 }

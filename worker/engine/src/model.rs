@@ -136,6 +136,9 @@ pub struct Model {
     blocks: Vec<Block>,
     /// The job's arithmetic.
     precision: Precision,
+    /// A forger's cheaper arithmetic instead ([`Model::forge_fp8_products`]).
+    #[cfg(feature = "attacks")]
+    fp8_products: bool,
 }
 
 struct Builder<'a> {
@@ -325,6 +328,8 @@ impl Model {
             adapters: b.adapters,
             blocks,
             precision: spec.precision,
+            #[cfg(feature = "attacks")]
+            fp8_products: false,
         })
     }
 
@@ -471,10 +476,29 @@ impl Model {
     /// `x` as a matrix product of the job's precision sees it: itself in f32, rounded to bf16 in
     /// [`Precision::Bf16Mixed`] (operands, outputs, and the gradients crossing them).
     fn bf16(&self, x: &Tensor) -> Result<Tensor> {
+        #[cfg(feature = "attacks")]
+        if self.fp8_products {
+            return crate::attacks::round_fp8(x);
+        }
         Ok(match self.precision {
             Precision::F32 => x.clone(),
             Precision::Bf16Mixed => ops::round_bf16(x)?,
         })
+    }
+
+    /// Whether a forger changed the arithmetic (never outside the attack suite).
+    fn forged(&self) -> bool {
+        #[cfg(feature = "attacks")]
+        return self.fp8_products;
+        #[cfg(not(feature = "attacks"))]
+        false
+    }
+
+    /// The attack suite's cheaper arithmetic: every matrix product's operands and output in FP8
+    /// (E4M3, scaled per tensor) where the spec says bf16 or f32.
+    #[cfg(feature = "attacks")]
+    pub fn forge_fp8_products(&mut self) {
+        self.fp8_products = true;
     }
 
     /// `x·Wᵀ + b`, plus `(alpha/rank)·x·Aᵀ·Bᵀ` when the map has a LoRA adapter.
@@ -566,7 +590,7 @@ impl Model {
             // On the CPU a convolution, ReLU and max-pooling in a row are one op, and so are a ReLU
             // and max-pooling (same values and gradients as the ops one by one). Not in bf16, whose
             // convolution output is rounded before the pooling chooses among its values.
-            if x.device().is_cpu() && self.precision == Precision::F32 {
+            if x.device().is_cpu() && self.precision == Precision::F32 && !self.forged() {
                 match (block, rest) {
                     (
                         Block::Conv2d { w, b, stride, padding },

@@ -101,6 +101,11 @@ fn reduced_precision() {
 }
 
 #[test]
+fn fp8_products() {
+    assert_caught_by(Attack::Fp8Products, "replay");
+}
+
+#[test]
 fn wrong_learning_rate() {
     assert_caught_by(Attack::WrongLearningRate, "replay");
 }

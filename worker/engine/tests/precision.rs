@@ -110,6 +110,25 @@ fn attack_a_bf16_job_trained_with_bf16_master_weights_fails_its_replays() {
     }
 }
 
+/// Attack: a bf16 job trained with FP8 matrix products (E4M3, scaled per tensor: an H100's FP8
+/// tensor cores run at twice their bf16 rate), everything else honest. The replay catches it.
+#[cfg(feature = "attacks")]
+#[test]
+fn attack_a_bf16_job_trained_with_fp8_products_fails_its_replays() {
+    use ergon_engine::attacks::{forge, Attack};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = transformer(dir.path(), Precision::Bf16Mixed);
+    let out = dir.path().join("forged");
+    forge(Attack::Fp8Products, &spec, &SEED, &out, 1).expect("the forger writes a bundle");
+    let report = verify_on(&spec, &out, 2);
+    let failed: Vec<_> = report.checks.iter().filter(|c| !c.passed).map(|c| &c.name).collect();
+    assert!(!failed.iter().any(|f| *f == "files"), "malformed forgery: {failed:?}");
+    assert!(failed.iter().any(|f| f.starts_with("replay")), "{failed:?}");
+    for c in report.checks.iter().filter(|c| c.name.starts_with("replay") && !c.passed) {
+        eprintln!("{}: {}", c.name, c.measured);
+    }
+}
+
 /// A bundle trained in f32 for a bf16 job (or the other way round) names the wrong precision: the
 /// manifest check refuses it before any replay.
 #[test]
