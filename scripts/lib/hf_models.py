@@ -2,8 +2,9 @@
 
     hf_models.py make gpt2|llama OUT
                               a random model built by transformers from a config (no download):
-                              OUT/hf/{config.json,model.safetensors}, OUT/ids.json (token ids)
-                              and OUT/logits.f32 (its logits on them, little-endian f32)
+                              OUT/hf/{config.json,model.safetensors}, OUT/ids.json (token ids),
+                              OUT/logits.f32 (its logits on them, little-endian f32) and
+                              OUT/logits-bf16.f32 (the same under torch.autocast in bf16)
     hf_models.py logits MODEL IDS OUT
                               loads MODEL (a directory, e.g. Ergon's export) with
                               AutoModelForCausalLM and writes its logits on IDS (JSON) to OUT
@@ -47,9 +48,9 @@ LLAMA = dict(
 )
 
 
-def logits(model, ids):
+def logits(model, ids, bf16=False):
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         return model(torch.tensor(ids, dtype=torch.long)).logits.to(torch.float32)
 
 
@@ -78,6 +79,7 @@ def make(arch, out):
         json.dump(ids, f)
     y = logits(model, ids)
     write_f32(f"{out}/logits.f32", y)
+    write_f32(f"{out}/logits-bf16.f32", logits(model, ids, bf16=True))
     print(json.dumps({"made": arch, "out": out, "shape": list(y.shape), "transformers": transformers.__version__}))
 
 

@@ -604,7 +604,7 @@ pub enum Precision {
     /// Everything in f32: weights, activations, gradients, optimizer state (a GPU with TF32 off).
     #[default]
     F32,
-    /// Mixed precision as `torch.autocast(dtype=bfloat16)` trains: every matrix product (linear
+    /// Mixed precision in the manner of `torch.autocast(dtype=bfloat16)`: every matrix product (linear
     /// layers, adapters, the tied head, convolutions, attention) takes its operands rounded to
     /// bf16 (to nearest, ties to even), accumulates in f32 and rounds its output to bf16; a gradient
     /// crossing one of those roundings is rounded the same way. Norms, softmax, the loss, the
