@@ -199,21 +199,16 @@ fn hf_spec_writes_a_fine_tune_spec_of_a_model_directory() {
     };
     let (train_set, valid_set) = (block("train", 64, 256), block("valid", 16, 256));
     let spec = root.join("spec.json");
-    let out = run(&[
-        "hf-spec",
-        "--model",
-        model.to_str().unwrap(),
-        "--train",
-        &train_set,
-        "--validation",
+    let hf_spec = |valid: &str, extra: &[&str]| {
+        let mut args = vec!["hf-spec", "--model", model.to_str().unwrap(), "--train", &train_set];
+        args.extend(["--validation", valid]);
+        args.extend(extra);
+        run(&args)
+    };
+    let out = hf_spec(
         &valid_set,
-        "--precision",
-        "bf16-mixed",
-        "--warmup-steps",
-        "2",
-        "--out",
-        spec.to_str().unwrap(),
-    ]);
+        &["--precision", "bf16-mixed", "--warmup-steps", "2", "--out", spec.to_str().unwrap()],
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let check = run(&["check", "--spec", spec.to_str().unwrap(), "--data", "--json"]);
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
@@ -223,15 +218,7 @@ fn hf_spec_writes_a_fine_tune_spec_of_a_model_directory() {
     assert_eq!(written["init"]["naming"], "HfGpt2", "{written}");
 
     let other = block("valid", 16, 300);
-    let out = run(&[
-        "hf-spec",
-        "--model",
-        model.to_str().unwrap(),
-        "--train",
-        &train_set,
-        "--validation",
-        &other,
-    ]);
+    let out = hf_spec(&other, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.starts_with("error: ") && stderr.contains("vocabulary"), "{stderr}");
