@@ -561,7 +561,7 @@ fn v2_specs_upgrade_in_scale_and_read_in_json() {
         validation: now.validation.clone(),
         optimizer: now.optimizer.clone(),
         schedule: now.schedule,
-        adapters: now.adapters.clone(),
+        adapters: now.adapters,
         gradients: now.gradients,
         epochs: now.epochs,
         batch_size: now.batch_size,
