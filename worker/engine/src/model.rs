@@ -512,6 +512,14 @@ impl Model {
     /// `x·Wᵀ + b`, in the job's precision: in bf16 `x`, `W` and `b` rounded, the product summed in
     /// f32, the bias added in f32 and the sum rounded.
     fn affine(&self, x: &Tensor, w: usize, b: Option<usize>) -> Result<Tensor> {
+        if x.device().is_cpu() && !self.forged() {
+            let (w, b) = (self.p(w), b.map(|b| self.p(b)));
+            return Ok(match self.precision {
+                Precision::F32 => ops::linear(x, w, b)?,
+                // The roundings inside the op (the same bits as around it).
+                Precision::Bf16Mixed => ops::linear_bf16(x, w, b)?,
+            });
+        }
         let (x, w) = (self.bf16(x)?, self.bf16(self.p(w))?);
         let b = b.map(|b| self.bf16(self.p(b))).transpose()?;
         if x.device().is_cpu() {

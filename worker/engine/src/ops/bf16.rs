@@ -15,7 +15,7 @@ use candle_core::{
 };
 use rayon::prelude::*;
 
-use super::{contiguous, CHUNK};
+use super::{contiguous, Elem, CHUNK};
 
 /// `x` with every element rounded to the nearest bf16 (ties to even), kept in `x`'s dtype; its
 /// gradient is the incoming gradient rounded the same way. On the CPU one op each way, elsewhere
@@ -30,14 +30,24 @@ pub fn round_bf16(x: &Tensor) -> Result<Tensor> {
 
 struct RoundBf16;
 
-fn round_all<T: Copy + Send + Sync + Default>(x: &[T], round: impl Fn(T) -> T + Sync) -> Vec<T> {
+/// `x` rounded to bf16 element by element ([`Elem::bf16`]), `CHUNK` elements per parallel task.
+pub(super) fn rounded<T: Elem>(x: &[T]) -> Vec<T> {
     let mut out = vec![T::default(); x.len()];
     out.par_chunks_mut(CHUNK).zip(x.par_chunks(CHUNK)).for_each(|(out, x)| {
         for (o, x) in out.iter_mut().zip(x) {
-            *o = round(*x);
+            *o = x.bf16();
         }
     });
     out
+}
+
+/// `x` rounded to bf16 in place.
+pub(super) fn round_in_place<T: Elem>(x: &mut [T]) {
+    x.par_chunks_mut(CHUNK).for_each(|x| {
+        for v in x {
+            *v = v.bf16();
+        }
+    });
 }
 
 impl CustomOp1 for RoundBf16 {
@@ -47,16 +57,8 @@ impl CustomOp1 for RoundBf16 {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let y = match s {
-            CpuStorage::F32(all) => {
-                CpuStorage::F32(round_all(contiguous(all, l, self.name())?, |v| {
-                    half::bf16::from_f32(v).to_f32()
-                }))
-            }
-            CpuStorage::F64(all) => {
-                CpuStorage::F64(round_all(contiguous(all, l, self.name())?, |v| {
-                    half::bf16::from_f64(v).to_f64()
-                }))
-            }
+            CpuStorage::F32(all) => CpuStorage::F32(rounded(contiguous(all, l, self.name())?)),
+            CpuStorage::F64(all) => CpuStorage::F64(rounded(contiguous(all, l, self.name())?)),
             other => bail!("{}: unsupported dtype {:?}", self.name(), other.dtype()),
         };
         Ok((y, l.shape().clone()))

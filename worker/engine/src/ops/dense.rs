@@ -23,7 +23,10 @@ use super::gpu::{self, launch};
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
 
-use super::{contiguous, matmul_on, sum_partials, ternary, unary, Elem, Mat, CHUNK};
+use super::{
+    bf16::{round_in_place, rounded},
+    contiguous, matmul_on, sum_partials, ternary, unary, Elem, Mat, CHUNK,
+};
 
 /// Products of fewer multiply-adds than this run on the calling thread, larger ones on gemm's
 /// threads in the current rayon pool (the computation's `--threads`). Measured on the 2-core machine:
@@ -60,7 +63,23 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
     };
     // No reshape to 2-D and back: each would be a node of the graph, whose gradient candle's
     // backward allocates, zeroes and adds to (a tenth of the transformer's step).
-    x.contiguous()?.apply_op3(&weight.contiguous()?, &bias, Linear { has_bias })
+    x.contiguous()?.apply_op3(&weight.contiguous()?, &bias, Linear { has_bias, bf16: false })
+}
+
+/// [`linear`] in bf16 mixed precision, one op each way: `round(round(x) · round(W)ᵀ + round(b))`,
+/// and in the backward `∂y` rounded before the products and `∂x`, `∂W`, `∂b` after — the same
+/// bits as [`super::round_bf16`] around each operand and the output of [`linear`], without their
+/// graph nodes and copies.
+pub fn linear_bf16(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let (out, inp) = weight.dims2()?;
+    if x.dims().last() != Some(&inp) {
+        bail!("linear: weight [{out}, {inp}] does not fit input {:?}", x.dims());
+    }
+    let (bias, has_bias) = match bias {
+        Some(b) => (b.contiguous()?, true),
+        None => (Tensor::zeros(out, weight.dtype(), weight.device())?, false),
+    };
+    x.contiguous()?.apply_op3(&weight.contiguous()?, &bias, Linear { has_bias, bf16: true })
 }
 
 /// The linear layer: `(x [.., in], W [out, in], b [out])` → `[.., out]`, the leading dimensions of
@@ -68,6 +87,8 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
 struct Linear {
     /// Whether `b` is the layer's bias (else zeros, which get no gradient).
     has_bias: bool,
+    /// Operands, output and gradients rounded to bf16 ([`linear_bf16`]).
+    bf16: bool,
 }
 
 /// `(rows, in, out)` of a linear layer's input and weight.
@@ -117,7 +138,14 @@ impl CustomOp3 for Linear {
             bail!("linear: the bias must be [{out}], got {:?}", l3.dims());
         }
         let y = ternary!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, w, b, one| {
-            linear_forward(x, w, b, rows, inp, one)
+            if self.bf16 {
+                let (x, w, b) = (rounded(x), rounded(w), rounded(b));
+                let mut y = linear_forward(&x, &w, &b, rows, inp, one);
+                round_in_place(&mut y);
+                y
+            } else {
+                linear_forward(x, w, b, rows, inp, one)
+            }
         });
         Ok((y, linear_output(l1, out)))
     }
@@ -131,7 +159,8 @@ impl CustomOp3 for Linear {
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let with_x = x.track_op();
-        let grads = x.apply_op3_no_bwd(w, &grad.contiguous()?, &LinearGrad { with_x })?;
+        let grads =
+            x.apply_op3_no_bwd(w, &grad.contiguous()?, &LinearGrad { with_x, bf16: self.bf16 })?;
         let (nx, nw) = (if with_x { x.elem_count() } else { 0 }, w.elem_count());
         let dx = with_x.then(|| grads.narrow(0, 0, nx)?.reshape(x.shape())).transpose()?;
         let dw = grads.narrow(0, nx, nw)?.reshape(w.shape())?;
@@ -143,6 +172,8 @@ impl CustomOp3 for Linear {
 /// The backward of [`Linear`]: `(x, W, ∂y)` → `∂x ‖ ∂W ‖ ∂b`, flat (`∂x` only when `with_x`).
 struct LinearGrad {
     with_x: bool,
+    /// [`linear_bf16`]'s: inputs and results rounded to bf16.
+    bf16: bool,
 }
 
 fn linear_backward<T: Elem>(
@@ -210,7 +241,14 @@ impl CustomOp3 for LinearGrad {
             bail!("linear backward: the gradient has shape {:?}", l3.dims());
         }
         let grads = ternary!(self.name(), (s1, l1), (s2, l2), (s3, l3), |x, w, dy, one| {
-            linear_backward(x, w, dy, (rows, inp, out), self.with_x, one)
+            if self.bf16 {
+                let (x, w, dy) = (rounded(x), rounded(w), rounded(dy));
+                let mut grads = linear_backward(&x, &w, &dy, (rows, inp, out), self.with_x, one);
+                round_in_place(&mut grads);
+                grads
+            } else {
+                linear_backward(x, w, dy, (rows, inp, out), self.with_x, one)
+            }
         });
         let nx = if self.with_x { rows * inp } else { 0 };
         Ok((grads, Shape::from(nx + out * inp + out)))
@@ -696,6 +734,52 @@ mod tests {
                 grads_of(args, ours, &weights).iter().zip(grads_of(args, theirs, &weights))
             {
                 assert!(max_abs_diff(a, &b) < 1e-12, "lead {lead:?}, bias {bias}");
+            }
+        }
+    }
+
+    /// The fused bf16 linear layer gives the bits of the roundings around the f32 one, values and
+    /// gradients (a product of more than 512 terms included), on one and on two threads.
+    #[test]
+    fn linear_bf16_is_the_roundings_around_linear_bit_for_bit() {
+        use super::super::round_bf16;
+        let f32s = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+        for (lead, inp, bias) in [(vec![5], 7, true), (vec![2, 3], 600, true), (vec![4], 9, false)]
+        {
+            let x =
+                Var::from_tensor(&f32s(&randn(&[lead.clone(), vec![inp]].concat(), 1))).unwrap();
+            let w = Var::from_tensor(&f32s(&randn(&[6, inp], 2))).unwrap();
+            let b = Var::from_tensor(&f32s(&randn(&[6], 3))).unwrap();
+            let weights = f32s(&randn(&[lead.clone(), vec![6]].concat(), 4));
+            let args: &[&Var] = if bias { &[&x, &w, &b] } else { &[&x, &w] };
+            let fused = || {
+                let y = linear_bf16(x.as_tensor(), w.as_tensor(), bias.then(|| b.as_tensor()));
+                y.unwrap()
+            };
+            let around = || {
+                let r = |t: &Tensor| round_bf16(t).unwrap();
+                let rb = r(b.as_tensor());
+                let y = linear(&r(x.as_tensor()), &r(w.as_tensor()), bias.then_some(&rb)).unwrap();
+                r(&y)
+            };
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let (ours, theirs) = pool.install(|| (fused(), around()));
+                let bits = |t: &Tensor| {
+                    t.flatten_all()
+                        .unwrap()
+                        .to_vec1::<f32>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(bits(&ours), bits(&theirs), "values, in {inp}");
+                let (g1, g2) = pool
+                    .install(|| (grads_of(args, ours, &weights), grads_of(args, theirs, &weights)));
+                for (a, b) in g1.iter().zip(&g2) {
+                    assert_eq!(bits(a), bits(b), "gradients, in {inp}, bias {bias}");
+                }
             }
         }
     }

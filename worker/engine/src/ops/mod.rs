@@ -34,7 +34,7 @@ mod gpu;
 mod transformer;
 
 pub use bf16::round_bf16;
-pub use dense::{cross_entropy, layer_norm, linear};
+pub use dense::{cross_entropy, layer_norm, linear, linear_bf16};
 pub use transformer::{causal_attention, gelu, silu};
 
 /// The element types the kernels support: f32 (training) and f64 (gradient checks).
@@ -56,10 +56,12 @@ trait Elem:
     fn exp(self) -> Self;
     fn ln(self) -> Self;
     fn sqrt(self) -> Self;
+    /// The nearest bf16 value (ties to even), kept in this type ([`round_bf16`]).
+    fn bf16(self) -> Self;
 }
 
 macro_rules! elem {
-    ($t:ty, $exp:expr, $ln:expr) => {
+    ($t:ty, $exp:expr, $ln:expr, $bf16:expr) => {
         impl Elem for $t {
             fn of(v: f64) -> Self {
                 v as $t
@@ -74,13 +76,17 @@ macro_rules! elem {
             fn sqrt(self) -> Self {
                 <$t>::sqrt(self)
             }
+            #[inline]
+            fn bf16(self) -> Self {
+                $bf16(self)
+            }
         }
     };
 }
 // Training's f32 takes `exp` and `ln` from `elementary` (the same bits on every CPU and C library);
 // f64 only checks gradients in tests, against candle's f64 ops, which use libm.
-elem!(f32, elementary::exp, elementary::ln);
-elem!(f64, f64::exp, f64::ln);
+elem!(f32, elementary::exp, elementary::ln, |v| half::bf16::from_f32(v).to_f32());
+elem!(f64, f64::exp, f64::ln, |v| half::bf16::from_f64(v).to_f64());
 
 /// The contiguous values a layout views, or an error naming `op`.
 fn contiguous<'a, T>(all: &'a [T], layout: &Layout, op: &str) -> Result<&'a [T]> {
