@@ -63,6 +63,19 @@ fn serve_and_post(
     (server, job)
 }
 
+/// Waits (ten minutes at most) for `job` to end and checks that it ended for unavailable data.
+fn ends_for_unavailable_data(node: &Node, job: u64, all: &[&Daemon]) {
+    let done = wait_for_daemons("the job to end", Duration::from_secs(600), all, || {
+        let view = job_view(node, job);
+        matches!(view["state"]["status"].as_str(), Some("completed" | "failed")).then_some(view)
+    });
+    check(
+        done["state"]["status"] == "failed" && done["state"]["reason"] == "DataUnavailable",
+        &format!("the job ends for unavailable data: {done}"),
+        all,
+    );
+}
+
 /// Alice posts the CSV job (40 steps, a checkpoint after each: 40 segments, the market wants at
 /// least 30) whose data is the file at `url` with `digest`.
 fn post_csv_job(node: &Node, dir: &std::path::Path, url: &str, digest: [u8; 32]) -> u64 {
@@ -106,16 +119,7 @@ fn data_not_served_as_committed_is_reported_by_the_trainer() {
     served[100] ^= 1;
     let (server, job) = serve_and_post(&node, dir.path(), &data, served);
 
-    let ten_minutes = Duration::from_secs(600);
-    let done = wait_for_daemons("the job to end", ten_minutes, &all, || {
-        let view = job_view(&node, job);
-        matches!(view["state"]["status"].as_str(), Some("completed" | "failed")).then_some(view)
-    });
-    check(
-        done["state"]["status"] == "failed" && done["state"]["reason"] == "DataUnavailable",
-        &format!("the job ends for unavailable data: {done}"),
-        &all,
-    );
+    ends_for_unavailable_data(&node, job, &all);
     check(
         daemons[0].log().contains("the job's data is not served: reporting it"),
         "Bob's daemon reports the data itself",
@@ -162,15 +166,7 @@ fn data_taken_down_after_the_commitment_does_not_slash_the_trainer() {
     };
     let bob_before = total(&bob);
 
-    let done = wait_for_daemons("the job to end", ten_minutes, &all, || {
-        let view = job_view(&node, job);
-        matches!(view["state"]["status"].as_str(), Some("completed" | "failed")).then_some(view)
-    });
-    check(
-        done["state"]["status"] == "failed" && done["state"]["reason"] == "DataUnavailable",
-        &format!("the job ends for unavailable data: {done}"),
-        &all,
-    );
+    ends_for_unavailable_data(&node, job, &all);
     // The verifiers abstained rather than failing Bob.
     for daemon in &daemons[1..] {
         let log = daemon.log();

@@ -53,6 +53,19 @@ const ROWS_PER_PARTIAL: usize = 64;
 /// optional `bias` `[out]`: `[.., out]`. One gemm forward; backward one gemm for ∂W, one for ∂x
 /// (none when `x` is no variable: the input layer) and a column sum for ∂b.
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    linear_op(x, weight, bias, false)
+}
+
+/// [`linear`] in bf16 mixed precision, one op each way: `round(round(x) · round(W)ᵀ + round(b))`,
+/// and in the backward `∂y` rounded before the products and `∂x`, `∂W`, `∂b` after — the same
+/// bits as [`super::round_bf16`] around each operand and the output of [`linear`], without their
+/// graph nodes and copies.
+pub fn linear_bf16(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    linear_op(x, weight, bias, true)
+}
+
+/// The [`Linear`] op on `x`, in f32 or with `bf16`'s roundings.
+fn linear_op(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, bf16: bool) -> Result<Tensor> {
     let (out, inp) = weight.dims2()?;
     if x.dims().last() != Some(&inp) {
         bail!("linear: weight [{out}, {inp}] does not fit input {:?}", x.dims());
@@ -63,23 +76,7 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
     };
     // No reshape to 2-D and back: each would be a node of the graph, whose gradient candle's
     // backward allocates, zeroes and adds to (a tenth of the transformer's step).
-    x.contiguous()?.apply_op3(&weight.contiguous()?, &bias, Linear { has_bias, bf16: false })
-}
-
-/// [`linear`] in bf16 mixed precision, one op each way: `round(round(x) · round(W)ᵀ + round(b))`,
-/// and in the backward `∂y` rounded before the products and `∂x`, `∂W`, `∂b` after — the same
-/// bits as [`super::round_bf16`] around each operand and the output of [`linear`], without their
-/// graph nodes and copies.
-pub fn linear_bf16(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    let (out, inp) = weight.dims2()?;
-    if x.dims().last() != Some(&inp) {
-        bail!("linear: weight [{out}, {inp}] does not fit input {:?}", x.dims());
-    }
-    let (bias, has_bias) = match bias {
-        Some(b) => (b.contiguous()?, true),
-        None => (Tensor::zeros(out, weight.dtype(), weight.device())?, false),
-    };
-    x.contiguous()?.apply_op3(&weight.contiguous()?, &bias, Linear { has_bias, bf16: true })
+    x.contiguous()?.apply_op3(&weight.contiguous()?, &bias, Linear { has_bias, bf16 })
 }
 
 /// The linear layer: `(x [.., in], W [out, in], b [out])` → `[.., out]`, the leading dimensions of
