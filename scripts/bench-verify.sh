@@ -73,9 +73,10 @@ evaluation_share = json.load(open(f"{work}/check.json"))["evaluation_ppb"] / 1e9
 votes = [json.load(open(f"{work}/vote-{k}.json")) for k in range(1, seats + 1)]
 P, N, steps = t["parameters"], t["checkpoints"] - 1, t["steps"]
 B = t["checkpoint_bytes"] / t["checkpoints"]
-W = 4 * P
-r, k = 4, 16
-d_v = (r + 1) * B + min(N + 1, k) * W
+r, k, rule_chunks = 4, 16, 16 * 2**20
+# The rules read the same 16 chunks of 1 MiB of each other checkpoint of their sample (at most the
+# whole file of a model smaller than that).
+d_v = (r + 1) * B + min(N + 1, k) * min(B, rule_chunks)
 print(f"GPT-shaped spec: {P} parameters, {steps} steps, {N} segments, checkpoints of {B / 1e6:.2f} MB")
 print(f"training                       {t['train_seconds']:.1f} s; checkpoints {100 * t['checkpoint_seconds'] / t['train_seconds']:.2f} % of it (target ≤ 5 %)")
 for i, v in enumerate(votes, 1):
@@ -101,10 +102,10 @@ print(f"  replay {100 * replayed / T:.2f} % (r/N = {100 * r / N:.2f} %: f = {f:.
 # hour (runtime/src/configs/prices.rs); its vote's work is 3.72 % of the training's, replay and
 # evaluation (the chain's `capacity::round_work`, printed by scripts/simulate-network.sh).
 P2, N2, work_ut, gpu_ut_h, vote_share = 124.4e6, 110, 3.67e6, 1.8e5, 0.0372
-B2, W2 = 12 * P2, 4 * P2
+B2 = 12 * P2
 hours = work_ut / gpu_ut_h
 replay, evaluation = r / N2, vote_share - r / N2
-download = ((r + 1) * B2 + k * W2) / 125e6 / 3600 / hours
+download = ((r + 1) * B2 + k * rule_chunks) / 125e6 / 3600 / hours
 pcie = float(__import__("os").environ.get("PCIE_GBPS", "20"))
 copy = (N2 + 1) * B2 / (pcie * 1e9) / (hours * 3600)
 vote = f * replay + g * evaluation + download

@@ -190,9 +190,10 @@ fn main() {
     let seats = seats as usize;
     let window: BlockNumber =
         <<Runtime as pallet_job_market::Config>::CommitWindow as Get<BlockNumber>>::get();
-    // A whole checkpoint (weights and two AdamW moments, f32), and its weights alone.
+    // A whole checkpoint (weights and two AdamW moments, f32), and what the rules read of one:
+    // the same 16 chunks of 1 MiB of each (the worker's `verify::RULE_CHUNKS`), at most the file.
     let checkpoint_bytes = summary.parameters as u128 * 12;
-    let weight_bytes = summary.parameters as u128 * 4;
+    let rule_bytes = checkpoint_bytes.min(16 << 20);
     let rule_checkpoints = ergon_protocol::overhead::RULE_CHECKPOINTS;
     let block_ms = ergon_runtime::durations::MILLI_SECS_PER_BLOCK;
 
@@ -240,15 +241,15 @@ fn main() {
             let v = &mut verifiers[i];
             // Segment s runs from checkpoint s to s + 1: its start is read whole, its end only by
             // hash. The last checkpoint is read whole too (its optimizer state). The full-pass
-            // rules read the weights of up to `RULE_CHECKPOINTS` checkpoints (the first, the last
+            // rules read 16 chunks of up to `RULE_CHECKPOINTS` checkpoints (the first, the last
             // and a grid at a drawn offset: the worker's `verify::rule_sample`); their overlap
-            // with the whole ones is not subtracted, so this is a checkpoint's weights or two over.
+            // with the whole ones is not subtracted, so this is a few chunks over.
             let final_checkpoint = summary.checkpoints.saturating_sub(1) as u32;
             let mut whole: Vec<u32> = own.iter().copied().chain([final_checkpoint]).collect();
             whole.sort_unstable();
             whole.dedup();
             let rules = (rule_checkpoints as u64).min(summary.checkpoints) as u128;
-            let vote_bytes = whole.len() as u128 * checkpoint_bytes + rules * weight_bytes;
+            let vote_bytes = whole.len() as u128 * checkpoint_bytes + rules * rule_bytes;
             let download_ms = (vote_bytes * 1_000 / BANDWIDTH) as u64;
             let replay_ms = ergon_protocol::capacity::time_for(vote_work, v.entry.capacity);
             v.entry.busy_until = capacity::ready_at::<Runtime>(&v.entry, vote_work, now);

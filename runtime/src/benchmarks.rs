@@ -9,4 +9,5 @@ frame_benchmarking::define_benchmarks!(
     [pallet_trainer_staking, TrainerStaking]
     [pallet_job_market, JobMarket]
     [pallet_drilling, Drilling]
+    [pallet_im_online, ImOnline]
 );

@@ -87,18 +87,11 @@ fn long(dir: &Path, out: &Path) -> (ergon_job_spec::JobSpec, [u8; 32]) {
     }
 }
 
-/// Bytes of the optimizer state in a checkpoint of `spec`.
-fn optimizer_bytes(spec: &ergon_job_spec::JobSpec) -> u64 {
-    let layout = ergon_engine::trajectory::layout(spec).unwrap();
-    let values = |s: &Vec<usize>| s.iter().product::<usize>() as u64;
-    layout.0.iter().filter(|(n, _)| n.starts_with("opt.")).map(|(_, s)| 4 * values(s)).sum()
-}
-
 /// A verifier drawn for one segment of a long bundle downloads the manifest, the checkpoints it
-/// reads whole (the segment's start and the last checkpoint) and, by byte ranges, the weights of
-/// the rules' sample: never the segment's end beyond those weights (its replay reproduces the
-/// committed hashes) nor another checkpoint's optimizer state. Counted in the bytes the trainer's server sent, to the
-/// byte; the verdict is the one it gives on the whole bundle.
+/// reads whole (the segment's start and the last checkpoint) and, by byte ranges, the chunks of
+/// the rules' coordinate sample of the other checkpoints the rules look at: never the segment's
+/// end (its replay reproduces the committed hashes). Counted in the bytes the trainer's server
+/// sent, to the byte; the verdict is the one it gives on the whole bundle.
 #[test]
 fn a_verifier_downloads_only_what_it_reads() {
     let dir = tempfile::tempdir().unwrap();
@@ -117,7 +110,7 @@ fn a_verifier_downloads_only_what_it_reads() {
     let selection = verify::selection(&opts, &manifest);
     assert_eq!(selection.read, vec![11, total - 1], "the start and the last, whole");
     assert_eq!(fetched, selection.read.len());
-    assert!(!selection.weights.is_empty());
+    assert!(!selection.sampled.is_empty());
     let mut expected: Vec<String> =
         selection.read.iter().map(|i| manifest.checkpoints[*i].file.clone()).collect();
     expected.push(MANIFEST_FILE.to_string());
@@ -132,18 +125,32 @@ fn a_verifier_downloads_only_what_it_reads() {
     let whole = verify::verify(&spec, &whole_opts).unwrap();
     assert_eq!(partial.evidence_hash(), whole.evidence_hash());
 
-    // The bytes: the manifest, the two whole files, and of each weights-only checkpoint its header
-    // and weights (everything but the optimizer state).
+    // The bytes: the manifest, the two whole files, and of each other checkpoint of the rules'
+    // sample the chunks of the rules' coordinate sample (drawn from the last checkpoint's layout;
+    // for this small model the one chunk that holds all of it).
     let size = |i: &usize| manifest.checkpoints[*i].file_bytes;
+    let last = manifest.checkpoints.last().unwrap();
+    let layout = ergon_engine::trajectory::layout(&spec).unwrap();
+    let last_file = out.join(&last.file).to_string_lossy().into_owned();
+    let (map, _) = bundle::ranges::read_header(&last_file, last, &layout).unwrap();
+    let coordinates = verify::CoordinateSample::draw(
+        &map,
+        last.file_bytes,
+        &verify::rule_seed(&opts.challenge, &selection.segments),
+    );
+    assert!(coordinates.complete && !coordinates.chunks.is_empty());
+    let chunk_bytes = |file: u64| -> u64 {
+        let mib = 1u64 << 20;
+        coordinates.chunks.iter().map(|c| file.min((c + 1) * mib) - c * mib).sum()
+    };
     let manifest_bytes = std::fs::metadata(out.join(MANIFEST_FILE)).unwrap().len();
     let expected = manifest_bytes
         + selection.read.iter().map(size).sum::<u64>()
-        + selection.weights.iter().map(|i| size(i) - optimizer_bytes(&spec)).sum::<u64>();
+        + selection.sampled.iter().map(|i| chunk_bytes(size(i))).sum::<u64>();
     let bundle: u64 = (0..total).map(|i| size(&i)).sum();
     let sent = served.load(Ordering::Relaxed);
     assert_eq!(sent, expected, "served {sent} bytes of a {bundle}-byte bundle");
-    let checkpoints_sent = sent - manifest_bytes;
-    assert!(2 * checkpoints_sent < bundle, "{checkpoints_sent} of {bundle} checkpoint bytes");
+    assert!(sent - manifest_bytes < bundle, "never the whole bundle");
 }
 
 /// A forged end of the drawn segment (self-consistent: the manifest lists the forged tensors'
@@ -195,4 +202,50 @@ fn an_end_state_that_is_not_the_replay_fails_and_a_pruned_start_cannot_be_served
     opts.segments = vec![11];
     let err = verify::fetch_for(&spec, &url, &opts).unwrap_err().to_string();
     assert!(err.contains("404"), "{err}");
+}
+
+/// A checkpoint committed twice over, differently: its tensor hashes (the Merkle leaf, what a
+/// replay compares) are the honest run's, its file and chunk list (what the rules' chunks and the
+/// chain's availability samples are read against) another set of weights. The replay of the
+/// segment ending there reproduces every tensor hash, and fails: the file listed is not the
+/// canonical file of those tensors. Read whole as a segment's start it fails the files check.
+#[test]
+fn attack_a_file_that_is_not_its_tensors_fails_the_segment_next_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = long(dir.path(), &out);
+    let mut manifest = bundle::inspect(&out).unwrap().manifest;
+    let entry = &mut manifest.checkpoints[12];
+    let path = out.join(&entry.file);
+    let mut host = bundle::HostTensors::read(&path).unwrap();
+    for (name, (_, values)) in host.0.iter_mut() {
+        if name.starts_with("param.") {
+            values.iter_mut().for_each(|v| *v *= 1.01);
+        }
+    }
+    // The file and its chunk list are the altered weights'; the tensor hashes and the leaf stay.
+    let written = host.write(&path).unwrap();
+    let hex = ergon_engine::data::hex;
+    entry.file_sha256 = hex(&written.sha256);
+    entry.file_bytes = written.bytes;
+    entry.chunks = written.chunks.iter().map(|h| hex(h)).collect();
+    std::fs::write(out.join(MANIFEST_FILE), manifest.to_bytes().unwrap()).unwrap();
+
+    let (url, _) = serve(out.clone());
+    let verify_segment = |segment: u32, into: &str| {
+        let mut opts = VerifyOptions::new(dir.path().join(into), SEED);
+        opts.source = Some(url.clone());
+        opts.segments = vec![segment];
+        verify::fetch_for(&spec, &url, &opts).unwrap();
+        verify::verify(&spec, &opts).unwrap()
+    };
+    let ending = verify_segment(11, "ending");
+    let replay = ending.checks.iter().find(|c| c.name == "replay[11]").unwrap();
+    assert!(!replay.passed, "{replay:?}");
+    assert!(replay.measured.contains("bit-exact") && replay.measured.contains("canonical"));
+    assert_eq!(ending.failed_segment(), Some(11));
+
+    let starting = verify_segment(12, "starting");
+    let files = starting.checks.iter().find(|c| c.name == "files").unwrap();
+    assert!(!files.passed, "{files:?}");
 }

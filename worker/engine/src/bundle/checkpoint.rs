@@ -79,6 +79,15 @@ impl HostTensors {
         Ok(FileCommitment::of(&data))
     }
 
+    /// What the canonical file of these tensors (the bytes [`HostTensors::write`] writes) commits
+    /// to, without writing it. Every checkpoint file must be its tensors' canonical file, so that
+    /// a verifier holding the tensors — read whole, or reproduced by its replay — can hold the
+    /// file's chunk list to them, and a chunk read alone is a part of the tensors the replay
+    /// checks ([`crate::bundle::not_canonical`]).
+    pub fn file_commitment(&self) -> Result<FileCommitment> {
+        Ok(FileCommitment::of(&self.to_safetensors(Path::new("(canonical)"))?))
+    }
+
     /// The tensors as safetensors bytes (f32); `path` names the file in errors.
     pub fn to_safetensors(&self, path: &Path) -> Result<Vec<u8>> {
         let bytes_le: Vec<(String, Vec<usize>, Vec<u8>)> = self
@@ -164,5 +173,23 @@ mod tests {
         assert_ne!(h, tensor_hash("v", &[2], &[1.0, 2.0]));
         assert_ne!(h, tensor_hash("w", &[1, 2], &[1.0, 2.0]));
         assert_ne!(h, tensor_hash("w", &[2], &[1.0, 2.5]));
+    }
+
+    /// The canonical file is a protocol rule (every checkpoint file must be it; a verifier holds
+    /// the chunk lists it never reads to it): these bytes may not change with a library upgrade.
+    /// The vector is Hugging Face's Python `safetensors.numpy.save` of the same arrays.
+    #[test]
+    fn the_canonical_file_of_fixed_tensors_is_fixed() {
+        let t = HostTensors(BTreeMap::from([
+            ("opt.w.m".to_string(), (vec![2], vec![0.0f32, -0.5])),
+            ("param.b".to_string(), (vec![1], vec![1.5f32])),
+            ("param.w".to_string(), (vec![2, 1], vec![0.25f32, -3.0])),
+        ]));
+        let file = t.file_commitment().unwrap();
+        assert_eq!(
+            crate::data::hex(&file.sha256),
+            "0x18e6febc821d0143d24e13d97c851a11f35501dee2a8b26b97f28e7385a29b2a"
+        );
+        assert_eq!(file.bytes, 212);
     }
 }

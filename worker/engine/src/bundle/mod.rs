@@ -40,6 +40,22 @@ pub fn root_of(manifest_bytes: &[u8]) -> Result<merkle::Hash> {
         .map_err(|e| Error::Bundle { path: MANIFEST_FILE.into(), reason: e.to_string() })
 }
 
+/// Why checkpoint `entry`'s file, as the manifest lists it (hash, length, chunk list), is not the
+/// canonical file of `host` (its tensors, known whole to the verifier): `None` when it is. The
+/// manifest commits to a checkpoint twice — its tensor hashes (the Merkle leaf, what a replay is
+/// compared with) and its file's chunk list (what a part read by chunks, or an availability
+/// sample, is checked against); this holds the two to the same tensors wherever a verifier knows
+/// them, so a chunk view that says something else than the tensors fails the segment next to it.
+pub fn not_canonical(entry: &CheckpointEntry, host: &HostTensors) -> Result<Option<String>> {
+    let file = host.file_commitment()?;
+    let listed = file.bytes == entry.file_bytes
+        && hex(&file.sha256) == entry.file_sha256
+        && file.chunks.iter().map(|h| hex(h)).eq(entry.chunks.iter().cloned());
+    Ok((!listed).then(|| {
+        format!("{}: the file listed is not the canonical file of its tensors", entry.file)
+    }))
+}
+
 /// Parses `0x…` hex of 32 bytes.
 pub use ergon_bundle::parse_hash;
 

@@ -81,18 +81,7 @@ pub fn read_tensors(
 ) -> Result<(HostTensors, u64)> {
     let bad = |reason: String| Error::Bundle { path: entry.file.clone().into(), reason };
     let limit = data::bundle_time_limit;
-    let prefix = data::fetch_range(uri, (0, 8), limit(8))?;
-    let header_len = u64::from_le_bytes(
-        prefix
-            .as_slice()
-            .try_into()
-            .map_err(|_| bad("shorter than a safetensors header".into()))?,
-    );
-    if header_len.saturating_add(8) > max_header_bytes(layout).min(entry.file_bytes) {
-        return Err(bad(format!("a safetensors header of {header_len} bytes, more than it needs")));
-    }
-    let json = data::fetch_range(uri, (8, 8 + header_len), limit(header_len))?;
-    let map = parse_header(&entry.file, &json, entry.file_bytes)?;
+    let (map, mut read) = read_header(uri, entry, layout)?;
     let mut wanted = Vec::with_capacity(names.len());
     for name in names {
         let (shape, start, end) =
@@ -103,7 +92,6 @@ pub fn read_tensors(
         wanted.push((name.as_str(), shape, *start, *end));
     }
     wanted.sort_by_key(|(_, _, start, _)| *start);
-    let mut read = 8 + header_len;
     let mut out = BTreeMap::new();
     for group in coalesce(&wanted) {
         let (from, to) = (group[0].2, group.iter().map(|w| w.3).max().unwrap_or(group[0].3));
@@ -123,6 +111,58 @@ pub fn read_tensors(
         }
     }
     Ok((HostTensors(out), read))
+}
+
+/// The header of checkpoint `entry` at `uri` (its length bounded by what `layout` needs and by
+/// the file): where its tensors lie, and the bytes read.
+pub fn read_header(
+    uri: &str,
+    entry: &CheckpointEntry,
+    layout: &Layout,
+) -> Result<(TensorMap, u64)> {
+    let bad = |reason: String| Error::Bundle { path: entry.file.clone().into(), reason };
+    let limit = data::bundle_time_limit;
+    let prefix = data::fetch_range(uri, (0, 8), limit(8))?;
+    let header_len = u64::from_le_bytes(
+        prefix
+            .as_slice()
+            .try_into()
+            .map_err(|_| bad("shorter than a safetensors header".into()))?,
+    );
+    if header_len.saturating_add(8) > max_header_bytes(layout).min(entry.file_bytes) {
+        return Err(bad(format!("a safetensors header of {header_len} bytes, more than it needs")));
+    }
+    let json = data::fetch_range(uri, (8, 8 + header_len), limit(header_len))?;
+    Ok((parse_header(&entry.file, &json, entry.file_bytes)?, 8 + header_len))
+}
+
+/// Chunks `indices` ([`ergon_bundle::CHUNK_SIZE`] bytes each, the last one shorter) of checkpoint
+/// `entry` at `uri`, each checked against its hash in the manifest's chunk list (which the
+/// manifest's Merkle leaf commits to): what the rules' coordinate sample reads of a checkpoint.
+/// Returns them in the order asked, and the bytes read.
+pub fn read_chunks(
+    uri: &str,
+    entry: &CheckpointEntry,
+    indices: &[u64],
+) -> Result<(Vec<Vec<u8>>, u64)> {
+    let bad = |reason: String| Error::Bundle { path: entry.file.clone().into(), reason };
+    let mut out = Vec::with_capacity(indices.len());
+    let mut read = 0;
+    for &i in indices {
+        let (start, end) = ergon_bundle::chunk_range(entry.file_bytes, i)
+            .ok_or_else(|| bad(format!("chunk {i} is past the end of the file")))?;
+        let listed = entry
+            .chunks
+            .get(i as usize)
+            .ok_or_else(|| bad(format!("chunk {i} is not in the manifest's chunk list")))?;
+        let bytes = data::fetch_range(uri, (start, end), data::bundle_time_limit(end - start))?;
+        read += bytes.len() as u64;
+        if hex(&ergon_bundle::sha256(&bytes)) != *listed {
+            return Err(bad(format!("chunk {i} does not match its hash in the manifest")));
+        }
+        out.push(bytes);
+    }
+    Ok((out, read))
 }
 
 type Wanted<'a> = (&'a str, &'a Vec<usize>, u64, u64);

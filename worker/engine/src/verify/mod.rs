@@ -3,7 +3,9 @@
 //! Checks, in order (each reported with its measured value and threshold):
 //!
 //! 1. **files**: every checkpoint file and tensor matches the manifest (and the Merkle root matches
-//!    the committed one, when given);
+//!    the committed one, when given), and every file read whole is its tensors' canonical file;
+//!    **weights**: the chunks the rules read of their other checkpoints match the manifest's chunk
+//!    lists (`sample.rs`: the rules compare a coordinate sample, 16 chunks of each file);
 //! 2. **manifest**: the manifest describes this spec (spec hash, batch size, step and checkpoint
 //!    schedule), the prescribed seed (mandatory: from the job id and the trainer's account bytes),
 //!    f32 and the kernels revision the job pins (a worker of another revision gives no verdict:
@@ -23,8 +25,8 @@
 //!    everything the replay produces with what `Cᵢ₊₁` and the manifest claim: the weight update
 //!    (relative error ‖ΔW_claim − ΔW_replay‖ / ‖ΔW_replay‖ ≤ ε and cosine ≥ τ), the optimizer state
 //!    (the same bounds on each slot on its own: SGD's momentum, AdamW's `m` and `v`) and every
-//!    per-step loss (within [`LOSS_TOLERANCE`]);
-//!    on the way it sketches the weights at each of the segment's probe steps, which the bundle does not
+//!    per-step loss (within [`LOSS_TOLERANCE`]); `Cᵢ₊₁`'s file must be the canonical file of the
+//!    tensors compared; on the way it sketches the weights at each of the segment's probe steps, which the bundle does not
 //!    hold: the replay evidence a pass carries on chain ([`ergon_protocol::evidence`]);
 //! 6. **device**: a convolutional model was trained on the CPU, where every verifier replays it
 //!    ([`crate::device::replays_across_devices`]);
@@ -39,7 +41,8 @@
 //! The files: `checks/` holds one file per check above (`checks/files.rs` … `checks/metrics.rs`),
 //! each a function that adds its outcome to the report; [`verify`] here runs them in order. What
 //! they use: `select.rs` (what is read and replayed), `replay.rs` (a segment's replay and its
-//! sketch), `rules.rs` and [`full_pass`] (the full-pass rules and state sanity), `optimizer.rs`
+//! sketch), `rules.rs`, `sample.rs` and [`full_pass`] (the full-pass rules, what they read, and
+//! state sanity), `optimizer.rs`
 //! (the reachability of the optimizer state), `tail.rs` (a diverged bundle's tail), `report.rs`
 //! (checks, report, verdict).
 //!
@@ -54,6 +57,7 @@ mod optimizer;
 mod replay;
 mod report;
 mod rules;
+mod sample;
 mod select;
 mod tail;
 
@@ -61,6 +65,7 @@ pub use optimizer::{adam_step_ratio, checkpoint_step_ratio, MIN_ADAM_STEP_RATIO}
 pub use replay::{checkpoint_evidence_weights, compare_updates, Sketcher};
 pub use report::{Check, ProbeSketch, Report, SegmentSketch};
 pub use rules::{state_defects, RULE_RANDOM_INITS};
+pub use sample::{CoordinateSample, RULE_CHUNKS};
 pub use select::{
     drawable_segments, fetch_for, rule_sample, rule_seed, segments_from_challenge, selection,
     Selection, RULE_CHECKPOINTS, RULE_VALIDATION_SAMPLES,
@@ -190,9 +195,10 @@ struct Checkpoints<'a> {
     cached: &'a BTreeMap<u64, HostTensors>,
     layout: &'a bundle::Layout,
     source: Option<&'a str>,
-    /// Weights read by byte ranges and not yet used by the rules, by step: at most the rules'
-    /// sample ([`RULE_CHECKPOINTS`]), each dropped once the rules have taken it.
-    weights: std::cell::RefCell<BTreeMap<u64, std::rc::Rc<HostTensors>>>,
+    /// The rules' coordinates of the checkpoints read by chunks and not yet used by the rules, by
+    /// step: at most the rules' sample ([`RULE_CHECKPOINTS`]), each dropped once the rules have
+    /// taken it.
+    samples: std::cell::RefCell<BTreeMap<u64, std::rc::Rc<Vec<f32>>>>,
 }
 
 impl<'a> Checkpoints<'a> {
@@ -215,6 +221,12 @@ impl<'a> Checkpoints<'a> {
             let picked = names.iter().filter_map(|n| Some((n.clone(), t.0.get(n)?.clone())));
             return Ok(HostTensors(picked.collect()));
         }
+        Ok(bundle::ranges::read_tensors(&self.uri(entry)?, entry, names, self.layout)?.0)
+    }
+
+    /// Where checkpoint `entry`'s file is read from in part: the local file when it was
+    /// downloaded, else the served bundle.
+    fn uri(&self, entry: &CheckpointEntry) -> Result<String> {
         let not_here = || crate::Error::Bundle {
             path: self.dir.join(&entry.file),
             reason: "not downloaded, and no source to read it from".into(),
@@ -226,38 +238,45 @@ impl<'a> Checkpoints<'a> {
             });
         }
         let local = self.dir.join(&entry.file);
-        let uri = if local.is_file() {
+        Ok(if local.is_file() {
             local.to_string_lossy().into_owned()
         } else {
             let base = self.source.ok_or_else(not_here)?;
             format!("{}/{}", base.trim_end_matches('/'), entry.file)
-        };
-        Ok(bundle::ranges::read_tensors(&uri, entry, names, self.layout)?.0)
+        })
     }
 
-    /// The weights (`param.*`) of checkpoint `entry`, without its optimizer state, read once and
-    /// kept until [`Checkpoints::take_weights`].
-    fn weights(&self, entry: &CheckpointEntry) -> Result<std::rc::Rc<HostTensors>> {
-        if let Some(t) = self.weights.borrow().get(&entry.step) {
+    /// The rules' coordinates of checkpoint `entry` ([`CoordinateSample`]), read by its chunks
+    /// (each checked against the manifest's chunk list) once and kept until
+    /// [`Checkpoints::take_sample`]. A file of another length than the layout's is a defect.
+    fn sample(
+        &self,
+        entry: &CheckpointEntry,
+        coordinates: &CoordinateSample,
+    ) -> Result<std::rc::Rc<Vec<f32>>> {
+        let file_bytes = coordinates.file_bytes;
+        if let Some(t) = self.samples.borrow().get(&entry.step) {
             return Ok(t.clone());
         }
-        let read = std::rc::Rc::new(self.read_weights(entry)?);
-        self.weights.borrow_mut().insert(entry.step, read.clone());
+        if entry.file_bytes != file_bytes {
+            return Err(crate::Error::Bundle {
+                path: entry.file.clone().into(),
+                reason: format!(
+                    "{} bytes, not the {file_bytes} of the last checkpoint's layout",
+                    entry.file_bytes
+                ),
+            });
+        }
+        let uri = self.uri(entry)?;
+        let (chunks, _) = bundle::ranges::read_chunks(&uri, entry, &coordinates.chunks)?;
+        let read = std::rc::Rc::new(coordinates.of_chunks(&chunks));
+        self.samples.borrow_mut().insert(entry.step, read.clone());
         Ok(read)
     }
 
-    /// [`Checkpoints::weights`], no longer kept: the rules' last use of them.
-    fn take_weights(&self, entry: &CheckpointEntry) -> Result<std::rc::Rc<HostTensors>> {
-        match self.weights.borrow_mut().remove(&entry.step) {
-            Some(kept) => Ok(kept),
-            None => self.read_weights(entry).map(std::rc::Rc::new),
-        }
-    }
-
-    fn read_weights(&self, entry: &CheckpointEntry) -> Result<HostTensors> {
-        let names: Vec<String> =
-            entry.tensors.keys().filter(|n| n.starts_with("param.")).cloned().collect();
-        self.some(entry, &names)
+    /// [`Checkpoints::sample`], no longer kept: the rules' last use of it.
+    fn take_sample(&self, entry: &CheckpointEntry) -> Option<std::rc::Rc<Vec<f32>>> {
+        self.samples.borrow_mut().remove(&entry.step)
     }
 }
 
@@ -320,11 +339,13 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         cached: &inspection.checkpoints,
         layout: &layout,
         source: opts.source.as_deref(),
-        weights: Default::default(),
+        samples: Default::default(),
     };
-    if !checks::files::check_weights(&checkpoints, m, &chosen, &mut report)? {
+    let Some(coordinates) =
+        checks::files::check_samples(&checkpoints, m, &chosen, opts, &mut report)?
+    else {
         return Ok(report);
-    }
+    };
     let bundle = checks::Bundle {
         spec,
         summary: &summary,
@@ -334,6 +355,7 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
         chosen: &chosen,
         seed,
         checkpoints,
+        coordinates,
     };
     if !checks::states::check(&bundle, &mut report) {
         return Ok(report);
@@ -348,7 +370,9 @@ fn verify_here(spec: &JobSpec, opts: &VerifyOptions) -> Result<Report> {
     let replayed_on = trajectory::environment(device, spec.precision).device;
     let mut replayer = checks::Replayer { model, opt, device, replayed_on, data };
     if opts.full_pass {
-        checks::rules::check(&bundle, &mut replayer, &mut report);
+        // C0 as computed here: the `init` check holds the bundle's to it bit for bit.
+        let c0 = rules::model_weights(&replayer.model)?;
+        checks::rules::check(&bundle, &mut replayer, &c0, &mut report);
     }
     checks::replay::check(&bundle, &mut replayer, &mut report)?;
     checks::device::check(&bundle, &mut report);

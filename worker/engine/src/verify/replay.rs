@@ -99,6 +99,9 @@ pub(super) struct ReplayOutcome {
     pub(super) missing: Vec<String>,
     /// How many of the end's tensors the replay reproduced bit for bit (by hash), of how many.
     pub(super) exact: (usize, usize),
+    /// Why the end's file (as the manifest lists it) is not the canonical file of the end's
+    /// tensors, if it is not ([`crate::bundle::not_canonical`]).
+    pub(super) file: Option<String>,
     /// The probe steps and the sketch of the weights at each (the replay evidence).
     pub(super) probes: Vec<u64>,
     pub(super) sketches: Vec<ergon_protocol::Sketch>,
@@ -225,6 +228,12 @@ pub(super) fn replay_segment(
         std::borrow::Cow::Owned(claimed)
     };
     let target = target.as_ref();
+    // The end's file must be the canonical file of those tensors, so that the chunks the rules
+    // read of it (and the chain's availability samples) are parts of what this replay checked.
+    let file = match absent.is_empty() {
+        true => crate::bundle::not_canonical(segment.to, target)?,
+        false => None,
+    };
     let mut missing = Vec::new();
     let mut claimed_of = |name: String, out: &mut Vec<f32>| match target.0.get(&name) {
         Some((_, values)) => out.extend_from_slice(values),
@@ -264,7 +273,7 @@ pub(super) fn replay_segment(
     let claimed_losses =
         segment.claimed_losses.get(from.step as usize..to.step as usize).unwrap_or_default();
     let loss_gap = loss_gap(&losses, claimed_losses);
-    Ok(ReplayOutcome { weights, state, loss_gap, missing, exact, probes, sketches })
+    Ok(ReplayOutcome { weights, state, loss_gap, missing, exact, file, probes, sketches })
 }
 
 /// The largest gap between a replayed step's loss and the claimed one, relative to

@@ -15,15 +15,6 @@ use crate::{bundle::HostTensors, error::Result, model::Model, rng::Seed, traject
 /// Fresh initializations rule 6 compares the final model with.
 pub const RULE_RANDOM_INITS: usize = 3;
 
-/// The parameters of a checkpoint (weights only).
-pub(super) fn checkpoint_weights(host: &HostTensors) -> full_pass::Weights {
-    host.0
-        .iter()
-        .filter(|(n, _)| n.starts_with("param."))
-        .map(|(n, (_, v))| (n.clone(), v.clone()))
-        .collect()
-}
-
 /// The trainable weights of Init(`seed`) for `spec` (with LoRA: the adapters over the frozen
 /// `base`).
 pub(super) fn init_weights(
@@ -33,7 +24,11 @@ pub(super) fn init_weights(
     base: Option<&crate::weights::InitialWeights>,
 ) -> Result<full_pass::Weights> {
     let base = base.filter(|_| spec.adapters != ergon_job_spec::Adapters::None);
-    let model = Model::initial(spec, seed, base, device, DType::F32)?;
+    model_weights(&Model::initial(spec, seed, base, device, DType::F32)?)
+}
+
+/// The trainable weights of `model`, named as a checkpoint names them (`param.<name>`).
+pub(super) fn model_weights(model: &Model) -> Result<full_pass::Weights> {
     let mut out = BTreeMap::new();
     for p in &model.params {
         out.insert(format!("param.{}", p.name), p.var.as_tensor().flatten_all()?.to_vec1::<f32>()?);
@@ -51,35 +46,56 @@ pub(super) fn derived_seed(seed: &Seed, label: &str) -> Seed {
         .into()
 }
 
-/// Runs the six full-pass rules over every checkpoint of the bundle.
-pub(super) fn full_pass_rules(b: &Bundle, r: &mut Replayer) -> Result<Vec<Check>> {
+/// Runs the six full-pass rules on the rules' sample of checkpoints. `c0` is C0 as the verifier
+/// computed it (Init: the `init` check holds the bundle's C0 to it bit for bit), and `r.model`
+/// still holds it.
+///
+/// What each rule reads (so that a vote reads no checkpoint whole for the rules alone): the
+/// distance rules (2, 5, 6) compare the rules' coordinate sample ([`super::sample::CoordinateSample`]) of each
+/// checkpoint of the sample — taken from the checkpoints the verifier holds whole (C0, the
+/// replayed segments' starts, the last) or read by chunks; the accuracy rule (1) evaluates the
+/// checkpoints held whole, in order; the rules about C0 (3, 4) read C0 whole.
+pub(super) fn full_pass_rules(
+    b: &Bundle,
+    r: &mut Replayer,
+    c0: &full_pass::Weights,
+) -> Result<Vec<Check>> {
     let (spec, checkpoints, m, seed) = (b.spec, &b.checkpoints, b.manifest, &b.seed);
     let (picks, grid) = &b.chosen.rules_sample;
+    let coordinates = &b.coordinates;
     let (model, device) = (&r.model, r.device);
     let val_set = r.data.validation();
-    let mut chain = Vec::new();
-    let mut evenly = Vec::new();
-    let mut accuracies = Vec::new();
-    let mut c0 = None;
-    // The rules look at a sample of the chain drawn from the challenge (first and last included):
-    // reading and evaluating every checkpoint of a long chain would cost more than the replay.
-    for &i in picks {
+    // Rule 1 on C0 (the model as it is), then each checkpoint read whole, in order.
+    let mut accuracies =
+        vec![trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1];
+    for &i in b.chosen.read.iter().filter(|i| **i != 0) {
         let entry = &m.checkpoints[i];
-        // The files and weights checks passed: every sampled checkpoint's weights are readable
-        // and match their hashes. The rules read weights only, never the optimizer state.
-        let host = checkpoints.take_weights(entry)?;
-        let weights = checkpoint_weights(&host);
+        let host = checkpoints.tensors(entry)?;
         trajectory::load_weights(&checkpoints.dir.join(&entry.file), &host, model)?;
         accuracies
             .push(trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
-        let flat = full_pass::flatten(&weights);
-        if grid.contains(&i) {
-            evenly.push(flat.clone());
-        }
-        chain.push(flat);
-        c0.get_or_insert(weights);
     }
-    let c0 = c0.unwrap_or_default();
+    // The coordinates of each checkpoint of the sample (first and last included), drawn from the
+    // challenge: a forger committing its bundle cannot know which checkpoints, nor which chunks.
+    let mut chain = Vec::new();
+    let mut evenly = Vec::new();
+    for &i in picks {
+        let entry = &m.checkpoints[i];
+        let values = if i == 0 {
+            coordinates.of_weights(c0)
+        } else if b.chosen.read.contains(&i) {
+            coordinates.of_host(checkpoints.tensors(entry)?.as_ref())
+        } else {
+            match checkpoints.take_sample(entry) {
+                Some(kept) => std::rc::Rc::unwrap_or_clone(kept),
+                None => std::rc::Rc::unwrap_or_clone(checkpoints.sample(entry, coordinates)?),
+            }
+        };
+        if grid.contains(&i) {
+            evenly.push(values.clone());
+        }
+        chain.push(values);
+    }
     // Rules 3 and 4 judge C0 as a random draw. A fine-tune's C0 is the committed weights file
     // instead (checked bit for bit by `init`): its distribution is compared with the file's, and
     // a trained base has no reason to look independent.
@@ -102,7 +118,7 @@ pub(super) fn full_pass_rules(b: &Bundle, r: &mut Replayer) -> Result<Vec<Check>
         // Drawn from the seed: every parameter, or LoRA's adapters over the frozen base.
         base => (
             init_weights(spec, &derived_seed(seed, "reference"), device, base)?,
-            full_pass::initial_independence(&c0),
+            full_pass::initial_independence(c0),
         ),
     };
     let randoms = (0..RULE_RANDOM_INITS)
@@ -116,14 +132,14 @@ pub(super) fn full_pass_rules(b: &Bundle, r: &mut Replayer) -> Result<Vec<Check>
         })
         .collect::<Result<Vec<_>>>()?
         .iter()
-        .map(full_pass::flatten)
+        .map(|w| coordinates.of_weights(w))
         .collect::<Vec<_>>();
     let (first, last) =
         (chain.first().cloned().unwrap_or_default(), chain.last().cloned().unwrap_or_default());
     Ok(vec![
         full_pass::accuracy_monotone(&accuracies),
         full_pass::continuity(&evenly),
-        full_pass::initial_distribution(&c0, &reference),
+        full_pass::initial_distribution(c0, &reference),
         independence,
         full_pass::distance_monotone(&chain),
         full_pass::init_final_distance(&first, &last, &randoms),

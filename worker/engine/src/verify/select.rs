@@ -62,10 +62,12 @@ pub fn rule_seed(challenge: &[u8], segments: &[u32]) -> [u8; 32] {
 ///
 /// A replayed segment's end is not read: the replay's end state is compared with the tensor hashes
 /// the manifest commits to, and only a tensor whose hash differs is fetched (by byte range) to
-/// measure by how much. So a verifier downloads, of a bundle of N+1 checkpoints of B bytes, W of
-/// them weights: `(r + 1)·B` (the r segment starts and the last checkpoint, whole) plus
-/// `min(N + 1, 16)·W` (the rules' weights), and a replay that disagrees adds its end's differing
-/// tensors (docs/protocol.md, *Bytes a verification moves*).
+/// measure by how much. The rules read of the other checkpoints of their sample the same
+/// [`super::sample::RULE_CHUNKS`] chunks of 1 MiB each ([`super::sample::CoordinateSample`]). So a
+/// verifier downloads, of a bundle of N+1 checkpoints of B bytes: `(r + 1)·B` (the r segment
+/// starts and the last checkpoint, whole) plus at most `min(N + 1, 16)·16 MiB` (the rules'
+/// chunks), and a replay that disagrees adds its end's differing tensors (docs/protocol.md,
+/// *Bytes a verification moves*).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Selection {
     /// The segments replayed (`i` for `Cᵢ → Cᵢ₊₁`).
@@ -76,14 +78,14 @@ pub struct Selection {
     /// start, and the last checkpoint (its optimizer state is the one an absorbing-state forger
     /// cannot make reachable, whichever segment is drawn; a diverged bundle's tail starts there).
     pub read: Vec<usize>,
-    /// The checkpoints of which only the weights are read, sorted: the rules' sample, less those
-    /// read whole.
-    pub weights: Vec<usize>,
+    /// The checkpoints of which only the rules' chunks are read, sorted: the rules' sample, less
+    /// those read whole and C0 (the `init` check holds it to the Init the verifier computes).
+    pub sampled: Vec<usize>,
 }
 
 /// What [`verify`] reads of the bundle of `manifest` under `opts`: a verifier downloads exactly
-/// these ([`bundle::fetch_selected`] for the whole ones, [`bundle::ranges`] for the weights) and
-/// nothing else.
+/// these ([`bundle::fetch_selected`] for the whole ones, [`bundle::ranges`] for the rules' chunks)
+/// and nothing else.
 pub fn selection(opts: &VerifyOptions, manifest: &Manifest) -> Selection {
     let checkpoints = manifest.checkpoints.len();
     let segments = if opts.segments.is_empty() {
@@ -98,8 +100,9 @@ pub fn selection(opts: &VerifyOptions, manifest: &Manifest) -> Selection {
     }
     whole.extend(checkpoints.checked_sub(1));
     whole.retain(|i| *i < checkpoints);
-    let weights = rules_sample.0.iter().copied().filter(|i| !whole.contains(i)).collect();
-    Selection { segments, rules_sample, read: whole.into_iter().collect(), weights }
+    let sampled =
+        rules_sample.0.iter().copied().filter(|i| *i != 0 && !whole.contains(i)).collect();
+    Selection { segments, rules_sample, read: whole.into_iter().collect(), sampled }
 }
 
 /// The segments a draw picks from: `Cᵢ → Cᵢ₊₁` of every pair of checkpoints, and the tail of a

@@ -4,10 +4,15 @@
 //!    checks read are re-hashed (the rules' sample, the replayed segments' ends, C0 and the last);
 //!    the root over the manifest still commits to every one. Every checkpoint's leaf (`digest`)
 //!    must be the hash of the tensor hashes the manifest lists for it: what a part read by byte
-//!    ranges, or an end state compared by hash, is checked against. **weights**: the weights the
-//!    rules read of the checkpoints not read whole, by byte ranges, each tensor matching its hash.
+//!    ranges, or an end state compared by hash, is checked against; every file read whole must be
+//!    its tensors' canonical file ([`bundle::not_canonical`]). **weights**: the chunks the rules
+//!    read of the checkpoints not read whole ([`CoordinateSample`]), each matching its hash in the
+//!    manifest's chunk list.
 
-use super::super::{selection, unreachable, Checkpoints, Report, Selection, VerifyOptions};
+use super::super::{
+    rule_seed, selection, unreachable, Checkpoints, CoordinateSample, Report, Selection,
+    VerifyOptions,
+};
 use crate::bundle::{self, checkpoint, Inspection, Layout, Manifest};
 use crate::data::hex;
 
@@ -33,6 +38,17 @@ pub(in crate::verify) fn check(
     report.root = Some(hex(&inspection.root));
     let mut problems = inspection.problems.clone();
     problems.extend(leaf_problems(&inspection.manifest));
+    // Each file read whole (and kept: all of them up to `bundle::MAX_CACHED_BYTES`) is its tensors'
+    // canonical file (`bundle::not_canonical`): the layout the rules read other files' chunks by.
+    for entry in &inspection.manifest.checkpoints {
+        if let Some(host) = inspection.checkpoints.get(&entry.step) {
+            match bundle::not_canonical(entry, host) {
+                Ok(None) => {}
+                Ok(Some(problem)) => problems.push(problem),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+    }
     let problems = problems.join("; ");
     report.push(
         "files",
@@ -73,19 +89,37 @@ fn leaf_problems(manifest: &Manifest) -> Vec<String> {
         .collect()
 }
 
-/// Reads the weights of the rules' checkpoints not read whole ([`Selection::weights`]), once (the
-/// states check and the rules use them); whether every tensor read matches its hash (the failing
-/// check, with its reasons, is in `report`). A served bundle that cannot be reached is an error,
-/// as when its files were downloaded: a daemon retries before it calls it a fail.
-pub(in crate::verify) fn check_weights(
+/// Draws the rules' coordinate sample from the last checkpoint's layout (read whole) and reads it
+/// of the rules' checkpoints not read whole ([`Selection::sampled`]), once (the states check and
+/// the rules use it); `None` when a chunk does not match its hash or a file is not the layout's
+/// (the failing check, with its reasons, is in `report`). A served bundle that cannot be reached
+/// is an error, as when its files were downloaded: a daemon retries before it calls it a fail.
+pub(in crate::verify) fn check_samples(
     checkpoints: &Checkpoints,
     manifest: &Manifest,
     chosen: &Selection,
+    opts: &VerifyOptions,
     report: &mut Report,
-) -> crate::error::Result<bool> {
+) -> crate::error::Result<Option<CoordinateSample>> {
+    let Some(last) = manifest.checkpoints.last() else { return Ok(Some(Default::default())) };
+    let header = checkpoints
+        .uri(last)
+        .and_then(|uri| bundle::ranges::read_header(&uri, last, checkpoints.layout));
+    let coordinates = match header {
+        Ok((map, _)) => CoordinateSample::draw(
+            &map,
+            last.file_bytes,
+            &rule_seed(&opts.challenge, &chosen.segments),
+        ),
+        Err(e) if unreachable(&e) => return Err(e),
+        Err(e) => {
+            report.push("weights", false, e.to_string(), "the last checkpoint's layout");
+            return Ok(None);
+        }
+    };
     let mut problems = Vec::new();
-    for entry in chosen.weights.iter().filter_map(|i| manifest.checkpoints.get(*i)) {
-        match checkpoints.weights(entry) {
+    for entry in chosen.sampled.iter().filter_map(|i| manifest.checkpoints.get(*i)) {
+        match checkpoints.sample(entry, &coordinates) {
             Ok(_) => {}
             Err(e) if unreachable(&e) => return Err(e),
             Err(e) => problems.push(e.to_string()),
@@ -96,11 +130,16 @@ pub(in crate::verify) fn check_weights(
         "weights",
         passed,
         if passed {
-            format!("the weights of {} more checkpoints read; all match", chosen.weights.len())
+            format!(
+                "{} chunks ({} weights) of {} more checkpoints read; all match",
+                coordinates.chunks.len(),
+                coordinates.len(),
+                chosen.sampled.len()
+            )
         } else {
             problems.join("; ")
         },
-        "every tensor read matches its hash in the manifest",
+        "every chunk read matches its hash in the manifest; every file the last one's length",
     );
-    Ok(passed)
+    Ok(passed.then_some(coordinates))
 }

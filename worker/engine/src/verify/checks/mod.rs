@@ -33,6 +33,8 @@ pub(super) struct Bundle<'a> {
     /// The prescribed seed, which the manifest names.
     pub seed: Seed,
     pub checkpoints: Checkpoints<'a>,
+    /// The coordinates the rules compare of every checkpoint of their sample.
+    pub coordinates: super::CoordinateSample,
 }
 
 /// The replay's working state: a model and its optimizer on the replay device, and the job's data.

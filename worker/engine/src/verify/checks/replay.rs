@@ -5,7 +5,8 @@
 //!    and only those that differ are read, by byte ranges, and measured: the weight update
 //!    (relative error ≤ ε and cosine ≥ τ), each optimizer state slot on its own (the same bounds)
 //!    and every step's loss
-//!    (within [`LOSS_TOLERANCE`]); on the way, sketch the weights at the segment's probe steps (the
+//!    (within [`LOSS_TOLERANCE`]); `Cᵢ₊₁`'s file must be the canonical file of the tensors compared
+//!    (what the rules' chunks of it are read against); on the way, sketch the weights at the segment's probe steps (the
 //!    replay evidence a pass reveals on chain).
 //!
 //! 9. For a bundle whose training diverged, its **tail** (the last checkpoint to the divergence) is
@@ -90,7 +91,8 @@ pub(in crate::verify) fn check(b: &Bundle, r: &mut Replayer, report: &mut Report
                 let passed = within(out.weights)
                     && out.state.iter().all(|(_, s)| within(*s))
                     && out.loss_gap <= LOSS_TOLERANCE
-                    && out.missing.is_empty();
+                    && out.missing.is_empty()
+                    && out.file.is_none();
                 let state: Vec<String> = out
                     .state
                     .iter()
@@ -115,6 +117,9 @@ pub(in crate::verify) fn check(b: &Bundle, r: &mut Replayer, report: &mut Report
                         "; missing from the checkpoint: {}",
                         out.missing.join(", ")
                     ));
+                }
+                if let Some(file) = &out.file {
+                    measured.push_str(&format!("; {file}"));
                 }
                 report.push(name, passed, measured, &threshold);
             }

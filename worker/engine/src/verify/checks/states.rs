@@ -1,4 +1,4 @@
-//! 3. **states**: every checkpoint read (whole, or its weights) holds only finite values and is not
+//! 3. **states**: every checkpoint read (whole, or the rules' chunks) holds only finite values and is not
 //!    degenerate (not every weight zero); **optimizer**: every state read whole is one an honest run
 //!    reaches (AdamW's moments bounded by each other, a state that moves the weights, a second
 //!    moment that decays no faster than β₂ between reads, a momentum not reset: [`crate::verify`]'s
@@ -37,10 +37,17 @@ pub(in crate::verify) fn check(b: &Bundle, report: &mut Report) -> bool {
         previous = Some((entry.step, host));
     }
     drop(previous);
-    // The checkpoints of which the rules read the weights only: their weights' sanity.
-    for entry in b.chosen.weights.iter().filter_map(|i| m.checkpoints.get(*i)) {
-        match b.checkpoints.weights(entry) {
-            Ok(host) => bad.extend(state_defects(entry.step, &host)),
+    // The checkpoints of which the rules read chunks only: the sanity of the weights read (all
+    // zero counts only when the chunks hold every weight).
+    for entry in b.chosen.sampled.iter().filter_map(|i| m.checkpoints.get(*i)) {
+        match b.checkpoints.sample(entry, &b.coordinates) {
+            Ok(values) => {
+                if let Some(v) = values.iter().find(|v| !v.is_finite()) {
+                    bad.push(format!("step {}: a weight holds {v}", entry.step));
+                } else if b.coordinates.complete && values.iter().all(|v| *v == 0.0) {
+                    bad.push(format!("step {}: every weight is zero", entry.step));
+                }
+            }
             Err(e) => bad.push(format!("step {}: {e}", entry.step)),
         }
     }
@@ -49,9 +56,9 @@ pub(in crate::verify) fn check(b: &Bundle, report: &mut Report) -> bool {
         bad.is_empty(),
         if bad.is_empty() {
             format!(
-                "{} checkpoints finite and not degenerate ({} of them weights only)",
-                b.chosen.read.len() + b.chosen.weights.len(),
-                b.chosen.weights.len()
+                "{} checkpoints finite and not degenerate ({} of them by the rules' chunks)",
+                b.chosen.read.len() + b.chosen.sampled.len(),
+                b.chosen.sampled.len()
             )
         } else {
             bad.join("; ")
