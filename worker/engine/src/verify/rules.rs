@@ -66,14 +66,19 @@ pub(super) fn full_pass_rules(
     let (model, device) = (&r.model, r.device);
     let val_set = r.data.validation();
     // Rule 1 on C0 (the model as it is), then each checkpoint read whole, in order.
+    // Each is read once: its coordinates are kept for the distance rules.
     let mut accuracies =
         vec![trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1];
+    let mut held = BTreeMap::new();
     for &i in b.chosen.read.iter().filter(|i| **i != 0) {
         let entry = &m.checkpoints[i];
         let host = checkpoints.tensors(entry)?;
         trajectory::load_weights(&checkpoints.dir.join(&entry.file), &host, model)?;
         accuracies
             .push(trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1);
+        if picks.contains(&i) {
+            held.insert(i, coordinates.of_host(&host));
+        }
     }
     // The coordinates of each checkpoint of the sample (first and last included), drawn from the
     // challenge: a forger committing its bundle cannot know which checkpoints, nor which chunks.
@@ -83,8 +88,8 @@ pub(super) fn full_pass_rules(
         let entry = &m.checkpoints[i];
         let values = if i == 0 {
             coordinates.of_weights(c0)
-        } else if b.chosen.read.contains(&i) {
-            coordinates.of_host(checkpoints.tensors(entry)?.as_ref())
+        } else if let Some(values) = held.remove(&i) {
+            values
         } else {
             match checkpoints.take_sample(entry) {
                 Some(kept) => std::rc::Rc::unwrap_or_clone(kept),
