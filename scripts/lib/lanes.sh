@@ -42,6 +42,10 @@ EOF
     for i in "${!lanes[@]}"; do
         (
             export ERGON_TEST_PORTS="$(( 20000 + i * span ))-$(( 20000 + (i + 1) * span - 1 ))"
+            # This checkout, as `cargo test` would tell the binaries (`tests::repo_dir`): a binary
+            # cargo reuses from another checkout sharing the target directory (CI's clone, or this
+            # one after CI) was compiled with that checkout's path, which may be gone or stale.
+            export CARGO_MANIFEST_DIR="$PWD/tests"
             for name in ${lanes[$i]}; do
                 exe="$(awk -v n="$name" '$1 == n { print $2 }' "$work/executables")"
                 start=$(date +%s)

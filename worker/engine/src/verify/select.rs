@@ -100,8 +100,11 @@ pub fn selection(opts: &VerifyOptions, manifest: &Manifest) -> Selection {
     }
     whole.extend(checkpoints.checked_sub(1));
     whole.retain(|i| *i < checkpoints);
-    let sampled =
-        rules_sample.0.iter().copied().filter(|i| *i != 0 && !whole.contains(i)).collect();
+    // Without the rules (`full_pass` off: the trainer's own evidence), nothing is sampled.
+    let sampled = match opts.full_pass {
+        true => rules_sample.0.iter().copied().filter(|i| *i != 0 && !whole.contains(i)).collect(),
+        false => Vec::new(),
+    };
     Selection { segments, rules_sample, read: whole.into_iter().collect(), sampled }
 }
 
