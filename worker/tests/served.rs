@@ -14,7 +14,7 @@ use std::{
 };
 
 use ergon_engine::{
-    bundle::{self, MANIFEST_FILE},
+    bundle::{self, Manifest, MANIFEST_FILE},
     train::{self, Outcome, TrainOptions},
     verify::{self, VerifyOptions},
 };
@@ -153,19 +153,12 @@ fn a_verifier_downloads_only_what_it_reads() {
     assert!(sent - manifest_bytes < bundle, "never the whole bundle");
 }
 
-/// A forged end of the drawn segment (self-consistent: the manifest lists the forged tensors'
-/// hashes, and the root commits to them): the replay's hashes differ, the verifier reads only the
-/// differing tensors by byte ranges and fails the segment with the measured error. A trainer that
-/// pruned the drawn segment's start cannot serve it: the download fails (a fail vote once a daemon's
-/// attempts are spent).
-#[test]
-fn an_end_state_that_is_not_the_replay_fails_and_a_pruned_start_cannot_be_served() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("bundle");
-    let (spec, _) = long(dir.path(), &out);
-    let mut manifest = bundle::inspect(&out).unwrap().manifest;
-    // The forger nudges the weights of checkpoint 12 and rewrites its entry.
-    let entry = &mut manifest.checkpoints[12];
+/// Multiplies the weights of checkpoint `index` of the bundle at `out` by 1.01, rewrites its file
+/// and the manifest's file entry (hash, length, chunk list) and, with `tensors`, its tensor hashes
+/// and leaf too; returns the manifest and the altered tensors.
+fn nudge_weights(out: &Path, index: usize, tensors: bool) -> (Manifest, bundle::HostTensors) {
+    let mut manifest = bundle::inspect(out).unwrap().manifest;
+    let entry = &mut manifest.checkpoints[index];
     let path = out.join(&entry.file);
     let mut host = bundle::HostTensors::read(&path).unwrap();
     for (name, (_, values)) in host.0.iter_mut() {
@@ -178,9 +171,26 @@ fn an_end_state_that_is_not_the_replay_fails_and_a_pruned_start_cannot_be_served
     entry.file_sha256 = hex(&written.sha256);
     entry.file_bytes = written.bytes;
     entry.chunks = written.chunks.iter().map(|h| hex(h)).collect();
-    entry.tensors = host.hashes().iter().map(|(n, h)| (n.clone(), hex(h))).collect();
-    entry.digest = hex(&bundle::checkpoint::digest(host.hashes().values()));
+    if tensors {
+        entry.tensors = host.hashes().iter().map(|(n, h)| (n.clone(), hex(h))).collect();
+        entry.digest = hex(&bundle::checkpoint::digest(host.hashes().values()));
+    }
     std::fs::write(out.join(MANIFEST_FILE), manifest.to_bytes().unwrap()).unwrap();
+    (manifest, host)
+}
+
+/// A forged end of the drawn segment (self-consistent: the manifest lists the forged tensors'
+/// hashes, and the root commits to them): the replay's hashes differ, the verifier reads only the
+/// differing tensors by byte ranges and fails the segment with the measured error. A trainer that
+/// pruned the drawn segment's start cannot serve it: the download fails (a fail vote once a daemon's
+/// attempts are spent).
+#[test]
+fn an_end_state_that_is_not_the_replay_fails_and_a_pruned_start_cannot_be_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = long(dir.path(), &out);
+    // The forger nudges the weights of checkpoint 12 and rewrites its entry, tensors and all.
+    let (manifest, host) = nudge_weights(&out, 12, true);
 
     let (url, _) = serve(out.clone());
     let mut opts = VerifyOptions::new(dir.path().join("verifier"), SEED);
@@ -214,22 +224,8 @@ fn attack_a_file_that_is_not_its_tensors_fails_the_segment_next_to_it() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");
     let (spec, _) = long(dir.path(), &out);
-    let mut manifest = bundle::inspect(&out).unwrap().manifest;
-    let entry = &mut manifest.checkpoints[12];
-    let path = out.join(&entry.file);
-    let mut host = bundle::HostTensors::read(&path).unwrap();
-    for (name, (_, values)) in host.0.iter_mut() {
-        if name.starts_with("param.") {
-            values.iter_mut().for_each(|v| *v *= 1.01);
-        }
-    }
     // The file and its chunk list are the altered weights'; the tensor hashes and the leaf stay.
-    let written = host.write(&path).unwrap();
-    let hex = ergon_engine::data::hex;
-    entry.file_sha256 = hex(&written.sha256);
-    entry.file_bytes = written.bytes;
-    entry.chunks = written.chunks.iter().map(|h| hex(h)).collect();
-    std::fs::write(out.join(MANIFEST_FILE), manifest.to_bytes().unwrap()).unwrap();
+    nudge_weights(&out, 12, false);
 
     let (url, _) = serve(out.clone());
     let verify_segment = |segment: u32, into: &str| {

@@ -56,6 +56,27 @@ pub fn not_canonical(entry: &CheckpointEntry, host: &HostTensors) -> Result<Opti
     }))
 }
 
+/// Writes `tensors` to `dir/name` and returns the manifest entry a trainer would list for it as
+/// checkpoint `step` (tests' bundles of one checkpoint).
+#[cfg(test)]
+pub(crate) fn written_entry(
+    dir: &Path,
+    name: &str,
+    step: u64,
+    tensors: &HostTensors,
+) -> CheckpointEntry {
+    let file = tensors.write(&dir.join(name)).expect("written");
+    CheckpointEntry {
+        step,
+        file: name.into(),
+        file_sha256: hex(&file.sha256),
+        file_bytes: file.bytes,
+        chunks: file.chunks.iter().map(|h| hex(h)).collect(),
+        digest: hex(&checkpoint::digest(tensors.hashes().values())),
+        tensors: tensors.hashes().iter().map(|(n, h)| (n.clone(), hex(h))).collect(),
+    }
+}
+
 /// Parses `0x…` hex of 32 bytes.
 pub use ergon_bundle::parse_hash;
 

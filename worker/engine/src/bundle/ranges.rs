@@ -211,16 +211,7 @@ mod tests {
                 .collect(),
         );
         let path = dir.join("c.safetensors");
-        let commitment = tensors.write(&path).unwrap();
-        let entry = CheckpointEntry {
-            step: 3,
-            file: "c.safetensors".into(),
-            file_sha256: hex(&commitment.sha256),
-            file_bytes: commitment.bytes,
-            chunks: commitment.chunks.iter().map(|h| hex(h)).collect(),
-            digest: hex(&checkpoint::digest(tensors.hashes().values())),
-            tensors: tensors.hashes().iter().map(|(n, h)| (n.clone(), hex(h))).collect(),
-        };
+        let entry = crate::bundle::written_entry(dir, "c.safetensors", 3, &tensors);
         (path.to_string_lossy().into_owned(), entry, tensors)
     }
 

@@ -161,17 +161,7 @@ mod tests {
             ),
         ]));
         let path = dir.join("c.safetensors");
-        let file = host.write(&path).unwrap();
-        let hex = crate::data::hex;
-        let entry = CheckpointEntry {
-            step: 1,
-            file: "c.safetensors".into(),
-            file_sha256: hex(&file.sha256),
-            file_bytes: file.bytes,
-            chunks: file.chunks.iter().map(|h| hex(h)).collect(),
-            digest: hex(&crate::bundle::checkpoint::digest(host.hashes().values())),
-            tensors: host.hashes().iter().map(|(n, h)| (n.clone(), hex(h))).collect(),
-        };
+        let entry = crate::bundle::written_entry(dir, "c.safetensors", 1, &host);
         (path.to_string_lossy().into_owned(), entry, host)
     }
 
