@@ -245,3 +245,44 @@ fn attack_a_file_that_is_not_its_tensors_fails_the_segment_next_to_it() {
     let files = starting.checks.iter().find(|c| c.name == "files").unwrap();
     assert!(!files.passed, "{files:?}");
 }
+
+/// The rules' chunks are held to the manifest: a checkpoint of the rules' sample whose file is
+/// served other than listed (a chunk that is not its hash), or listed with another length than the
+/// layout's (so its chunks would hold other coordinates), fails the `weights` check before any
+/// replay, naming the checkpoint's file.
+#[test]
+fn a_rule_checkpoint_served_or_listed_otherwise_fails_the_weights_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let (spec, _) = long(dir.path(), &out);
+    let manifest = bundle::inspect(&out).unwrap().manifest;
+    let mut opts = VerifyOptions::new(dir.path().join("unused"), SEED);
+    opts.segments = vec![11];
+    let sampled = verify::selection(&opts, &manifest).sampled;
+    let (first, second) = (sampled[0], sampled[1]);
+
+    // Served otherwise: the file's bytes change, its listed chunks do not.
+    let served = out.join(&manifest.checkpoints[first].file);
+    let mut bytes = std::fs::read(&served).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x40;
+    std::fs::write(&served, bytes).unwrap();
+    // Listed otherwise: another length (as many chunks).
+    let mut lying = manifest.clone();
+    let entry = &mut lying.checkpoints[second];
+    entry.file_bytes += 4;
+    std::fs::write(out.join(MANIFEST_FILE), lying.to_bytes().unwrap()).unwrap();
+
+    let (url, _) = serve(out.clone());
+    let mut opts = VerifyOptions::new(dir.path().join("verifier"), SEED);
+    opts.source = Some(url.clone());
+    opts.segments = vec![11];
+    verify::fetch_for(&spec, &url, &opts).unwrap();
+    let report = verify::verify(&spec, &opts).unwrap();
+    assert!(!report.passed);
+    let weights = report.checks.iter().find(|c| c.name == "weights").unwrap();
+    assert!(!weights.passed, "{weights:?}");
+    assert!(weights.measured.contains("does not match its hash"), "{weights:?}");
+    assert!(weights.measured.contains("of the last checkpoint's layout"), "{weights:?}");
+    assert!(!report.checks.iter().any(|c| c.name.starts_with("replay")), "no replay after it");
+}
