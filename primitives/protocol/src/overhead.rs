@@ -2,7 +2,8 @@
 //! the full-pass rules evaluate up to [`RULE_CHECKPOINTS`] checkpoints on [`RULE_VALIDATION_SAMPLES`]
 //! validation samples each, and the metrics check evaluates the final model on the whole validation
 //! set. The chain pays it in every verifier's fee (the job market's `fees`), the worker's verifier
-//! does exactly this much: one home for both numbers.
+//! does at most this much (it evaluates the checkpoints it holds whole: C0, its segments' starts
+//! and the last, at most [`RULE_CHECKPOINTS`]): one home for both numbers.
 
 /// Checkpoints the full-pass rules evaluate, at most (the first, the last, and a grid drawn from the
 /// challenge).

@@ -70,7 +70,14 @@ pub(super) fn full_pass_rules(
     let mut accuracies =
         vec![trajectory::evaluate_first(model, val_set, device, RULE_VALIDATION_SAMPLES)?.1];
     let mut held = BTreeMap::new();
-    for &i in b.chosen.read.iter().filter(|i| **i != 0) {
+    // At most `RULE_CHECKPOINTS` evaluations in all, what the chain pays for (`overhead`): a
+    // dispute's seat holding more starts evaluates the first of them and the last checkpoint.
+    let whole: Vec<usize> = b.chosen.read.iter().copied().filter(|i| *i != 0).collect();
+    let evaluated = whole
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| *k + 2 < RULE_CHECKPOINTS || *k + 1 == whole.len());
+    for (_, &i) in evaluated {
         let entry = &m.checkpoints[i];
         let host = checkpoints.tensors(entry)?;
         trajectory::load_weights(&checkpoints.dir.join(&entry.file), &host, model)?;
