@@ -179,6 +179,21 @@ fn nudge_weights(out: &Path, index: usize, tensors: bool) -> (Manifest, bundle::
     (manifest, host)
 }
 
+/// The report of a verifier replaying `segment` of the bundle served at `url`, downloading into
+/// `into` what it reads whole.
+fn verify_served(
+    spec: &ergon_job_spec::JobSpec,
+    url: &str,
+    into: PathBuf,
+    segment: u32,
+) -> verify::Report {
+    let mut opts = VerifyOptions::new(into, SEED);
+    opts.source = Some(url.to_string());
+    opts.segments = vec![segment];
+    verify::fetch_for(spec, url, &opts).unwrap();
+    verify::verify(spec, &opts).unwrap()
+}
+
 /// A forged end of the drawn segment (self-consistent: the manifest lists the forged tensors'
 /// hashes, and the root commits to them): the replay's hashes differ, the verifier reads only the
 /// differing tensors by byte ranges and fails the segment with the measured error. A trainer that
@@ -193,11 +208,7 @@ fn an_end_state_that_is_not_the_replay_fails_and_a_pruned_start_cannot_be_served
     let (manifest, host) = nudge_weights(&out, 12, true);
 
     let (url, _) = serve(out.clone());
-    let mut opts = VerifyOptions::new(dir.path().join("verifier"), SEED);
-    opts.source = Some(url.clone());
-    opts.segments = vec![11];
-    verify::fetch_for(&spec, &url, &opts).unwrap();
-    let report = verify::verify(&spec, &opts).unwrap();
+    let report = verify_served(&spec, &url, dir.path().join("verifier"), 11);
     assert!(!report.passed);
     let replay = report.checks.iter().find(|c| c.name == "replay[11]").unwrap();
     let weights = host.0.keys().filter(|n| n.starts_with("param.")).count();
@@ -228,20 +239,13 @@ fn attack_a_file_that_is_not_its_tensors_fails_the_segment_next_to_it() {
     nudge_weights(&out, 12, false);
 
     let (url, _) = serve(out.clone());
-    let verify_segment = |segment: u32, into: &str| {
-        let mut opts = VerifyOptions::new(dir.path().join(into), SEED);
-        opts.source = Some(url.clone());
-        opts.segments = vec![segment];
-        verify::fetch_for(&spec, &url, &opts).unwrap();
-        verify::verify(&spec, &opts).unwrap()
-    };
-    let ending = verify_segment(11, "ending");
+    let ending = verify_served(&spec, &url, dir.path().join("ending"), 11);
     let replay = ending.checks.iter().find(|c| c.name == "replay[11]").unwrap();
     assert!(!replay.passed, "{replay:?}");
     assert!(replay.measured.contains("bit-exact") && replay.measured.contains("canonical"));
     assert_eq!(ending.failed_segment(), Some(11));
 
-    let starting = verify_segment(12, "starting");
+    let starting = verify_served(&spec, &url, dir.path().join("starting"), 12);
     let files = starting.checks.iter().find(|c| c.name == "files").unwrap();
     assert!(!files.passed, "{files:?}");
 }
@@ -274,11 +278,7 @@ fn a_rule_checkpoint_served_or_listed_otherwise_fails_the_weights_check() {
     std::fs::write(out.join(MANIFEST_FILE), lying.to_bytes().unwrap()).unwrap();
 
     let (url, _) = serve(out.clone());
-    let mut opts = VerifyOptions::new(dir.path().join("verifier"), SEED);
-    opts.source = Some(url.clone());
-    opts.segments = vec![11];
-    verify::fetch_for(&spec, &url, &opts).unwrap();
-    let report = verify::verify(&spec, &opts).unwrap();
+    let report = verify_served(&spec, &url, dir.path().join("verifier"), 11);
     assert!(!report.passed);
     let weights = report.checks.iter().find(|c| c.name == "weights").unwrap();
     assert!(!weights.passed, "{weights:?}");

@@ -36,11 +36,6 @@ fn check(name: &str, passed: bool, measured: String, threshold: String) -> Check
     Check { name: format!("rule:{name}"), passed, measured, threshold }
 }
 
-/// All parameters flattened in name order.
-pub fn flatten(w: &Weights) -> Vec<f32> {
-    w.values().flat_map(|v| v.iter().copied()).collect()
-}
-
 fn norm(v: impl Iterator<Item = f64>) -> f64 {
     v.map(|x| x * x).sum::<f64>().sqrt()
 }
