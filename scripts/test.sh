@@ -88,10 +88,8 @@ pallets() {
 
 # The integration tests run on the fast runtime (runtime/src/durations.rs: 1.5 s blocks, 25 s
 # epochs, windows of a minute or three), which the harness checks; the demo and the images build
-# the production one. With `try-runtime` (hooks only the try-runtime entry points call: blocks are
-# authored and imported as without it) the node's FRAME stack has the features of the runtime tests'
-# graph below, which then reuse it instead of compiling every FRAME crate again (~8 minutes on a
-# fresh 2-core machine).
+# the production one. With `try-runtime` (hooks that only the try-runtime entry points call: blocks
+# are authored and imported as without it), so that the runtime tests below reuse its FRAME stack.
 fast_node() {
     cargo build --release --locked -p ergon-node --features fast-runtime,try-runtime
 }
@@ -130,15 +128,24 @@ js_client() {
 
 # Natively, against the production runtime: Proof-of-Hashrate weights, genesis bonds, equivocation
 # slashing, block shares, the durations table, the client's metadata is current.
+#
+# `-p ergon-node --lib` selects no target of the node (it has none of that kind) but brings its
+# features into the invocation's graph: the runtime's dependencies then have the fast node's features
+# (the node is built with try-runtime for this) and are reused from its build. Alone, the runtime's
+# graph differs from the node's in ~100 crates (sp-core, sp-io, sp-runtime, frame-support and their
+# dependents: `cargo build --unit-graph`), which a fresh machine compiled a second time (~12 minutes).
+runtime_graph=(-p ergon-runtime -p ergon-node --lib)
 runtime_tests() {
-    SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime --features try-runtime
+    SKIP_WASM_BUILD=1 cargo test --release --locked "${runtime_graph[@]}" \
+        --example verification_network --features ergon-runtime/try-runtime,ergon-node/try-runtime
 }
 
 # try_state of every pallet on the live network's final state (after its faults and load), with
 # the runtime that produced it.
 live_try_state() {
-    ERGON_SNAPSHOT="$snapshot" SKIP_WASM_BUILD=1 cargo test --release --locked -p ergon-runtime \
-        --features try-runtime,fast-runtime -- --include-ignored snapshot durations
+    ERGON_SNAPSHOT="$snapshot" SKIP_WASM_BUILD=1 cargo test --release --locked "${runtime_graph[@]}" \
+        --features ergon-runtime/try-runtime,ergon-runtime/fast-runtime,ergon-node/try-runtime \
+        -- --include-ignored snapshot durations
 }
 
 containers() {
