@@ -79,9 +79,15 @@ cuda_worker() {
 # The pallets' tests and their benchmarks (each run once in the mock runtime, so they keep compiling
 # and working) in one invocation: as two (the tests, then the benchmarks' feature set), cargo built
 # the FRAME stack twice, about 65 crates more on a fresh machine (`cargo build --unit-graph`).
+#
+# `-p ergon-node --lib` builds nothing of the node (it has no library) but gives the pallets' graph
+# its features, as the runtime tests' below: the Substrate primitives (sp-core, sp-io, sp-trie,
+# their cryptography; ~220 crates by `cargo build --unit-graph`) are then compiled once for the
+# pallets, the node and the runtime tests, instead of once for the pallets and again for the node.
 pallets() {
     cargo test --release --locked -p pallet-compute-power -p pallet-trainer-staking \
         -p pallet-job-market -p pallet-drilling -p pallet-fresh-randomness -p ergon-timeouts \
+        -p ergon-node --lib --features ergon-node/try-runtime \
         --features pallet-trainer-staking/runtime-benchmarks,pallet-job-market/runtime-benchmarks \
         --features pallet-drilling/runtime-benchmarks
 }
