@@ -57,23 +57,28 @@ engine_and_worker() {
         cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/attacks
 }
 
-# The same target directory as the CPU build: the CUDA worker shares all but a dozen of its ~360
-# crates with it (a separate directory built them all a second time). The CUDA binary replaces
+# The same target directory as the CPU build: the CUDA worker shares all but a few dozen of its
+# ~570 crates with it (a separate directory built them all a second time). The CUDA binary replaces
 # target/release/ergon-worker while this step runs; on the way out, the trap puts the CPU build
 # (with the attack suite, which the integration tests run) back: cargo links the fresh artifact
 # again without compiling anything. Without a GPU, the tests run against the driver stub, which
-# answers "no device": the unit tests (device choice, the CUDA-graph stepper's eager fallback) and
-# the binary itself, which must start with its CUDA libraries. The engine's integration tests would
-# run the same CPU code as the step before, so they run there only.
+# answers "no device": the unit tests (device choice, the CUDA-graph stepper's eager fallback), the
+# worker's command-line tests on the CUDA binary's CPU path (a training killed and resumed gives the
+# same root; bad input is an error message), and the binary's `check`. The engine's other
+# integration tests would run the same CPU code as the step before, so they run there only.
+#
+# One invocation builds the binary (for the command-line tests) and the unit tests: as a `cargo
+# build` and a `cargo test`, the dev-dependencies' features made two graphs, and candle's CUDA
+# backend, the engine and the worker were compiled twice (`cargo build --unit-graph`).
 cuda_worker() {
     source "$(scripts/setup-cuda.sh)"
     trap 'cargo test --release --locked -p ergon-engine -p ergon-worker \
         --features ergon-worker/attacks --no-run || exit 1' EXIT
-    cargo build --release --locked -p ergon-worker --features cuda
+    LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH" \
+        cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/cuda \
+        --lib --test cli
     LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH" \
         "$CARGO_TARGET_DIR/release/ergon-worker" check --spec worker/examples/fashion-mnist-mlp.json
-    LD_LIBRARY_PATH="$ERGON_CUDA_TEST_LIBRARY_PATH" \
-        cargo test --release --locked -p ergon-engine -p ergon-worker --features ergon-worker/cuda --lib
 }
 
 # The pallets' tests and their benchmarks (each run once in the mock runtime, so they keep compiling
