@@ -25,7 +25,7 @@ use std::{
 };
 
 use serde_json::{json, Value};
-use sp_core::H256;
+use ergon_client::H256;
 
 pub use rpc::RpcError;
 

@@ -7,7 +7,7 @@ use std::{
 };
 
 use serde_json::{json, Value};
-use sp_core::H256;
+use ergon_client::H256;
 
 /// Why a JSON-RPC call failed.
 #[derive(Debug, thiserror::Error)]
