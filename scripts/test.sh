@@ -109,12 +109,19 @@ fast_node() {
 # faults test's cheating trainer). The tests mostly wait for the chain, so they run in three lanes
 # (scripts/lib/lanes.sh), balanced by their times (docs/testing.md). The faults-and-load test
 # leaves the final state of its 4-validator network in the snapshot, for try_state below.
+#
+# Once the lanes' binaries are built, the builds beside them start (builds_beside, below): the lanes
+# leave ~60 % of 2 cores idle (vmstat, 2026-11-29), which they take at the lowest priority. The
+# lanes run a copy of the worker, since the CUDA build replaces the target directory's.
 snapshot="$CARGO_TARGET_DIR/ergon-live-snapshot.json"
 integration() {
     source scripts/lib/lanes.sh
     rm -f "$snapshot"
     cargo test --release --locked -p ergon-integration-tests --lib
-    ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
+    mkdir -p "$CARGO_TARGET_DIR/lanes"
+    cp "$CARGO_TARGET_DIR/release/ergon-worker" "$CARGO_TARGET_DIR/lanes/ergon-worker"
+    ERGON_WORKER="$CARGO_TARGET_DIR/lanes/ergon-worker" LANES_AFTER_BUILD=start_builds_beside \
+        ERGON_SNAPSHOT_OUT="$snapshot" run_lanes --release --locked -p ergon-integration-tests -- \
         "faults lazy_verifiers drilling dev_chain fine_tune draw_prediction" \
         "daemon dispute sybil_validators web availability" \
         "data_takedown diverge local_network collateral user_cli"
@@ -128,7 +135,7 @@ web_page() {
 }
 
 chain_client() {
-    cargo test --release --locked -p ergon-client
+    cargo test --release --locked -p ergon-client "$@"
 }
 
 # The polkadot.js client's own rules (units against the protocol's test vectors, amounts, keys, the
@@ -148,16 +155,30 @@ js_client() {
 runtime_graph=(-p ergon-runtime -p ergon-node --lib)
 runtime_tests() {
     SKIP_WASM_BUILD=1 cargo test --release --locked "${runtime_graph[@]}" \
-        --example verification_network --features ergon-runtime/try-runtime,ergon-node/try-runtime
+        --example verification_network --features ergon-runtime/try-runtime,ergon-node/try-runtime "$@"
 }
 
 # try_state of every pallet on the live network's final state (after its faults and load), with
 # the runtime that produced it.
-live_try_state() {
-    ERGON_SNAPSHOT="$snapshot" SKIP_WASM_BUILD=1 cargo test --release --locked "${runtime_graph[@]}" \
-        --features ergon-runtime/try-runtime,ergon-runtime/fast-runtime,ergon-node/try-runtime \
-        -- --include-ignored snapshot durations
+live_try_state_build() {
+    SKIP_WASM_BUILD=1 cargo test --release --locked "${runtime_graph[@]}" \
+        --features ergon-runtime/try-runtime,ergon-runtime/fast-runtime,ergon-node/try-runtime "$@"
 }
+live_try_state() {
+    ERGON_SNAPSHOT="$snapshot" live_try_state_build -- --include-ignored snapshot durations
+}
+
+# Beside the integration tests: the CUDA step (in a subshell: its toolchain's environment stays
+# there), then the test binaries of the steps after them (built only; those steps run them).
+builds_beside() {
+    (cuda_worker)
+    chain_client --no-run
+    runtime_tests --no-run
+    live_try_state_build --no-run
+}
+beside_name="beside the integration tests: the worker's CUDA build (CUDA 13.0 from PyPI wheels, \
+no GPU needed) and its tests on the CPU path; the test binaries of the steps after them"
+start_builds_beside() { start_step_beside builds_beside; }
 
 containers() {
     scripts/docker.sh --if-available
@@ -174,12 +195,11 @@ if $quick; then
     exit
 fi
 run_step "engine (training, verifier, attack suite), worker and daemon" engine_and_worker
-run_step "the worker's CUDA build (CUDA 13.0 from PyPI wheels, no GPU needed), on its CPU path" \
-    cuda_worker
 run_step "pallets (mock runtimes) and their benchmarks" pallets
 run_step "build ergon-node with the fast runtime (wasm32v1-none and native)" fast_node
 run_step "the web page (WebAssembly bundle check, Vite build)" web_page
 run_step "integration tests: real nodes and trainer daemons on loopback, in three lanes" integration
+finish_step_beside "$beside_name" builds_beside
 run_step "chain client (subxt, generated from the runtime's metadata)" chain_client
 run_step "user client (polkadot.js), offline" js_client
 run_step "runtime tests (production runtime, native)" runtime_tests

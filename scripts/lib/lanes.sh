@@ -9,6 +9,7 @@
 # run_lanes <cargo test arguments> -- <lane> [<lane>...]
 #   A lane is a space-separated list of test target names (`tests/tests/<name>.rs`). Every test
 #   target of the package must be in exactly one lane. Returns non-zero if any test failed.
+#   $LANES_AFTER_BUILD, if set, is run once the binaries are built, before the lanes start.
 run_lanes() {
     local cargo_args=() lanes=()
     while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do cargo_args+=("$1"); shift; done
@@ -34,6 +35,9 @@ EOF
         rm -rf "$work"
         return 1
     fi
+
+    # Whatever waits for the cargo lock to be free (scripts/test.sh: the builds beside the lanes).
+    if [ -n "${LANES_AFTER_BUILD:-}" ]; then "$LANES_AFTER_BUILD"; fi
 
     # Disjoint shares of free_port's default window, 20000–31999 (tests/src/lib.rs), which stays
     # below the ephemeral range (32768+).
