@@ -80,11 +80,19 @@ fn node_binary_path() -> PathBuf {
 fn check_fast_runtime(bin: &Path) {
     let out = Command::new(bin)
         .args(["build-spec", "--chain", "dev"])
-        .stderr(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("running {} build-spec: {e}", bin.display()));
-    let spec: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{} build-spec --chain dev: not JSON ({e})", bin.display()));
+    let spec: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+        panic!(
+            "{} build-spec --chain dev: not JSON ({e}); {}, {} bytes of output; its stderr ends:\n{}",
+            bin.display(),
+            out.status,
+            out.stdout.len(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        )
+    });
     let name = spec["name"].as_str().unwrap_or_default();
     assert!(
         name.ends_with("(fast runtime)"),
