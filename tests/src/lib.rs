@@ -24,8 +24,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde_json::{json, Value};
 use ergon_client::H256;
+use serde_json::{json, Value};
 
 pub use rpc::RpcError;
 

@@ -6,8 +6,8 @@ use std::{
     time::Duration,
 };
 
-use serde_json::{json, Value};
 use ergon_client::H256;
+use serde_json::{json, Value};
 
 /// Why a JSON-RPC call failed.
 #[derive(Debug, thiserror::Error)]
