@@ -150,7 +150,7 @@ js_client() {
 # `-p ergon-node --lib` selects no target of the node (it has none of that kind) but brings its
 # features into the invocation's graph: the runtime's dependencies then have the fast node's features
 # (the node is built with try-runtime for this) and are reused from its build. Alone, the runtime's
-# graph differs from the node's in ~100 crates (sp-core, sp-io, sp-runtime, frame-support and their
+# graph differs from the node's in ~220 crates (sp-core, sp-io, sp-runtime, frame-support and their
 # dependents: `cargo build --unit-graph`), which a fresh machine compiled a second time (~12 minutes).
 runtime_graph=(-p ergon-runtime -p ergon-node --lib)
 runtime_tests() {

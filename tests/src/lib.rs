@@ -76,6 +76,12 @@ fn node_binary_path() -> PathBuf {
     bin
 }
 
+/// The last `n` lines of `text`, for failure messages.
+fn last_lines(text: &str, n: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(n)..].join("\n")
+}
+
 /// Panics unless `bin`'s development chain is marked as running the fast runtime.
 fn check_fast_runtime(bin: &Path) {
     let out = Command::new(bin)
@@ -83,14 +89,12 @@ fn check_fast_runtime(bin: &Path) {
         .output()
         .unwrap_or_else(|e| panic!("running {} build-spec: {e}", bin.display()));
     let spec: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
         panic!(
             "{} build-spec --chain dev: not JSON ({e}); {}, {} bytes of output; its stderr ends:\n{}",
             bin.display(),
             out.status,
             out.stdout.len(),
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            last_lines(&String::from_utf8_lossy(&out.stderr), 20)
         )
     });
     let name = spec["name"].as_str().unwrap_or_default();
@@ -222,9 +226,7 @@ impl Node {
 
     /// The last `lines` lines of this node's log, for failure messages.
     pub fn log_tail(&self, lines: usize) -> String {
-        let text = fs::read_to_string(&self.log).unwrap_or_default();
-        let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
+        last_lines(&fs::read_to_string(&self.log).unwrap_or_default(), lines)
     }
 
     /// A JSON-RPC call to this node.
@@ -516,9 +518,7 @@ impl Daemon {
 
     /// The last `lines` lines of its log, for failure messages.
     pub fn log_tail(&self, lines: usize) -> String {
-        let text = self.log();
-        let all: Vec<&str> = text.lines().collect();
-        format!("--- {} ---\n{}", self.name, all[all.len().saturating_sub(lines)..].join("\n"))
+        format!("--- {} ---\n{}", self.name, last_lines(&self.log(), lines))
     }
 }
 
