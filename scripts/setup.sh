@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and run Ergon. Idempotent: safe to run again.
 #   - Debian packages: clang + libclang (bindgen), lld (fast linker), protobuf-compiler (libp2p),
+#     libssl-dev + pkg-config (the node's OpenSSL: .cargo/config.toml's OPENSSL_NO_VENDOR),
 #     dataset-fashion-mnist (the training examples' data set)
 #   - Rust: the wasm32v1-none target and rust-src (runtime build)
 set -euo pipefail
@@ -8,7 +9,7 @@ set -euo pipefail
 log() { printf '[setup] %s\n' "$*"; }
 
 need_pkgs=()
-for pkg in clang libclang-dev lld protobuf-compiler pkg-config dataset-fashion-mnist; do
+for pkg in clang libclang-dev lld protobuf-compiler pkg-config libssl-dev dataset-fashion-mnist; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$pkg")
 done
 if ((${#need_pkgs[@]})); then
