@@ -9,6 +9,8 @@
 //! - [`seed`]: a job's training seed, from the job id and the trainer's raw 32-byte account.
 //! - [`draw`]: random streams, uniform samples and shuffles, and the weighted order by an
 //!   exponential race in which each candidate's place depends only on its own key and weight.
+//! - [`sortition`]: weighted draws that read O(log n) of a large pool (a sum tree over slots),
+//!   for a pool frozen before the randomness it is drawn with.
 //! - [`segments`]: which checkpoint segments a verification round replays, and who replays which
 //!   (every one by two verifiers).
 //! - [`evidence`]: the sketch of a state inside a segment that only a replay produces, and how two
@@ -43,6 +45,7 @@ pub mod kernels;
 pub mod overhead;
 pub mod seed;
 pub mod segments;
+pub mod sortition;
 #[cfg(feature = "frame")]
 pub mod traits;
 pub mod units;

@@ -1,0 +1,359 @@
+//! Weighted draws that read O(log n) of a large pool: a sum tree over numbered slots, and a
+//! sequential weighted sample without replacement that lands random points on it.
+//!
+//! [`crate::draw::weighted_order`] keys every candidate, so a draw reads the whole pool: at the
+//! 10 000 verifiers of issue 37 that is 10 000 storage reads (and their proof) per round. Here a
+//! pool is a list of slots `1..=len`, each with a weight, kept in a *Fenwick tree*: node `i` holds
+//! the sum of the weights of slots `(i − lowbit(i), i]`. A prefix sum, an update, an append and
+//! the slot under a point each read or write at most ⌈log2 len⌉ + 1 nodes. The runtime keeps the
+//! nodes in storage ([`Nodes`]); tests keep them in a `Vec`.
+//!
+//! [`draw`] lands uniform points on `[0, total)`: the slot under a point is proposed with
+//! probability proportional to its weight; a slot already drawn is passed over (so the seats are a
+//! weighted sample without replacement, the distribution of the race in [`crate::draw`] —
+//! Efraimidis and Spirakis); the caller looks at each proposed slot and refuses it (wrong class,
+//! busy, its bond cannot cover the seat) or accepts it with a probability (thinning: an entry
+//! weighted by its bond at joining whose bond is now smaller is accepted with probability
+//! `now / at joining`, which makes its odds those of its bond now).
+//!
+//! **What the caller must guarantee.** Unlike the race, a point's slot depends on every slot
+//! before it: whoever can add, remove or re-weight slots *after* the seed is known can slide a
+//! point onto an account of its own. The tree a draw reads must be frozen before the randomness
+//! behind its seed began (changes staged and applied at boundaries, and a draw only from
+//! randomness newer than the last boundary). See docs/threat-model.md (*Verification at scale*).
+
+use crate::draw::Stream;
+use alloc::{collections::BTreeSet, vec::Vec};
+
+/// Where a sum tree's nodes live. Nodes are numbered from 1; a node never written reads 0.
+pub trait Nodes {
+    /// Node `i`.
+    fn node(&self, i: u32) -> u128;
+    /// Sets node `i`.
+    fn set_node(&mut self, i: u32, value: u128);
+}
+
+impl Nodes for Vec<u128> {
+    fn node(&self, i: u32) -> u128 {
+        self.get(i as usize).copied().unwrap_or(0)
+    }
+    fn set_node(&mut self, i: u32, value: u128) {
+        let i = i as usize;
+        if self.len() <= i {
+            self.resize(i + 1, 0);
+        }
+        self[i] = value;
+    }
+}
+
+fn lowbit(i: u32) -> u32 {
+    i & i.wrapping_neg()
+}
+
+/// The sum of the weights of slots `1..=slot`.
+pub fn prefix<N: Nodes>(nodes: &N, mut slot: u32) -> u128 {
+    let mut sum = 0u128;
+    while slot > 0 {
+        sum = sum.saturating_add(nodes.node(slot));
+        slot -= lowbit(slot);
+    }
+    sum
+}
+
+/// The weight of `slot`.
+pub fn weight<N: Nodes>(nodes: &N, slot: u32) -> u128 {
+    if slot == 0 {
+        return 0;
+    }
+    prefix(nodes, slot).saturating_sub(prefix(nodes, slot - 1))
+}
+
+/// Sets the weight of `slot` (in `1..=len`) to `to`.
+pub fn set<N: Nodes>(nodes: &mut N, len: u32, slot: u32, to: u128) {
+    if slot == 0 || slot > len {
+        return;
+    }
+    let from = weight(nodes, slot);
+    let mut i = slot;
+    while i <= len {
+        let node = nodes.node(i);
+        // A node's sum includes `from`, so neither side can wrap.
+        nodes.set_node(i, node.saturating_sub(from).saturating_add(to));
+        match i.checked_add(lowbit(i)) {
+            Some(next) => i = next,
+            None => break,
+        }
+    }
+}
+
+/// Appends a slot of `weight` to a tree of `len` slots; returns the new length (the slot's number).
+pub fn push<N: Nodes>(nodes: &mut N, len: u32, weight: u128) -> u32 {
+    let slot = len + 1;
+    // Node `slot` covers `(slot − lowbit(slot), slot]`: the new slot and slots already counted.
+    let below = prefix(nodes, len).saturating_sub(prefix(nodes, slot - lowbit(slot)));
+    nodes.set_node(slot, below.saturating_add(weight));
+    slot
+}
+
+/// Removes `slot` from a tree of `len` slots by moving the last slot into its place (its weight
+/// goes to `slot`; the caller moves the last slot's holder there); returns the new length. Nodes
+/// past the new length are never read again before [`push`] rewrites them.
+pub fn swap_remove<N: Nodes>(nodes: &mut N, len: u32, slot: u32) -> u32 {
+    if slot == 0 || slot > len {
+        return len;
+    }
+    if slot != len {
+        let last = weight(nodes, len);
+        set(nodes, len, slot, last);
+    }
+    len - 1
+}
+
+/// The total weight of a tree of `len` slots.
+pub fn total<N: Nodes>(nodes: &N, len: u32) -> u128 {
+    prefix(nodes, len)
+}
+
+/// The slot under `point`: the smallest slot whose prefix sum exceeds it; `None` when `point` is
+/// not below the total.
+pub fn find<N: Nodes>(nodes: &N, len: u32, mut point: u128) -> Option<u32> {
+    if len == 0 {
+        return None;
+    }
+    let mut at = 0u32;
+    let mut step = 1u32 << (31 - len.leading_zeros());
+    while step > 0 {
+        let next = at + step;
+        if next <= len {
+            let sum = nodes.node(next);
+            if sum <= point {
+                at = next;
+                point -= sum;
+            }
+        }
+        step >>= 1;
+    }
+    (at < len).then_some(at + 1)
+}
+
+/// A uniform integer in `0..n` from `stream` (`0` when `n == 0`), without modulo bias.
+pub fn below_u128(stream: &mut Stream, n: u128) -> u128 {
+    if n <= u64::MAX as u128 {
+        return stream.below(n as u64) as u128;
+    }
+    let reject_below = n.wrapping_neg() % n;
+    // As in `Stream::below`: a rejection has probability < n / 2^128; the bound keeps it finite.
+    for _ in 0..64 {
+        let x = ((stream.next_u64() as u128) << 64) | stream.next_u64() as u128;
+        if x >= reject_below {
+            return x % n;
+        }
+    }
+    (((stream.next_u64() as u128) << 64) | stream.next_u64() as u128) % n
+}
+
+/// What the caller makes of a proposed slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Look {
+    /// Not a candidate for this draw (it may be proposed again; the caller may remember).
+    Refuse,
+    /// A candidate, taken with probability `keep / of` (always when `keep ≥ of`).
+    Keep {
+        /// Numerator.
+        keep: u128,
+        /// Denominator (never zero; zero counts as one).
+        of: u128,
+    },
+}
+
+impl Look {
+    /// A candidate taken whenever proposed.
+    pub const TAKE: Look = Look::Keep { keep: 1, of: 1 };
+}
+
+/// Up to `wanted` distinct slots of a tree of `len` slots, in the order drawn: each point of
+/// `stream` proposes the slot under it (probability ∝ weight); a slot already drawn is passed
+/// over; `look` decides about the others. Stops after `max_points` points, so the reads are
+/// bounded whatever the pool holds (a pool of mostly refused slots seats fewer than `wanted`).
+pub fn draw<N: Nodes>(
+    nodes: &N,
+    len: u32,
+    stream: &mut Stream,
+    wanted: usize,
+    max_points: u32,
+    mut look: impl FnMut(u32) -> Look,
+) -> Vec<u32> {
+    let total = total(nodes, len);
+    let mut drawn = Vec::new();
+    let mut taken = BTreeSet::new();
+    if total == 0 {
+        return drawn;
+    }
+    for _ in 0..max_points {
+        if drawn.len() >= wanted {
+            break;
+        }
+        let Some(slot) = find(nodes, len, below_u128(stream, total)) else { continue };
+        if taken.contains(&slot) {
+            continue;
+        }
+        match look(slot) {
+            Look::Refuse => {}
+            Look::Keep { keep, of } => {
+                let of = of.max(1);
+                if keep >= of || below_u128(stream, of) < keep {
+                    taken.insert(slot);
+                    drawn.push(slot);
+                }
+            }
+        }
+    }
+    drawn
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(weights: &[u128]) -> (Vec<u128>, u32) {
+        let mut nodes = Vec::new();
+        let mut len = 0;
+        for w in weights {
+            len = push(&mut nodes, len, *w);
+        }
+        (nodes, len)
+    }
+
+    fn weights_of(nodes: &Vec<u128>, len: u32) -> Vec<u128> {
+        (1..=len).map(|s| weight(nodes, s)).collect()
+    }
+
+    /// Every operation keeps the tree equal to the plain list it stands for: prefix sums, the slot
+    /// under every point, after pushes, updates and swap-removes in any order.
+    #[test]
+    fn the_tree_matches_a_plain_list_through_every_operation() {
+        let mut stream = Stream::new(&[7; 32], b"test");
+        let mut list: Vec<u128> = Vec::new();
+        let (mut nodes, mut len) = (Vec::new(), 0u32);
+        for _ in 0..2_000 {
+            match stream.below(4) {
+                0 | 1 => {
+                    let w = stream.below(50) as u128;
+                    len = push(&mut nodes, len, w);
+                    list.push(w);
+                }
+                2 if len > 0 => {
+                    let slot = 1 + stream.below(len as u64) as u32;
+                    let w = stream.below(50) as u128;
+                    set(&mut nodes, len, slot, w);
+                    list[slot as usize - 1] = w;
+                }
+                _ if len > 0 => {
+                    let slot = 1 + stream.below(len as u64) as u32;
+                    len = swap_remove(&mut nodes, len, slot);
+                    list.swap_remove(slot as usize - 1);
+                }
+                _ => {}
+            }
+            assert_eq!(weights_of(&nodes, len), list);
+            let sum: u128 = list.iter().sum();
+            assert_eq!(total(&nodes, len), sum);
+            // The slot under every point, against a walk of the list.
+            let mut at = 0u128;
+            for (i, w) in list.iter().enumerate() {
+                for point in [at, at + w.saturating_sub(1)] {
+                    if *w > 0 {
+                        assert_eq!(find(&nodes, len, point), Some(i as u32 + 1));
+                    }
+                }
+                at += w;
+            }
+            assert_eq!(find(&nodes, len, sum), None);
+        }
+    }
+
+    /// A point reads at most ⌈log2 len⌉ + 1 nodes: the draw's cost grows with the log of the pool.
+    #[test]
+    fn a_point_reads_logarithmically_many_nodes() {
+        struct Counting(Vec<u128>, core::cell::Cell<u32>);
+        impl Nodes for Counting {
+            fn node(&self, i: u32) -> u128 {
+                self.1.set(self.1.get() + 1);
+                self.0.node(i)
+            }
+            fn set_node(&mut self, i: u32, value: u128) {
+                self.0.set_node(i, value)
+            }
+        }
+        let (nodes, len) = tree(&[3; 10_000]);
+        let counting = Counting(nodes, Default::default());
+        let mut stream = Stream::new(&[1; 32], b"test");
+        for _ in 0..100 {
+            counting.1.set(0);
+            find(&counting, len, below_u128(&mut stream, 30_000));
+            assert!(counting.1.get() <= 14, "{} reads", counting.1.get());
+        }
+    }
+
+    /// The first seat's odds are the weights' shares; with thinning, those of the kept weights;
+    /// refused slots are never drawn and drawn slots never twice.
+    #[test]
+    fn seats_are_drawn_in_proportion_to_weight() {
+        let (nodes, len) = tree(&[1, 2, 3, 0, 4]);
+        let trials = 20_000;
+        let mut first = [0u32; 6];
+        let mut thinned = [0u32; 6];
+        for t in 0..trials {
+            let seed = crate::hash::tagged(b"ergon/test/v1", &t);
+            let seats = draw(&nodes, len, &mut Stream::new(&seed, b"seats"), 3, 64, |_| Look::TAKE);
+            assert_eq!(seats.len(), 3);
+            assert_eq!(seats.iter().collect::<BTreeSet<_>>().len(), 3, "{seats:?}");
+            assert!(!seats.contains(&4), "a slot of weight 0 is never drawn");
+            first[seats[0] as usize] += 1;
+            // Slot 5 kept with probability 1/4 (weight 4, now worth 1), slot 1 refused.
+            let seats = draw(&nodes, len, &mut Stream::new(&seed, b"thin"), 1, 64, |s| match s {
+                1 => Look::Refuse,
+                5 => Look::Keep { keep: 1, of: 4 },
+                _ => Look::TAKE,
+            });
+            thinned[seats[0] as usize] += 1;
+        }
+        let share = |count: u32| count as f64 / trials as f64;
+        for (slot, expected) in [(1, 0.1), (2, 0.2), (3, 0.3), (5, 0.4)] {
+            assert!((share(first[slot]) - expected).abs() < 0.015, "slot {slot}: {first:?}");
+        }
+        // Weights 2, 3 and 1: shares 1/3, 1/2, 1/6.
+        assert_eq!(thinned[1], 0);
+        for (slot, expected) in [(2, 1.0 / 3.0), (3, 0.5), (5, 1.0 / 6.0)] {
+            assert!((share(thinned[slot]) - expected).abs() < 0.015, "slot {slot}: {thinned:?}");
+        }
+    }
+
+    /// The points are bounded: a pool of refused slots ends the draw with what it has.
+    #[test]
+    fn a_pool_of_refused_slots_ends_after_max_points() {
+        let (nodes, len) = tree(&[5; 100]);
+        let mut looks = 0;
+        let seats = draw(&nodes, len, &mut Stream::new(&[2; 32], b"seats"), 3, 40, |_| {
+            looks += 1;
+            Look::Refuse
+        });
+        assert!(seats.is_empty());
+        assert_eq!(looks, 40);
+        let empty: Vec<u128> = Vec::new();
+        assert!(draw(&empty, 0, &mut Stream::new(&[2; 32], b"s"), 3, 40, |_| Look::TAKE).is_empty());
+    }
+
+    /// Weights beyond 64 bits: points are uniform over the whole 128-bit total.
+    #[test]
+    fn totals_beyond_64_bits_are_drawn_from() {
+        let (nodes, len) = tree(&[u64::MAX as u128 * 3, u64::MAX as u128]);
+        let mut counts = [0u32; 3];
+        let mut stream = Stream::new(&[3; 32], b"big");
+        for _ in 0..4_000 {
+            let point = below_u128(&mut stream, total(&nodes, len));
+            counts[find(&nodes, len, point).unwrap() as usize] += 1;
+        }
+        assert!((counts[1] as f64 / 4_000.0 - 0.75).abs() < 0.03, "{counts:?}");
+    }
+}
