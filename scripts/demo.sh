@@ -50,11 +50,14 @@ for _ in $(seq 60); do
 done
 
 # daemon NAME ROLES PORT: `ergon-worker run` for the dev account //NAME, its log prefixed with its name.
+# The trainer asks 100 ERG per ut, so that the demo's amounts read in whole ERG (the job's price
+# 8.48 ERG); a daemon without ERGON_PRICE_PER_UT bids the chain's floor (0.05 ERG per ut on a CPU).
 daemon() {
     local name="$1" roles="$2" port="$3"
     mkdir -p "$work/$name"
     ERGON_DEV_KEY="//${name^}" ERGON_ROLES="$roles" ERGON_LISTEN="127.0.0.1:$port" \
-        ERGON_DATA_DIR="$work/$name" ERGON_BOND=2000 RUST_LOG="${RUST_LOG:-info}" \
+        ERGON_DATA_DIR="$work/$name" ERGON_BOND=2000 ERGON_PRICE_PER_UT="${ERGON_PRICE_PER_UT:-100}" \
+        RUST_LOG="${RUST_LOG:-info}" \
         "$CARGO_TARGET_DIR/release/ergon-worker" run > >(sed -u "s/^/[$name] /" > "$work/$name.log") 2>&1 &
     pids+=("$!")
 }

@@ -444,6 +444,9 @@ fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::Joi
 /// Longest a user CLI command may run in a test.
 const USER_CLI_TIMEOUT: Duration = Duration::from_secs(360);
 
+/// The asking price, in ERG per ut, of the tests' trainer daemons ([`Daemon::start`]).
+pub const TEST_PRICE_PER_UT: u32 = 100;
+
 /// A running `ergon-worker run` daemon (killed when dropped).
 pub struct Daemon {
     name: String,
@@ -454,9 +457,16 @@ pub struct Daemon {
 
 impl Daemon {
     /// Starts `ergon-worker run` with `args`; output goes to `log_dir/<name>.log`.
+    ///
+    /// Unless `args` name a price, the daemon asks [`TEST_PRICE_PER_UT`] ERG per ut: the tests'
+    /// amounts (the example job's 8.48 ERG price, its fees) and their "budget below every asking
+    /// price" jobs are written for it. A daemon without `--price-per-ut` bids the chain's floor.
     pub fn start(name: &str, args: &[String], log_dir: &Path) -> Daemon {
         let mut all = vec!["run".to_string()];
         all.extend(args.iter().cloned());
+        if !args.iter().any(|a| a.starts_with("--price-per-ut")) {
+            all.extend(["--price-per-ut".to_string(), TEST_PRICE_PER_UT.to_string()]);
+        }
         let log = log_dir.join(format!("{name}.log"));
         let mut daemon = Daemon { name: name.into(), args: all, log, child: None };
         daemon.child = Some(spawn_logged(&worker_binary(), &daemon.args, &daemon.log));

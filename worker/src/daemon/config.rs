@@ -51,10 +51,12 @@ pub struct Config {
     /// Bond this many ERG in all at start (0: bond nothing; the roles need the minimum bond).
     #[arg(long, env = "ERGON_BOND", default_value_t = 0)]
     pub bond: u128,
-    /// Asking price per ut of training work, in ERG (decimals allowed: a GPU's ut is worth
-    /// about a sixth of a CPU's; the chain's floors are 0.05 ERG on a CPU, 0.0086 on a GPU).
-    #[arg(long, env = "ERGON_PRICE_PER_UT", default_value = "100", value_parser = erg_amount)]
-    pub price_per_ut: u128,
+    /// Asking price per ut of training work, in ERG (decimals allowed: the chain's floors are
+    /// 0.05 ERG on a CPU, 0.0086 on a GPU). Default: none — the bid is the machine's cost plus
+    /// the margin, never below the floor of the class it trains on, so a job posted with its
+    /// least budget gets bids.
+    #[arg(long, env = "ERGON_PRICE_PER_UT", value_parser = erg_amount)]
+    pub price_per_ut: Option<u128>,
     /// What an hour of this machine costs, in milli-ERG (bids never go below it plus the margin).
     #[arg(long, env = "ERGON_COST_PER_HOUR", default_value_t = 1_000)]
     pub cost_per_hour_milli: u128,
@@ -198,7 +200,7 @@ impl Config {
             (cpu, Some(given))
         };
         Policy {
-            price_per_ut: self.price_per_ut,
+            price_per_ut: self.price_per_ut.unwrap_or(0),
             cost_per_hour: self.cost_per_hour_milli.saturating_mul(ERG / 1_000),
             min_margin_percent: self.min_margin,
             cpu,
@@ -239,6 +241,23 @@ fn erg_amount(text: &str) -> Result<u128, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// No asking price unless the operator sets one: the bid is then the cost plus the margin,
+    /// or the chain's floor (`policy`'s `a_daemon_on_defaults_bids_what_a_least_budget_pays`).
+    #[test]
+    fn the_asking_price_is_none_by_default() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: Config,
+        }
+        let parse = |extra: &[&str]| {
+            let args = ["run", "--dev-key", "//Bob", "--data-dir", "/tmp/x"];
+            <Cli as clap::Parser>::try_parse_from(args.iter().chain(extra)).unwrap().run
+        };
+        assert_eq!(parse(&[]).price_per_ut, None);
+        assert_eq!(parse(&["--price-per-ut", "0.01"]).price_per_ut, Some(ERG / 100));
+    }
 
     #[test]
     fn a_loopback_or_private_bundle_url_is_refused_on_a_live_chain_only() {

@@ -3,8 +3,10 @@
 //! A bid is a promise backed by collateral (the price is frozen out of the bond, and all of it is
 //! slashed when the deadline passes without a bundle). So a job that does not fit the machine's
 //! memory, or cannot be trained by its deadline at the throughput this machine measured, gets no bid:
-//! bidding on it would sell a slash. The price is the larger of the operator's asking price per ut and
-//! the measured cost of the machine's time plus a minimum margin.
+//! bidding on it would sell a slash. The price is the largest of the operator's asking price per ut
+//! (none by default), the measured cost of the machine's time plus a minimum margin, and the chain's
+//! floor for the class the job trains on: a daemon on defaults bids what a job posted with its least
+//! budget pays, as long as that covers its cost.
 //!
 //! A GPU host trains convolutional jobs on its CPU ([`Policy::train_on`]): a CPU verifier's replay
 //! of an honest GPU-trained CNN is over ε (measured on an H100, docs/pot-calibration.md), so
@@ -42,7 +44,8 @@ pub enum TrainOn {
 /// The operator's prices and the machine's measured capacity.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Policy {
-    /// Asking price per ut of training work, in plancks.
+    /// Asking price per ut of training work, in plancks (0: none; the cost plus the margin, or
+    /// the chain's floor, sets the bid).
     pub price_per_ut: u128,
     /// What an hour of this machine costs its operator (power, wear), in plancks.
     pub cost_per_hour: u128,
@@ -403,6 +406,37 @@ mod tests {
             p.price(&s, work, 3_600, flat(10 * ERG)).unwrap(),
             (work * 10 * ERG).div_ceil(MICRO)
         );
+    }
+
+    /// A daemon on defaults (no asking price; the default cost, an ERG an hour, far below an
+    /// hour's rent at the floor) bids exactly the floor of the class it trains on: what a job
+    /// posted with its least budget pays for the work. With the old default ask (100 ERG per
+    /// ut, 2 000 times the CPU floor) a GPU-hour job at its least budget got no bid at all.
+    #[test]
+    fn a_daemon_on_defaults_bids_what_a_least_budget_pays() {
+        // The production runtime's floors (runtime/src/configs/prices.rs): 0.05 and 0.0086 ERG.
+        let floors = ergon_protocol::PerClass { cpu: ERG / 20, gpu: 86 * ERG / 10_000 };
+        let h100 = Capacity {
+            micro_ut_per_hour: 180_000 * MICRO,
+            memory_bytes: 80 << 30,
+            class: DeviceClass::Cuda { capability: 90 },
+        };
+        let defaults = Policy { price_per_ut: 0, cost_per_hour: ERG, ..policy() };
+        let gpu_host = Policy { gpu: Some(h100), ..defaults.clone() };
+        let (mlp, transformer) = (spec(), example("char-transformer"));
+        for (host, spec, per_ut) in
+            [(&defaults, &mlp, floors.cpu), (&gpu_host, &transformer, floors.gpu)]
+        {
+            let work = work(spec);
+            let least_price = (work * per_ut).div_ceil(MICRO);
+            assert_eq!(host.price(spec, work, 1_000_000, floors).unwrap(), least_price);
+        }
+        // The runtime's GPT-2-small example (3.67·10⁶ ut), with a week to its deadline.
+        let (big, week) = (3_670_000 * MICRO, 7 * 24 * 3_600);
+        let least_price = (big * floors.gpu).div_ceil(MICRO);
+        assert_eq!(gpu_host.price(&transformer, big, week, floors).unwrap(), least_price);
+        let old_default = Policy { price_per_ut: 100 * ERG, ..gpu_host };
+        assert!(old_default.price(&transformer, big, week, floors).unwrap() > 10_000 * least_price);
     }
 
     /// A slow machine that bid anyway would freeze its price as collateral and lose all of it at
