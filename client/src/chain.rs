@@ -8,7 +8,7 @@ use subxt::{
     error::{DispatchError, TransactionEventsError},
     rpcs::{client::ReconnectingRpcClient, LegacyRpcMethods, RpcClient},
     transactions::{Payload, TransactionStatus},
-    utils::AccountId32,
+    utils::{AccountId32, Static},
     OnlineClient, SubstrateConfig,
 };
 
@@ -202,6 +202,17 @@ impl Chain {
             }
         }
         Ok(jobs)
+    }
+
+    /// The highest price a bid on job `id` naming `device` may ask (the budget less the fees of
+    /// every vote the job may pay), at the finalized block; `None` unless the job takes bids.
+    pub async fn bid_ceiling(
+        &self,
+        id: u64,
+        device: ergon_protocol::DeviceClass,
+    ) -> Result<Option<u128>> {
+        let call = runtime::runtime_apis().job_market_api().bid_ceiling(id, Static(device));
+        Ok(self.at().await?.runtime_apis().call(call).await?)
     }
 
     /// Jobs taking bids, lowest id first.

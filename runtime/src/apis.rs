@@ -232,7 +232,7 @@ impl_runtime_apis! {
         }
     }
 
-    #[api_version(3)]
+    #[api_version(4)]
     impl pallet_job_market_runtime_api::JobMarketApi<Block, AccountId, Balance, BlockNumber>
         for Runtime
     {
@@ -278,6 +278,13 @@ impl_runtime_apis! {
 
         fn jobs_of(who: AccountId, limit: u32) -> Vec<pallet_job_market::JobId> {
             JobMarket::jobs_of(&who, limit)
+        }
+
+        fn bid_ceiling(
+            id: pallet_job_market::JobId,
+            device: pallet_job_market::DeviceClass,
+        ) -> Option<Balance> {
+            JobMarket::bid_ceiling(id, device)
         }
     }
 

@@ -101,6 +101,8 @@ mod tests;
 
 /// What differs by device class (prices, the least budgets of `least_budgets`).
 pub use ergon_protocol::PerClass;
+/// The hardware class a bundle is trained on and a verifier replays on.
+pub use ergon_protocol::DeviceClass;
 pub use pallet::*;
 pub use types::*;
 pub use weights::WeightInfo;
@@ -1439,6 +1441,16 @@ pub mod pallet {
                 job.overhead_ppb(),
                 device,
             )
+        }
+
+        /// The highest price a bid on job `id` naming `device` may ask ([`Self::max_price`]);
+        /// `None` unless the job exists and takes bids. What a trainer's daemon checks its asking
+        /// price against before sending a bid the chain would refuse (`PriceAboveBudget`): the
+        /// budget less the fees of every vote the job may pay.
+        pub fn bid_ceiling(id: JobId, device: DeviceClass) -> Option<BalanceOf<T>> {
+            Jobs::<T>::get(id)
+                .filter(|job| matches!(job.state, JobState::Open))
+                .map(|job| Self::max_price(&job, device))
         }
 
         /// The least budget `post_job` takes for `spec` (what `ergon_checkSpec` shows a user before

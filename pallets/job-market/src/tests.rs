@@ -830,6 +830,10 @@ fn the_budget_reserves_every_possible_fee() {
         // 1 000 / (1 + (2/32 + 0.0783) × 1.2 × (3 + 4 votes)) = 458.1, less 7 planck of rounding
         // room.
         assert_eq!(max, 451);
+        // What the runtime API `bid_ceiling` tells a daemon before it bids; nothing for a job
+        // that does not exist.
+        assert_eq!(JobMarket::bid_ceiling(job, CPU), Some(max));
+        assert_eq!(JobMarket::bid_ceiling(job + 1, CPU), None);
         assert_noop!(
             JobMarket::bid(origin(TRAINER), job, max + 1, CPU),
             Error::<Test>::PriceAboveBudget

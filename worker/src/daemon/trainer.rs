@@ -123,6 +123,14 @@ impl Trainer {
                 // bid at the same price changes nothing).
                 Some(t) => t.price,
                 None => {
+                    // The most the chain lets a bid ask: the budget less every possible vote's
+                    // fee at the floor of the class the bid would name.
+                    let device = ctx.policy.bundle_class(&job.spec.0);
+                    let Some(ceiling) = ctx.chain.bid_ceiling(id, device).await? else {
+                        // Closed since the list was read.
+                        self.considered.insert(id);
+                        continue;
+                    };
                     let seconds_left =
                         (ctx.block_time * job.deadline.saturating_sub(now)).as_secs();
                     let price = policy::runs_kernels(job.kernels).and_then(|()| {
@@ -134,14 +142,16 @@ impl Trainer {
                         )
                     });
                     match price {
-                        // The chain refuses a price above what the job pays (less still once
-                        // the verifier fees are reserved): not worth a transaction's fee.
-                        Ok(price) if price > job.budget => {
+                        // The chain refuses a price above the budget less the fees of every vote
+                        // the job may pay: not worth a transaction's fee.
+                        Ok(price) if price > ceiling => {
                             info!(
                                 job = id,
                                 price,
+                                ceiling,
                                 budget = job.budget,
-                                "no bid: the asking price is above the job's budget"
+                                "no bid: the asking price is above what the job's budget pays \
+                                 once its verifiers' fees are reserved"
                             );
                             self.considered.insert(id);
                             continue;

@@ -8,11 +8,14 @@ extern crate alloc;
 use alloc::vec::Vec;
 use codec::Codec;
 pub use ergon_job_spec::{JobSpec, SpecSummary};
-pub use pallet_job_market::{spec_check::SpecRejection, Job, JobId, PerClass, RoundInfo};
+pub use pallet_job_market::{
+    spec_check::SpecRejection, DeviceClass, Job, JobId, PerClass, RoundInfo,
+};
 
 sp_api::decl_runtime_apis! {
     /// The training-job market. Version 2 adds [`least_budget`](JobMarketApi::least_budget),
-    /// version 3 [`least_budgets`](JobMarketApi::least_budgets) (the runtime implements 3).
+    /// version 3 [`least_budgets`](JobMarketApi::least_budgets), version 4
+    /// [`bid_ceiling`](JobMarketApi::bid_ceiling) (the runtime implements 4).
     #[api_version(2)]
     pub trait JobMarketApi<AccountId: Codec, Balance: Codec, BlockNumber: Codec> {
         /// Jobs taking bids, lowest id first, at most `limit`.
@@ -33,5 +36,10 @@ sp_api::decl_runtime_apis! {
         /// the spec may train on one (`None` otherwise); `least_budget` is the lower of the two.
         #[api_version(3)]
         fn least_budgets(spec: JobSpec) -> Result<PerClass<Option<Balance>>, SpecRejection>;
+        /// The highest price a bid on job `id` naming `device` may ask: its budget less the fees
+        /// of every vote it may pay (`None` unless the job takes bids). A bid above it is refused
+        /// (`PriceAboveBudget`).
+        #[api_version(4)]
+        fn bid_ceiling(id: JobId, device: DeviceClass) -> Option<Balance>;
     }
 }
