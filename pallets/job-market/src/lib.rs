@@ -99,10 +99,10 @@ mod mock;
 #[cfg(test)]
 mod tests;
 
-/// What differs by device class (prices, the least budgets of `least_budgets`).
-pub use ergon_protocol::PerClass;
 /// The hardware class a bundle is trained on and a verifier replays on.
 pub use ergon_protocol::DeviceClass;
+/// What differs by device class (prices, the least budgets of `least_budgets`).
+pub use ergon_protocol::PerClass;
 pub use pallet::*;
 pub use types::*;
 pub use weights::WeightInfo;
