@@ -112,6 +112,9 @@ impl Trainer {
                 self.considered.insert(id);
                 continue;
             }
+            // The class it trains on: the bid names it (the floor and its verifiers' fees are
+            // that class's) and the bundle declares it.
+            let device = ctx.policy.bundle_class(&job.spec.0);
             let price = match ctx.store.training(id)? {
                 // Bid before (a restart, or a submission whose outcome was unknown) and seen on
                 // chain, or refused: done.
@@ -123,14 +126,6 @@ impl Trainer {
                 // bid at the same price changes nothing).
                 Some(t) => t.price,
                 None => {
-                    // The most the chain lets a bid ask: the budget less every possible vote's
-                    // fee at the floor of the class the bid would name.
-                    let device = ctx.policy.bundle_class(&job.spec.0);
-                    let Some(ceiling) = ctx.chain.bid_ceiling(id, device).await? else {
-                        // Closed since the list was read.
-                        self.considered.insert(id);
-                        continue;
-                    };
                     let seconds_left =
                         (ctx.block_time * job.deadline.saturating_sub(now)).as_secs();
                     let price = policy::runs_kernels(job.kernels).and_then(|()| {
@@ -141,10 +136,20 @@ impl Trainer {
                             min_price_per_ut,
                         )
                     });
-                    match price {
-                        // The chain refuses a price above the budget less the fees of every vote
-                        // the job may pay: not worth a transaction's fee.
-                        Ok(price) if price > ceiling => {
+                    let price = match price {
+                        Ok(price) => price,
+                        Err(why) => {
+                            info!(job = id, "no bid: {why}");
+                            self.considered.insert(id);
+                            continue;
+                        }
+                    };
+                    // The chain refuses a price above the budget less the fees of every vote the
+                    // job may pay (at the floor of the class the bid names): not worth a
+                    // transaction's fee.
+                    match ctx.chain.bid_ceiling(id, device).await? {
+                        Some(ceiling) if price <= ceiling => price,
+                        Some(ceiling) => {
                             info!(
                                 job = id,
                                 price,
@@ -156,9 +161,8 @@ impl Trainer {
                             self.considered.insert(id);
                             continue;
                         }
-                        Ok(price) => price,
-                        Err(why) => {
-                            info!(job = id, "no bid: {why}");
+                        // Closed since the list was read.
+                        None => {
                             self.considered.insert(id);
                             continue;
                         }
@@ -167,9 +171,6 @@ impl Trainer {
             };
             let mut record = Training::new(id, price);
             ctx.store.put_training(&record)?;
-            // The class it trains on: the bid names it (the floor and its verifiers' fees are
-            // that class's) and the bundle declares it.
-            let device = ctx.policy.bundle_class(&job.spec.0);
             match ctx.send(calls::bid(id, price, device), Some(id), "bid").await {
                 Ok(()) => {
                     info!(job = id, price, work_micro_ut = job.work_micro_ut, "bid placed");
