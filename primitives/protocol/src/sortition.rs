@@ -171,29 +171,56 @@ impl Look {
     pub const TAKE: Look = Look::Keep { keep: 1, of: 1 };
 }
 
-/// Up to `wanted` distinct slots of a tree of `len` slots, in the order drawn: each point of
-/// `stream` proposes the slot under it (probability ∝ weight); a slot already drawn is passed
-/// over; `look` decides about the others. Stops after `max_points` points, so the reads are
-/// bounded whatever the pool holds (a pool of mostly refused slots seats fewer than `wanted`).
-pub fn draw<N: Nodes>(
-    nodes: &N,
-    len: u32,
-    stream: &mut Stream,
+/// Where a point lands among several trees laid end to end (a draw over the union of pools, e.g.
+/// every device class that verifies a bundle): `trees` lists each tree's nodes and length; returns
+/// the index of the tree and the slot in it, or `None` past the last.
+pub fn locate<N: Nodes>(trees: &[(N, u32)], mut point: u128) -> Option<(usize, u32)> {
+    for (i, (nodes, len)) in trees.iter().enumerate() {
+        let sum = total(nodes, *len);
+        if point < sum {
+            return find(nodes, *len, point).map(|slot| (i, slot));
+        }
+        point -= sum;
+    }
+    None
+}
+
+/// The total weight of trees laid end to end ([`locate`]).
+pub fn total_of<N: Nodes>(trees: &[(N, u32)]) -> u128 {
+    trees.iter().fold(0u128, |sum, (nodes, len)| sum.saturating_add(total(nodes, *len)))
+}
+
+/// Up to `wanted` distinct slots, in the order drawn: point `i` is uniform on `[0, total)` (from
+/// `seed`'s stream `"sortition/points"`) and proposes the slot `locate` puts under it (probability ∝
+/// weight); a slot already drawn is passed over; `look` decides about the others. Stops after
+/// `max_points` points, so the reads are bounded whatever the pool holds (a pool of mostly refused
+/// slots seats fewer than `wanted`).
+///
+/// **The points do not depend on the answers.** A thinning coin comes from a stream of its own for
+/// each point (`"sortition/coin"` under `tagged(COIN, (seed, i))`), never from the points' stream:
+/// otherwise a holder who can make `look` refuse or keep its own slot (by moving its bond after
+/// the seed is known) would choose between two futures of the draw for every point that lands on
+/// it, and re-roll the seats of others. As it is, a holder's answers decide only whether it takes
+/// a seat, as in the race of [`crate::draw`].
+pub fn draw<S: Ord + Copy>(
+    seed: &[u8; 32],
+    total: u128,
+    mut locate: impl FnMut(u128) -> Option<S>,
     wanted: usize,
     max_points: u32,
-    mut look: impl FnMut(u32) -> Look,
-) -> Vec<u32> {
-    let total = total(nodes, len);
+    mut look: impl FnMut(S) -> Look,
+) -> Vec<S> {
     let mut drawn = Vec::new();
     let mut taken = BTreeSet::new();
     if total == 0 {
         return drawn;
     }
-    for _ in 0..max_points {
+    let mut points = Stream::new(seed, b"sortition/points");
+    for i in 0..max_points {
         if drawn.len() >= wanted {
             break;
         }
-        let Some(slot) = find(nodes, len, below_u128(stream, total)) else { continue };
+        let Some(slot) = locate(below_u128(&mut points, total)) else { continue };
         if taken.contains(&slot) {
             continue;
         }
@@ -201,7 +228,11 @@ pub fn draw<N: Nodes>(
             Look::Refuse => {}
             Look::Keep { keep, of } => {
                 let of = of.max(1);
-                if keep >= of || below_u128(stream, of) < keep {
+                let kept = keep >= of || {
+                    let coin_seed = crate::hash::tagged(COIN, &(seed, i));
+                    below_u128(&mut Stream::new(&coin_seed, b"sortition/coin"), of) < keep
+                };
+                if kept {
                     taken.insert(slot);
                     drawn.push(slot);
                 }
@@ -210,6 +241,9 @@ pub fn draw<N: Nodes>(
     }
     drawn
 }
+
+/// Domain tag of a point's thinning coin ([`draw`]).
+pub const COIN: &[u8] = b"ergon/sortition/coin/v1";
 
 #[cfg(test)]
 mod tests {
@@ -222,6 +256,18 @@ mod tests {
             len = push(&mut nodes, len, *w);
         }
         (nodes, len)
+    }
+
+    /// A draw over one tree.
+    fn draw_in(
+        nodes: &Vec<u128>,
+        len: u32,
+        seed: &[u8; 32],
+        wanted: usize,
+        max_points: u32,
+        look: impl FnMut(u32) -> Look,
+    ) -> Vec<u32> {
+        draw(seed, total(nodes, len), |p| find(nodes, len, p), wanted, max_points, look)
     }
 
     fn weights_of(nodes: &Vec<u128>, len: u32) -> Vec<u128> {
@@ -305,13 +351,14 @@ mod tests {
         let mut thinned = [0u32; 6];
         for t in 0..trials {
             let seed = crate::hash::tagged(b"ergon/test/v1", &t);
-            let seats = draw(&nodes, len, &mut Stream::new(&seed, b"seats"), 3, 64, |_| Look::TAKE);
+            let seats = draw_in(&nodes, len, &seed, 3, 64, |_| Look::TAKE);
             assert_eq!(seats.len(), 3);
             assert_eq!(seats.iter().collect::<BTreeSet<_>>().len(), 3, "{seats:?}");
             assert!(!seats.contains(&4), "a slot of weight 0 is never drawn");
             first[seats[0] as usize] += 1;
             // Slot 5 kept with probability 1/4 (weight 4, now worth 1), slot 1 refused.
-            let seats = draw(&nodes, len, &mut Stream::new(&seed, b"thin"), 1, 64, |s| match s {
+            let thin_seed = crate::hash::tagged(b"ergon/test/thin", &t);
+            let seats = draw_in(&nodes, len, &thin_seed, 1, 64, |s| match s {
                 1 => Look::Refuse,
                 5 => Look::Keep { keep: 1, of: 4 },
                 _ => Look::TAKE,
@@ -334,14 +381,14 @@ mod tests {
     fn a_pool_of_refused_slots_ends_after_max_points() {
         let (nodes, len) = tree(&[5; 100]);
         let mut looks = 0;
-        let seats = draw(&nodes, len, &mut Stream::new(&[2; 32], b"seats"), 3, 40, |_| {
+        let seats = draw_in(&nodes, len, &[2; 32], 3, 40, |_| {
             looks += 1;
             Look::Refuse
         });
         assert!(seats.is_empty());
         assert_eq!(looks, 40);
         let empty: Vec<u128> = Vec::new();
-        assert!(draw(&empty, 0, &mut Stream::new(&[2; 32], b"s"), 3, 40, |_| Look::TAKE).is_empty());
+        assert!(draw_in(&empty, 0, &[2; 32], 3, 40, |_| Look::TAKE).is_empty());
     }
 
     /// Weights beyond 64 bits: points are uniform over the whole 128-bit total.
@@ -355,5 +402,50 @@ mod tests {
             counts[find(&nodes, len, point).unwrap() as usize] += 1;
         }
         assert!((counts[1] as f64 / 4_000.0 - 0.75).abs() < 0.03, "{counts:?}");
+    }
+
+    /// A holder that refuses its own slot, or is thinned out, only gives up its seat: the other
+    /// seats are those of the draw in which it took its own, in the same order (the thinning coins
+    /// do not come from the points' stream, so an answer cannot re-roll the later points).
+    #[test]
+    fn a_holders_answer_moves_no_other_seat() {
+        let (nodes, len) = tree(&[5; 40]);
+        for t in 0..200u32 {
+            let seed = crate::hash::tagged(b"ergon/test/answers", &t);
+            let all = draw_in(&nodes, len, &seed, 6, 200, |_| Look::TAKE);
+            let target = all[1];
+            for answer in
+                [Look::Refuse, Look::Keep { keep: 1, of: 1_000 }, Look::Keep { keep: 1, of: 2 }]
+            {
+                let seats = draw_in(&nodes, len, &seed, 5, 200, |s| {
+                    if s == target {
+                        answer
+                    } else {
+                        Look::TAKE
+                    }
+                });
+                let others: Vec<u32> = seats.into_iter().filter(|s| *s != target).collect();
+                let expected: Vec<u32> =
+                    all.iter().copied().filter(|s| *s != target).take(others.len()).collect();
+                assert_eq!(others, expected, "draw {t}, answer {answer:?}");
+                assert!(others.len() >= 4);
+            }
+        }
+    }
+
+    /// Trees laid end to end: a point past the first tree's total lands in the second, at the
+    /// slot under what is left of it.
+    #[test]
+    fn points_land_across_trees_laid_end_to_end() {
+        let (a, a_len) = tree(&[2, 3]);
+        let (b, b_len) = tree(&[0, 4, 1]);
+        let trees = [(a, a_len), (b, b_len)];
+        assert_eq!(total_of(&trees), 10);
+        let expected =
+            [(0, 1), (0, 1), (0, 2), (0, 2), (0, 2), (1, 2), (1, 2), (1, 2), (1, 2), (1, 3)];
+        for (point, at) in expected.iter().enumerate() {
+            assert_eq!(locate(&trees, point as u128), Some(*at), "point {point}");
+        }
+        assert_eq!(locate(&trees, 10), None);
     }
 }
