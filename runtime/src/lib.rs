@@ -101,7 +101,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: Cow::Borrowed("ergon"),
     impl_name: Cow::Borrowed("ergon-node"),
     authoring_version: 1,
-    spec_version: 116,
+    spec_version: 117,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 2,
@@ -179,6 +179,7 @@ type Migrations = (
     pallet_job_market::migrations::VerifierCapacity<Runtime>,
     pallet_job_market::migrations::BidClasses<Runtime>,
     pallet_job_market::migrations::SpecPrecision<Runtime>,
+    pallet_job_market::migrations::PoolTrees<Runtime>,
 );
 
 /// Executive: handles dispatch to the various pallets.

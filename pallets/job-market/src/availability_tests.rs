@@ -813,6 +813,7 @@ fn drawn_job(spec: ergon_job_spec::JobSpec) -> (JobId, Vec<u64>) {
     for who in 3..=9 {
         assert_ok!(JobMarket::set_verifier(RuntimeOrigin::signed(who), offer()));
     }
+    pool_boundary();
     assert_ok!(JobMarket::submit_bundle(
         RuntimeOrigin::signed(TRAINER),
         job,

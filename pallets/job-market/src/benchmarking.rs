@@ -110,13 +110,15 @@ fn trainer<T: Config>(index: u32) -> T::AccountId {
         &who,
         VerifierEntry {
             since: Default::default(),
-            weight: u64::MAX,
+            weight: crate::verification::stake_weight::<T>(&who),
             kernels: T::KernelsRevision::get(),
             class: ergon_protocol::DeviceClass::Cpu,
             capacity: T::MaxVerifierCapacity::get(),
             busy_until: Default::default(),
         },
     );
+    // In the draw's trees at once, as if a pool epoch had ended before anything was committed.
+    crate::pool::sync::<T>(&who);
     who
 }
 
@@ -536,17 +538,61 @@ mod benchmarks {
         assert!(Jobs::<T>::get(job).is_some_and(|j| j.state.is_terminal()));
     }
 
-    /// Verifiers drawn among `n` bonded trainers.
+    /// A draw over a pool of `n` bonded trainers that lands every one of its `DRAW_POINTS` points
+    /// on a candidate it must then refuse (all busy past `MaxReplayWindow`, the check that reads
+    /// the most): the most a draw reads, about log2(n) tree nodes, a holder, an entry and the
+    /// staking ledger per point. The round is postponed.
     #[benchmark]
-    fn timeout_draw(n: Linear<4, 1_000>) {
+    fn timeout_draw(n: Linear<4, 10_000>) {
         // The job's trainer is one of the `n` bonders.
         let (job, ..) = submitted::<T>(n - 1);
+        let busy =
+            now::<T>().saturating_add(T::MaxReplayWindow::get().saturating_mul(1_000u32.into()));
+        let keys: Vec<T::AccountId> = VerifierPool::<T>::iter_keys().collect();
+        for who in keys {
+            VerifierPool::<T>::mutate(&who, |e| {
+                if let Some(e) = e {
+                    e.busy_until = busy;
+                }
+            });
+        }
         let at = draw_block::<T>(job);
         #[block]
         {
             Pallet::<T>::on_initialize(at);
         }
-        assert_eq!(Rounds::<T>::get(job).map(|r| r.phase), Some(Phase::Commit));
+        assert_eq!(Rounds::<T>::get(job).map(|r| r.phase), Some(Phase::Drawing));
+    }
+
+    /// The boundary of a pool epoch applies `n` staged joins to a pool of 10 000 (each a slot
+    /// appended: about log2(n) node reads and a write, a holder and a slot).
+    #[benchmark]
+    fn pool_sync(n: Linear<1, 64>) {
+        for i in 0..10_000u32 {
+            self::trainer::<T>(20_000 + i);
+        }
+        for i in 0..n {
+            let who: T::AccountId = account("joiner", i, 0);
+            VerifierPool::<T>::insert(
+                &who,
+                VerifierEntry {
+                    since: Default::default(),
+                    weight: 1,
+                    kernels: T::KernelsRevision::get(),
+                    class: ergon_protocol::DeviceClass::Cpu,
+                    capacity: T::MinVerifierCapacity::get(),
+                    busy_until: Default::default(),
+                },
+            );
+            crate::pool::stage::<T>(&who);
+        }
+        let at = now::<T>().saturating_add(T::PoolEpoch::get());
+        frame_system::Pallet::<T>::set_block_number(at);
+        #[block]
+        {
+            crate::pool::apply_staged::<T>(at);
+        }
+        assert_eq!(crate::PoolSlots::<T>::iter().count() as u32, 10_000 + n);
     }
 
     /// The last round's reveal window ends with every verifier silent: all slashed, the price burnt.
@@ -630,6 +676,7 @@ mod benchmarks {
         #[extrinsic_call]
         _(RawOrigin::Signed(caller), stale.clone());
         assert!(!VerifierPool::<T>::contains_key(&stale));
+        assert!(crate::PoolStaged::<T>::iter().count() == 1, "its slot follows at the boundary");
     }
 
     /// The assigned trainer reports the data unavailable (every file of the largest spec checked

@@ -86,6 +86,7 @@ pub mod capacity;
 pub mod data_check;
 pub mod fees;
 pub mod migrations;
+pub mod pool;
 pub mod queries;
 pub mod spec_check;
 pub mod types;
@@ -151,7 +152,7 @@ pub mod pallet {
     /// capacity ([`crate::migrations::VerifierCapacity`]); 3: bids name a device class
     /// ([`crate::migrations::BidClasses`]); 4: job specs v3, a precision each
     /// ([`crate::migrations::SpecPrecision`]).
-    const STORAGE_VERSION: StorageVersion = StorageVersion::new(4);
+    const STORAGE_VERSION: StorageVersion = StorageVersion::new(5);
 
     #[pallet::pallet]
     #[pallet::storage_version(STORAGE_VERSION)]
@@ -297,6 +298,15 @@ pub mod pallet {
         #[pallet::constant]
         type MaxVerifierPool: Get<u32>;
 
+        /// Length of a pool epoch: changes to the pool staged in one are applied to the draw's
+        /// trees at its end ([`pool`]), never while a draw could read them.
+        #[pallet::constant]
+        type PoolEpoch: Get<BlockNumberFor<Self>>;
+
+        /// Most staged pool changes applied in one block ([`pool::apply_staged`]).
+        #[pallet::constant]
+        type MaxPoolSyncs: Get<u32>;
+
         /// The worker kernels revision ([`ergon_protocol::kernels`]) that jobs posted now are
         /// trained and replayed with, and that verifiers joining now declare they run. Raised by a
         /// runtime upgrade when the worker's kernels change; jobs and verifiers keep the revision
@@ -418,6 +428,46 @@ pub mod pallet {
         VerifierEntry<BlockNumberFor<T>>,
         OptionQuery,
     >;
+
+    /// The draw's sum trees ([`pool`]): each tree's length and capacity bands.
+    #[pallet::storage]
+    pub type PoolTrees<T: Config> =
+        StorageMap<_, Twox64Concat, pool::PoolKey, pool::PoolTree, ValueQuery>;
+
+    /// The trees' nodes (numbered from 1; a node never written is 0).
+    #[pallet::storage]
+    pub type PoolNodes<T: Config> =
+        StorageDoubleMap<_, Twox64Concat, pool::PoolKey, Twox64Concat, u32, u128, ValueQuery>;
+
+    /// Who holds each slot of each tree.
+    #[pallet::storage]
+    pub type PoolHolders<T: Config> = StorageDoubleMap<
+        _,
+        Twox64Concat,
+        pool::PoolKey,
+        Twox64Concat,
+        u32,
+        T::AccountId,
+        OptionQuery,
+    >;
+
+    /// Each verifier's slot in the trees, as last synced with its [`VerifierPool`] entry.
+    #[pallet::storage]
+    pub type PoolSlots<T: Config> =
+        StorageMap<_, Blake2_128Concat, T::AccountId, pool::PoolSlot, OptionQuery>;
+
+    /// Accounts whose entry changed in a pool epoch, their slots to sync once it has ended.
+    #[pallet::storage]
+    pub type PoolStaged<T: Config> =
+        StorageDoubleMap<_, Twox64Concat, u32, Blake2_128Concat, T::AccountId, (), OptionQuery>;
+
+    /// Pool epochs before this one have all their staged changes applied.
+    #[pallet::storage]
+    pub type PoolSyncedEpoch<T: Config> = StorageValue<_, u32, ValueQuery>;
+
+    /// The last block at which the trees changed: a draw uses only randomness that began after it.
+    #[pallet::storage]
+    pub type PoolFixedAt<T: Config> = StorageValue<_, BlockNumberFor<T>, ValueQuery>;
 
     /// The device class each assigned job is trained on, as its winning bid named (and its bundle
     /// then declares): it sets the job's price floor and its verifiers' fee floor, and only
@@ -925,11 +975,16 @@ pub mod pallet {
     #[pallet::hooks]
     impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
         fn on_initialize(now: BlockNumberFor<T>) -> Weight {
+            // The trees first: a draw in this block then sees them as they stay.
+            let (synced, prefixes) = pool::apply_staged::<T>(now);
+            let pool_weight = T::WeightInfo::pool_sync(synced)
+                .saturating_add(T::DbWeight::get().reads(prefixes.into()));
             let due = Timeouts::<T>::take(now);
             // At most `MaxTimeoutsPerBlock` jobs, each weighed by the path its timeout took.
-            due.iter().fold(T::WeightInfo::on_initialize_idle(), |weight, job| {
-                weight.saturating_add(Self::on_timeout(*job, now))
-            })
+            due.iter().fold(
+                T::WeightInfo::on_initialize_idle().saturating_add(pool_weight),
+                |weight, job| weight.saturating_add(Self::on_timeout(*job, now)),
+            )
         }
 
         fn integrity_test() {
@@ -1394,6 +1449,7 @@ pub mod pallet {
                 }
                 None => VerifierPool::<T>::remove(&who),
             }
+            pool::stage::<T>(&who);
             Self::deposit_event(Event::VerifierSet { who, offer });
             Ok(())
         }
@@ -1407,6 +1463,7 @@ pub mod pallet {
             ensure!(VerifierPool::<T>::contains_key(&who), Error::<T>::NotInVerifierPool);
             ensure!(!T::Staking::is_eligible(&who), Error::<T>::StillEligible);
             VerifierPool::<T>::remove(&who);
+            pool::stage::<T>(&who);
             Self::deposit_event(Event::VerifierSet { who, offer: None });
             Ok(())
         }
@@ -1900,7 +1957,7 @@ pub mod pallet {
             }
             let queued: usize = Timeouts::<T>::iter_values().map(|q| q.len()).sum();
             ensure!(queued == Jobs::<T>::count() as usize, "timeout entries differ from jobs");
-            Ok(())
+            Self::pool_try_state()
         }
     }
 }

@@ -15,6 +15,11 @@
 //! precision). Each stored job is rewritten as for version 1, its spec read as v2 and given f32 —
 //! what every v2 job trained in.
 //!
+//! Version 5: the draw's sum trees (issue 37, [`crate::pool`]). Every [`crate::VerifierPool`]
+//! entry gets its slot in the trees at once (as a pool epoch's end would give it), the pool's
+//! epochs count from the upgrade's, and [`crate::PoolFixedAt`] is the upgrade's block: rounds
+//! drawing after it use randomness newer than the trees.
+//!
 //! Specs are upgraded one version at a time: a chain at version 0 first rewrites its v1 specs as v2
 //! (version 1), and version 4 rewrites those as v3, so each step reads exactly the bytes the
 //! previous one wrote.
@@ -209,6 +214,46 @@ impl<T: Config> UncheckedOnRuntimeUpgrade for DeclareCapacity<T> {
             "a verifier entry was lost or does not read as v2"
         );
         Ok(())
+    }
+}
+
+/// The pool's sum trees built from the entries, run once when the pallet's storage version is 4.
+pub type PoolTrees<T> =
+    VersionedMigration<4, 5, BuildPoolTrees<T>, Pallet<T>, <T as frame_system::Config>::DbWeight>;
+
+/// The unversioned step of [`PoolTrees`].
+pub struct BuildPoolTrees<T>(core::marker::PhantomData<T>);
+
+impl<T: Config> UncheckedOnRuntimeUpgrade for BuildPoolTrees<T> {
+    fn on_runtime_upgrade() -> Weight {
+        let accounts: Vec<T::AccountId> = VerifierPool::<T>::iter_keys().collect();
+        for who in &accounts {
+            crate::pool::sync::<T>(who);
+        }
+        let now = frame_system::Pallet::<T>::block_number();
+        crate::PoolSyncedEpoch::<T>::put(crate::pool::epoch_of::<T>(now));
+        crate::PoolFixedAt::<T>::put(now);
+        let n = accounts.len() as u64;
+        log::info!(target: LOG_TARGET, "verifier pool → sum trees: {n} slots");
+        // Each slot: its entry, about log2(n) nodes read and one written, its tree, its holder
+        // and its slot record.
+        let depth = 64 - n.leading_zeros() as u64 + 1;
+        T::DbWeight::get().reads_writes(n.saturating_mul(depth + 3), n.saturating_mul(4) + 2)
+    }
+
+    #[cfg(feature = "try-runtime")]
+    fn pre_upgrade() -> Result<Vec<u8>, sp_runtime::TryRuntimeError> {
+        Ok((VerifierPool::<T>::count() as u64).encode())
+    }
+
+    #[cfg(feature = "try-runtime")]
+    fn post_upgrade(state: Vec<u8>) -> Result<(), sp_runtime::TryRuntimeError> {
+        let before = u64::decode(&mut &state[..]).map_err(|_| "pre-upgrade state")?;
+        frame_support::ensure!(
+            crate::PoolSlots::<T>::iter().count() as u64 == before,
+            "a verifier entry has no slot in the trees"
+        );
+        Pallet::<T>::pool_try_state()
     }
 }
 
@@ -445,6 +490,38 @@ mod tests {
                 bids.iter().map(|b| (b.trainer, b.price, b.deposit, b.device)).collect();
             let cpu = ergon_protocol::DeviceClass::Cpu;
             assert_eq!(read, vec![(3, 700, 10, cpu), (5, 650, 10, cpu)]);
+        });
+    }
+
+    /// Version 5: every entry of the pool gets its slot in the trees, weighted by its bond at
+    /// joining, and draws after the upgrade use randomness newer than it.
+    #[test]
+    fn v4_pool_entries_get_their_slots_in_the_trees() {
+        new_test_ext().execute_with(|| {
+            System::set_block_number(7);
+            for (who, weight) in [(3u64, 500u64), (4, 700), (5, 900)] {
+                let entry = VerifierEntry {
+                    since: 2,
+                    weight,
+                    kernels: 1,
+                    class: ergon_protocol::DeviceClass::Cpu,
+                    capacity: 1 << 20,
+                    busy_until: 0,
+                };
+                VerifierPool::<Test>::insert(who, entry);
+            }
+            StorageVersion::new(4).put::<Pallet<Test>>();
+
+            PoolTrees::<Test>::on_runtime_upgrade();
+
+            assert_eq!(Pallet::<Test>::on_chain_storage_version(), 5);
+            let key = crate::pool::PoolKey { kernels: 1, gpu: false };
+            let tree = crate::PoolTrees::<Test>::get(key);
+            assert_eq!((tree.len, tree.bands[20]), (3, 3));
+            let nodes = crate::pool::Stored::<Test>::new(key);
+            assert_eq!(ergon_protocol::sortition::total(&nodes, 3), 2_100);
+            assert_eq!(crate::PoolFixedAt::<Test>::get(), 7);
+            Pallet::<Test>::pool_try_state().expect("the trees match the entries");
         });
     }
 }

@@ -186,6 +186,8 @@ impl pallet_job_market::Config for Test {
     type MaxReplayWindow = ConstU64<20>;
     type VerifierCollateral = ConstU128<1_000>;
     type MaxVerifierPool = ConstU32<16>;
+    type PoolEpoch = ConstU64<1>;
+    type MaxPoolSyncs = ConstU32<64>;
     type KernelsRevision = KernelsRevision;
     type MaxTimeoutsPerBlock = ConstU32<2>;
     type Verifiers = ConstU32<3>;
@@ -276,6 +278,12 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
 }
 
 /// Runs `on_initialize` of every block up to `n`.
+/// Applies the pool's staged changes now, as the end of a pool epoch would (the tests' pools are
+/// set up as a genesis would: in the draw's trees before anything is committed).
+pub fn pool_boundary() {
+    pallet_job_market::pool::apply_now::<Test>();
+}
+
 pub fn run_to_block(n: u64) {
     while System::block_number() < n {
         let next = System::block_number() + 1;

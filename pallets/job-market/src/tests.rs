@@ -224,6 +224,8 @@ fn run(test: impl FnOnce()) {
             bond(who);
             assert_ok!(JobMarket::set_verifier(origin(who), offer()));
         }
+        // The pool as a genesis would have it: in the draw's trees from the first block.
+        pool_boundary();
         test();
         JobMarket::do_try_state().expect("job-market invariants");
         TrainerStaking::do_try_state().expect("staking invariants");
@@ -1238,6 +1240,7 @@ fn attack_a_lazy_pass_on_a_disputed_segment_is_slashed() {
             bond(who);
             assert_ok!(JobMarket::set_verifier(origin(who), offer()));
         }
+        pool_boundary();
         // Three rounds reserve 3 + 4 + 4 votes: a larger budget for the same price.
         let job = assigned(2_000, 600);
         submit(job);
@@ -1945,7 +1948,14 @@ mod attacks {
             // An honest-looking verifier already in the pool bonds 40 times more and refreshes.
             assert_ok!(TrainerStaking::bond(origin(9), 40 * BOND));
             assert_ok!(JobMarket::set_verifier(origin(9), offer()));
+            // Block 3: their slots join the draw's trees at the pool epoch's end, which makes the
+            // draw wait for randomness that began after the trees changed (a point's slot
+            // depends on the slots before it: trees changed once the seed could be known would
+            // let their author slide points onto its accounts).
             run_to_block(3);
+            assert_eq!(Rounds::<Test>::get(job).unwrap().phase, Phase::Drawing);
+            assert_eq!(crate::PoolFixedAt::<Test>::get(), 3);
+            run_to_block(5);
             let drawn = verifiers(job);
             assert_eq!(drawn.len(), 3);
             assert!(drawn.iter().all(|v| (3..=8).contains(v)), "drawn {drawn:?}");
@@ -1959,6 +1969,7 @@ mod attacks {
             // Account 9 has enormous ECP but leaves the pool: it is never drawn.
             ComputePower::credit(&9, pallet_compute_power::WorkKind::Training, u64::MAX as u128);
             assert_ok!(JobMarket::set_verifier(origin(9), None));
+            pool_boundary();
             for _ in 0..4 {
                 let job = assigned(1_400, 600);
                 submit(job);
@@ -2001,6 +2012,7 @@ mod attacks {
                 assert_eq!(VerifierPool::<Test>::get(who).unwrap().kernels, 2);
             }
             assert_eq!(VerifierPool::<Test>::get(6).unwrap().kernels, 1);
+            pool_boundary();
             let after = assigned(1_400, 600);
             assert_eq!(Jobs::<Test>::get(after).unwrap().kernels, 2);
             submit(before);
@@ -2045,6 +2057,7 @@ fn attack_a_pool_of_one_never_decides_a_round_alone() {
         bond(TRAINER);
         bond(3);
         assert_ok!(JobMarket::set_verifier(origin(3), offer()));
+        pool_boundary();
         let job = assigned(1_400, 600);
         submit(job);
         run_to_block(4);
@@ -2085,6 +2098,7 @@ fn a_draw_that_seats_one_gives_the_seat_back_and_tries_again() {
             bond(who);
             assert_ok!(JobMarket::set_verifier(origin(who), offer()));
         }
+        pool_boundary();
         use pallet_trainer_staking::{Obligation, Obligations};
         let elsewhere = Obligation::Verification { job: 99, round: 0 };
         assert_ok!(<TrainerStaking as Obligations<u64>>::obligate(&4, elsewhere, BOND));
@@ -2370,6 +2384,7 @@ mod undecided {
                 bond(who);
                 assert_ok!(JobMarket::set_verifier(origin(who), offer()));
             }
+            pool_boundary();
             test();
         })
     }
@@ -2575,6 +2590,7 @@ mod capacity {
             bond(who);
             declare(who, class, capacity);
         }
+        pool_boundary();
     }
 
     /// The seats of `job`'s current round, in account order.
@@ -2653,13 +2669,14 @@ mod capacity {
     fn a_job_whose_class_has_too_few_verifiers_waits_and_ends_with_nothing_held() {
         new_test_ext().execute_with(|| {
             let gpu = MaxVerifierCapacity::get();
-            // Three GPUs, and a CPU slower than the round needs (21 blocks > the 20-block replay
-            // window).
+            // Three GPUs, and a CPU much slower than the round needs (50 blocks > the 20-block
+            // replay window: the pool floor counts by power-of-two bands of capacity, so a CPU
+            // less than twice too slow may be counted, though never drawn).
             network(&[
                 (3, H100, gpu),
                 (4, H100, gpu),
                 (5, H100, gpu),
-                (6, DeviceClass::Cpu, capacity_for(21)),
+                (6, DeviceClass::Cpu, capacity_for(50)),
             ]);
             let job = assigned(1_400, 600);
             submit(job);
@@ -2928,6 +2945,7 @@ mod prices {
                 let offer = VerifierOffer { class, capacity: most };
                 assert_ok!(JobMarket::set_verifier(origin(who), Some(offer)));
             }
+            pool_boundary();
             // (Declared before the floors rise: their bonds need not back the most capacity.)
             tiers();
             let budget = JobMarket::least_budget_on(&example_spec(), CPU).unwrap();

@@ -234,7 +234,9 @@ fn draw<T: Config>(
 ) -> bool {
     let JobState::Verifying { trainer, price, .. } = &job.state else { return false };
     let (trainer, price) = (trainer.clone(), *price);
-    let fresh = T::Randomness::fresh(round.opened_at);
+    // Randomness newer than the round and than the pool's trees (`pool`): nobody could move a
+    // point, or a candidate, once it was known.
+    let fresh = T::Randomness::fresh(round.opened_at.max(crate::PoolFixedAt::<T>::get()));
     let (seed, since) = match fresh {
         Some((random, since)) => {
             (ergon_protocol::hash::job_round_seed(&random, id, round.number), since)
@@ -243,7 +245,8 @@ fn draw<T: Config>(
         // block adds one, so this ends; the bound only keeps a broken source from holding the job
         // forever (the round then draws nobody and is settled as indecisive).
         None if now <= round.opened_at.saturating_add(T::CommitWindow::get()) => {
-            let retry = T::Randomness::retry_in(round.opened_at);
+            let retry =
+                T::Randomness::retry_in(round.opened_at.max(crate::PoolFixedAt::<T>::get()));
             Pallet::<T>::reschedule(id, job, now.saturating_add(retry));
             return false;
         }
@@ -258,37 +261,17 @@ fn draw<T: Config>(
     let bundle = Pallet::<T>::job_device(id);
     let across = job.spec.replays_across_devices();
     let collateral = crate::capacity::seat_collateral::<T>(job, price, count, bundle);
-    // Opted-in verifiers that joined before the randomness began, weighted by their bond (the stake
-    // they put at risk, never more than at joining), not by ECP: ECP can be earned with sham jobs,
-    // stake cannot be had for free. Only those running the job's kernels (another revision's
-    // replay of an honest bundle can be off by more than ε), on a class that verifies the bundle,
-    // with a declared capacity that replays the round within `MaxReplayWindow`.
-    // The candidates' entries, read once: the seats are checked and queued from them.
-    let mut entries = alloc::collections::BTreeMap::new();
-    let candidates: Vec<(T::AccountId, u64)> = if fresh.is_some() {
-        VerifierPool::<T>::iter()
-            .filter(|(who, entry)| {
-                entry.since < since
-                    && entry.kernels == job.kernels
-                    && crate::capacity::could_serve::<T>(entry, bundle, across, work)
-                    && *who != trainer
-                    && *who != job.owner
-                    && !past.contains(who)
-            })
-            .map(|(who, entry)| {
-                let weight = entry.weight.min(stake_weight::<T>(&who));
-                entries.insert(who.clone(), entry);
-                (who, weight)
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    // A pool the owner or the trainer could fill alone never draws (issue 34, item 6): the job's
-    // distinct candidates, with the verifiers of its earlier rounds, must number at least
+    // The trees of the job's kernels and of the tiers that verify its bundle at their price.
+    let keys = crate::pool::keys_for::<T>(job.kernels, bundle, across);
+    // A pool the owner or the trainer could fill alone never draws (issue 34, item 6): the slots
+    // that could serve the round (by declared capacity, counted by band), less the trainer's and
+    // the owner's, with the verifiers of its earlier rounds, must number at least
     // `min_verifier_pool`, so that a regular round and its dispute take different accounts.
     let needed = Pallet::<T>::min_verifier_pool();
-    let pool = (candidates.len() + past.len()).min(u32::MAX as usize) as u32;
+    let (servable, counted) = crate::pool::servable::<T>(&keys, work);
+    let insiders = [&trainer, &job.owner].into_iter().filter(|who| counted(who)).count() as u32;
+    let outside_past = past.iter().filter(|who| !counted(who)).count() as u32;
+    let pool = servable.saturating_sub(insiders).saturating_add(outside_past);
     if fresh.is_some() && pool < needed {
         Pallet::<T>::deposit_event(Event::PoolTooSmall {
             job: id,
@@ -298,31 +281,77 @@ fn draw<T: Config>(
         });
         return wait_or_settle_unstaffed::<T>(id, job, round, now, Zero::zero());
     }
-    let order = ergon_protocol::draw::weighted_order(&seed, b"verifiers", &candidates);
-    // The first of the race that can still put up the collateral (skipping one never moves the
-    // others): `Verifiers` for a regular round, `DisputeVerifiers` for a dispute.
+    // Points on the trees, weighted by each slot's bond at joining (the stake it put at risk,
+    // not ECP: ECP can be earned with sham jobs, stake cannot be had for free); an entry whose
+    // bond is now lower is thinned to its bond now. Never seated: entries changed after the round
+    // opened or since the randomness began, of other kernels, on a class that does not verify
+    // the bundle, without the capacity to replay the round within `MaxReplayWindow` after their
+    // queue (never drawn beyond their declared capacity), the trainer, the owner, earlier
+    // rounds' verifiers, the ineligible, and those whose bond cannot put up the seat's
+    // collateral.
     let wanted = if round.is_dispute() { T::DisputeVerifiers::get() } else { T::Verifiers::get() };
-    // A candidate still busy with earlier rounds past `MaxReplayWindow` is passed over, like one
-    // whose bond cannot cover the seat: it is never drawn beyond its declared capacity.
+    let mut forest = crate::pool::forest::<T>(&keys);
+    let entries = core::cell::RefCell::new(alloc::collections::BTreeMap::new());
     let mut busy = false;
-    let verifiers: Vec<T::AccountId> = order
-        .into_iter()
-        .filter(|v| {
-            let Some(entry) = entries.get(v) else { return false };
-            if !crate::capacity::can_serve::<T>(entry, bundle, across, work, now) {
-                busy = true;
-                return false;
-            }
-            T::Staking::is_eligible(v)
-                && T::Staking::obligate(
-                    v,
-                    Obligation::Verification { job: id, round: round.number },
-                    collateral,
-                )
-                .is_ok()
-        })
-        .take(wanted as usize)
-        .collect();
+    let seats = if fresh.is_some() {
+        ergon_protocol::sortition::draw(
+            &seed,
+            &mut forest,
+            wanted as usize,
+            crate::pool::DRAW_POINTS,
+            |slot| {
+                use ergon_protocol::sortition::Look;
+                // Excluded (out of the trees for this draw): reasons fixed before the randomness
+                // began. Refused (left in): what a holder may change once it knows the seed —
+                // leaving, re-declaring, its bond — so that such a choice moves no other point.
+                let Some(who) = crate::pool::holder::<T>(&keys, slot) else {
+                    return Look::Refuse;
+                };
+                if who == trainer || who == job.owner || past.contains(&who) {
+                    return Look::Exclude;
+                }
+                let Some(entry) = VerifierPool::<T>::get(&who) else { return Look::Refuse };
+                if entry.since >= since {
+                    return Look::Refuse;
+                }
+                // Joined or re-declared after the round opened, another revision, a class that
+                // does not verify the bundle at its price, a capacity that never replays the
+                // round in time.
+                if entry.since > round.opened_at
+                    || entry.kernels != job.kernels
+                    || !crate::capacity::could_serve::<T>(&entry, bundle, across, work)
+                {
+                    return Look::Exclude;
+                }
+                if !T::Staking::is_eligible(&who) {
+                    return Look::Refuse;
+                }
+                if !crate::capacity::can_serve::<T>(&entry, bundle, across, work, now) {
+                    busy = true;
+                    return Look::Refuse;
+                }
+                let keep = entry.weight.min(stake_weight::<T>(&who));
+                let of = entry.weight;
+                entries.borrow_mut().insert(slot, (who, entry));
+                Look::Keep { keep: keep as u128, of: of as u128 }
+            },
+            |slot| {
+                entries.borrow().get(&slot).is_some_and(|(who, _)| {
+                    T::Staking::obligate(
+                        who,
+                        Obligation::Verification { job: id, round: round.number },
+                        collateral,
+                    )
+                    .is_ok()
+                })
+            },
+        )
+    } else {
+        Vec::new()
+    };
+    let mut seated: Vec<(T::AccountId, crate::VerifierEntry<BlockNumberFor<T>>)> =
+        seats.iter().filter_map(|slot| entries.borrow_mut().remove(slot)).collect();
+    let verifiers: Vec<T::AccountId> = seated.iter().map(|(who, _)| who.clone()).collect();
     if fresh.is_some() && verifiers.len() < MIN_SEATS {
         // One seat would decide the round alone (issue 34, item 2): nobody checks its sketches.
         // Give the seats back and draw again from later randomness while the window lasts (other
@@ -368,12 +397,10 @@ fn draw<T: Config>(
     round.phase = Phase::Commit;
     // Each seat's replay queues behind its earlier rounds; the round waits for the slowest.
     let mut last_ready = now;
-    for v in &verifiers {
-        if let Some(mut entry) = entries.remove(v) {
-            entry.busy_until = crate::capacity::ready_at::<T>(&entry, work, now);
-            last_ready = last_ready.max(entry.busy_until);
-            VerifierPool::<T>::insert(v, entry);
-        }
+    for (v, entry) in seated.iter_mut() {
+        entry.busy_until = crate::capacity::ready_at::<T>(entry, work, now);
+        last_ready = last_ready.max(entry.busy_until);
+        VerifierPool::<T>::insert(&*v, entry.clone());
     }
     PastVerifiers::<T>::mutate(id, |past| {
         for v in &verifiers {

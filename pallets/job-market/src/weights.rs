@@ -63,6 +63,8 @@ pub trait WeightInfo {
 	fn submit_trainer_evidence(n: u32, ) -> Weight;
 	/// Weight of the `on_initialize_idle` benchmark.
 	fn on_initialize_idle() -> Weight;
+	/// Weight of the `pool_sync` benchmark.
+	fn pool_sync(n: u32, ) -> Weight;
 	/// Weight of the `timeout_assign` benchmark.
 	fn timeout_assign() -> Weight;
 	/// Weight of the `timeout_missed_deadline` benchmark.
@@ -395,6 +397,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 		Weight::from_parts(5_650_000, 0)
 			.saturating_add(Weight::from_parts(0, 3542))
 			.saturating_add(T::DbWeight::get().reads(1))
+	}
+	fn pool_sync(n: u32, ) -> Weight {
+		Weight::from_parts(50_000_000, 4_000).saturating_mul(n.into())
+			.saturating_add(T::DbWeight::get().reads((32_u64).saturating_mul(n.into())))
+			.saturating_add(T::DbWeight::get().writes((32_u64).saturating_mul(n.into())))
 	}
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
 	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
@@ -762,6 +769,9 @@ impl WeightInfo for () {
 		Weight::zero()
 	}
 	fn on_initialize_idle() -> Weight {
+		Weight::zero()
+	}
+	fn pool_sync(_n: u32, ) -> Weight {
 		Weight::zero()
 	}
 	fn timeout_assign() -> Weight {

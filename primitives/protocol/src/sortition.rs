@@ -23,7 +23,10 @@
 //! randomness newer than the last boundary). See docs/threat-model.md (*Verification at scale*).
 
 use crate::draw::Stream;
-use alloc::{collections::BTreeSet, vec::Vec};
+use alloc::{
+    collections::{BTreeMap, BTreeSet},
+    vec::Vec,
+};
 
 /// Where a sum tree's nodes live. Nodes are numbered from 1; a node never written reads 0.
 pub trait Nodes {
@@ -155,7 +158,13 @@ pub fn below_u128(stream: &mut Stream, n: u128) -> u128 {
 /// What the caller makes of a proposed slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Look {
-    /// Not a candidate for this draw (it may be proposed again; the caller may remember).
+    /// Not a candidate, for a reason fixed before the seed could be known (the trainer, an
+    /// earlier round's verifier, an entry changed before the randomness began but after the round
+    /// opened, another class): taken out of the trees for the rest of the draw, so that later
+    /// points never land on it. Only such reasons: see [`draw`].
+    Exclude,
+    /// Not a candidate, for a reason its holder may have chosen after the seed was known (it left,
+    /// unbonded, re-declared): never asked about again in this draw, but left in the trees.
     Refuse,
     /// A candidate, taken with probability `keep / of` (always when `keep ≥ of`).
     Keep {
@@ -171,61 +180,123 @@ impl Look {
     pub const TAKE: Look = Look::Keep { keep: 1, of: 1 };
 }
 
-/// Where a point lands among several trees laid end to end (a draw over the union of pools, e.g.
-/// every device class that verifies a bundle): `trees` lists each tree's nodes and length; returns
-/// the index of the tree and the slot in it, or `None` past the last.
-pub fn locate<N: Nodes>(trees: &[(N, u32)], mut point: u128) -> Option<(usize, u32)> {
-    for (i, (nodes, len)) in trees.iter().enumerate() {
-        let sum = total(nodes, *len);
-        if point < sum {
-            return find(nodes, *len, point).map(|slot| (i, slot));
-        }
-        point -= sum;
+/// A tree's nodes with the changes of one draw kept in memory (excluded slots), over nodes read
+/// at most once each.
+pub struct Overlay<N> {
+    base: N,
+    nodes: core::cell::RefCell<BTreeMap<u32, u128>>,
+}
+
+impl<N: Nodes> Overlay<N> {
+    /// `base`, unchanged.
+    pub fn new(base: N) -> Self {
+        Overlay { base, nodes: Default::default() }
     }
-    None
 }
 
-/// The total weight of trees laid end to end ([`locate`]).
-pub fn total_of<N: Nodes>(trees: &[(N, u32)]) -> u128 {
-    trees.iter().fold(0u128, |sum, (nodes, len)| sum.saturating_add(total(nodes, *len)))
+impl<N: Nodes> Nodes for Overlay<N> {
+    fn node(&self, i: u32) -> u128 {
+        if let Some(value) = self.nodes.borrow().get(&i) {
+            return *value;
+        }
+        let value = self.base.node(i);
+        self.nodes.borrow_mut().insert(i, value);
+        value
+    }
+    fn set_node(&mut self, i: u32, value: u128) {
+        self.nodes.get_mut().insert(i, value);
+    }
 }
 
-/// Up to `wanted` distinct slots, in the order drawn: point `i` is uniform on `[0, total)` (from
-/// `seed`'s stream `"sortition/points"`) and proposes the slot `locate` puts under it (probability ∝
-/// weight); a slot already drawn is passed over; `look` decides about the others. Stops after
-/// `max_points` points, so the reads are bounded whatever the pool holds (a pool of mostly refused
-/// slots seats fewer than `wanted`).
-///
-/// **The points do not depend on the answers.** A thinning coin comes from a stream of its own for
-/// each point (`"sortition/coin"` under `tagged(COIN, (seed, i))`), never from the points' stream:
-/// otherwise a holder who can make `look` refuse or keep its own slot (by moving its bond after
-/// the seed is known) would choose between two futures of the draw for every point that lands on
-/// it, and re-roll the seats of others. As it is, a holder's answers decide only whether it takes
-/// a seat, as in the race of [`crate::draw`].
-pub fn draw<S: Ord + Copy>(
-    seed: &[u8; 32],
+/// Several trees laid end to end (a draw over the union of pools, e.g. every device class that
+/// verifies a bundle), read through an [`Overlay`]: a draw excludes slots in memory and never
+/// writes the trees.
+pub struct Forest<N> {
+    trees: Vec<(Overlay<N>, u32, u128)>,
     total: u128,
-    mut locate: impl FnMut(u128) -> Option<S>,
+}
+
+impl<N: Nodes> Forest<N> {
+    /// The trees, each its nodes and length, in order.
+    pub fn new(trees: impl IntoIterator<Item = (N, u32)>) -> Self {
+        let trees: Vec<(Overlay<N>, u32, u128)> = trees
+            .into_iter()
+            .map(|(nodes, len)| {
+                let nodes = Overlay::new(nodes);
+                let sum = total(&nodes, len);
+                (nodes, len, sum)
+            })
+            .collect();
+        let total = trees.iter().fold(0u128, |sum, t| sum.saturating_add(t.2));
+        Forest { trees, total }
+    }
+
+    /// The trees' total weight (less what was excluded).
+    pub fn total(&self) -> u128 {
+        self.total
+    }
+
+    /// The tree (its index) and the slot under `point`; `None` past the last tree.
+    pub fn locate(&self, mut point: u128) -> Option<(u32, u32)> {
+        for (i, (nodes, len, sum)) in self.trees.iter().enumerate() {
+            if point < *sum {
+                return find(nodes, *len, point).map(|slot| (i as u32, slot));
+            }
+            point -= sum;
+        }
+        None
+    }
+
+    /// Takes `slot` of tree `tree` out of the draw: its weight becomes 0 in memory.
+    pub fn exclude(&mut self, (tree, slot): (u32, u32)) {
+        let Some((nodes, len, sum)) = self.trees.get_mut(tree as usize) else { return };
+        let weight = weight(nodes, slot);
+        set(nodes, *len, slot, 0);
+        *sum = sum.saturating_sub(weight);
+        self.total = self.total.saturating_sub(weight);
+    }
+}
+
+/// Up to `wanted` distinct slots of `forest`, in the order drawn: point `i` is uniform on
+/// `[0, total)` (from `seed`'s stream `"sortition/points"`) and proposes the slot under it
+/// (probability ∝ weight); `look` decides about it ([`Look`]), and a kept slot is seated if
+/// `seat` says so (e.g. its collateral could be frozen; if not it is refused). A slot already
+/// drawn or refused is passed over. Stops after `max_points` points, so the reads are bounded
+/// whatever the pool holds.
+///
+/// **A holder's answers move no other seat.** The only answers that change where later points
+/// land are exclusions, which the caller gives only for reasons fixed before the seed could be
+/// known; a refusal, a thinning and a seat leave the trees as they are, and a thinning coin comes
+/// from a stream of its own for each point (`"sortition/coin"` under `tagged(COIN, (seed, i))`),
+/// never from the points' stream. Otherwise a holder who can make its own slot refused or kept
+/// after the seed is known (by moving its bond, or leaving, in the block before the draw) would
+/// choose between two futures of the draw for every point that lands on it, and re-roll the seats
+/// of others. As it is, its answers decide only whether it takes a seat, as in the race of
+/// [`crate::draw`].
+pub fn draw<N: Nodes>(
+    seed: &[u8; 32],
+    forest: &mut Forest<N>,
     wanted: usize,
     max_points: u32,
-    mut look: impl FnMut(S) -> Look,
-) -> Vec<S> {
+    mut look: impl FnMut((u32, u32)) -> Look,
+    mut seat: impl FnMut((u32, u32)) -> bool,
+) -> Vec<(u32, u32)> {
     let mut drawn = Vec::new();
-    let mut taken = BTreeSet::new();
-    if total == 0 {
-        return drawn;
-    }
+    let mut done = BTreeSet::new();
     let mut points = Stream::new(seed, b"sortition/points");
     for i in 0..max_points {
-        if drawn.len() >= wanted {
+        if drawn.len() >= wanted || forest.total() == 0 {
             break;
         }
-        let Some(slot) = locate(below_u128(&mut points, total)) else { continue };
-        if taken.contains(&slot) {
+        let Some(slot) = forest.locate(below_u128(&mut points, forest.total())) else { continue };
+        if done.contains(&slot) {
             continue;
         }
         match look(slot) {
-            Look::Refuse => {}
+            Look::Exclude => forest.exclude(slot),
+            Look::Refuse => {
+                done.insert(slot);
+            }
             Look::Keep { keep, of } => {
                 let of = of.max(1);
                 let kept = keep >= of || {
@@ -233,8 +304,10 @@ pub fn draw<S: Ord + Copy>(
                     below_u128(&mut Stream::new(&coin_seed, b"sortition/coin"), of) < keep
                 };
                 if kept {
-                    taken.insert(slot);
-                    drawn.push(slot);
+                    done.insert(slot);
+                    if seat(slot) {
+                        drawn.push(slot);
+                    }
                 }
             }
         }
@@ -267,7 +340,12 @@ mod tests {
         max_points: u32,
         look: impl FnMut(u32) -> Look,
     ) -> Vec<u32> {
-        draw(seed, total(nodes, len), |p| find(nodes, len, p), wanted, max_points, look)
+        let mut forest = Forest::new([(nodes.clone(), len)]);
+        let mut look = look;
+        draw(seed, &mut forest, wanted, max_points, |(_, s)| look(s), |_| true)
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect()
     }
 
     fn weights_of(nodes: &Vec<u128>, len: u32) -> Vec<u128> {
@@ -376,17 +454,35 @@ mod tests {
         }
     }
 
-    /// The points are bounded: a pool of refused slots ends the draw with what it has.
+    /// The points are bounded: a pool of refused slots ends the draw with what it has, asking
+    /// about each slot once; a slot whose seat cannot be taken is refused too.
     #[test]
     fn a_pool_of_refused_slots_ends_after_max_points() {
         let (nodes, len) = tree(&[5; 100]);
+        let mut looked = BTreeSet::new();
         let mut looks = 0;
-        let seats = draw_in(&nodes, len, &[2; 32], 3, 40, |_| {
+        let seats = draw_in(&nodes, len, &[2; 32], 3, 40, |s| {
             looks += 1;
+            assert!(looked.insert(s), "slot {s} asked about twice");
             Look::Refuse
         });
         assert!(seats.is_empty());
-        assert_eq!(looks, 40);
+        assert!(looks > 20 && looks <= 40, "{looks} looks");
+        let mut seated = Vec::new();
+        let mut forest = Forest::new([(nodes.clone(), len)]);
+        let seats = draw(
+            &[2; 32],
+            &mut forest,
+            3,
+            40,
+            |_| Look::TAKE,
+            |s| {
+                seated.push(s);
+                false
+            },
+        );
+        assert!(seats.is_empty());
+        assert_eq!(seated.len(), seated.iter().collect::<BTreeSet<_>>().len());
         let empty: Vec<u128> = Vec::new();
         assert!(draw_in(&empty, 0, &[2; 32], 3, 40, |_| Look::TAKE).is_empty());
     }
@@ -439,13 +535,47 @@ mod tests {
     fn points_land_across_trees_laid_end_to_end() {
         let (a, a_len) = tree(&[2, 3]);
         let (b, b_len) = tree(&[0, 4, 1]);
-        let trees = [(a, a_len), (b, b_len)];
-        assert_eq!(total_of(&trees), 10);
+        let forest = Forest::new([(a, a_len), (b, b_len)]);
+        assert_eq!(forest.total(), 10);
         let expected =
             [(0, 1), (0, 1), (0, 2), (0, 2), (0, 2), (1, 2), (1, 2), (1, 2), (1, 2), (1, 3)];
         for (point, at) in expected.iter().enumerate() {
-            assert_eq!(locate(&trees, point as u128), Some(*at), "point {point}");
+            assert_eq!(forest.locate(point as u128), Some(*at), "point {point}");
         }
-        assert_eq!(locate(&trees, 10), None);
+        assert_eq!(forest.locate(10), None);
+    }
+
+    /// Slots excluded for a fixed reason leave the trees for the rest of the draw: fifty heavy
+    /// slots holding 99.99 % of the weight, all excluded, cost one point each, and the light ones
+    /// are then found; the stored nodes are untouched.
+    #[test]
+    fn excluded_slots_leave_the_draw_and_the_tree_is_untouched() {
+        let mut weights = vec![10_000u128; 50];
+        weights.extend([1, 1, 1]);
+        let (nodes, len) = tree(&weights);
+        let before = nodes.clone();
+        let mut forest = Forest::new([(nodes.clone(), len)]);
+        let mut looks = BTreeMap::new();
+        let seats = draw(
+            &[4; 32],
+            &mut forest,
+            3,
+            64,
+            |(_, s)| {
+                *looks.entry(s).or_insert(0) += 1;
+                if s <= 50 {
+                    Look::Exclude
+                } else {
+                    Look::TAKE
+                }
+            },
+            |_| true,
+        );
+        let mut seats: Vec<u32> = seats.into_iter().map(|(_, s)| s).collect();
+        seats.sort();
+        assert_eq!(seats, vec![51, 52, 53]);
+        assert!(looks.values().all(|n| *n == 1), "{looks:?}");
+        assert_eq!(forest.total(), 3, "only the seated slots' weight is left");
+        assert_eq!(nodes, before);
     }
 }

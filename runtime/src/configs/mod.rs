@@ -479,7 +479,12 @@ impl pallet_job_market::Config for Runtime {
     type MaxVerifierCapacity = ConstU128<{ 30_000_000 * 1_000_000 }>;
     type MaxReplayWindow = ConstU32<MAX_REPLAY_WINDOW>;
     type VerifierCollateral = ConstU128<{ 100 * ERG }>;
-    type MaxVerifierPool = ConstU32<1_000>;
+    // 10 000 verifiers (issue 37): a draw reads about log2 of them per point (`pool`), never all.
+    type MaxVerifierPool = ConstU32<10_000>;
+    // The pool's changes reach the draw's trees at the end of each pool epoch, 64 a block (a
+    // whole pool's in 157 blocks, within a round's commit window).
+    type PoolEpoch = ConstU32<POOL_EPOCH>;
+    type MaxPoolSyncs = ConstU32<64>;
     // The worker kernels this runtime pins new jobs to: a release whose kernels change bumps it,
     // and reaches the chain with that release's runtime.
     type KernelsRevision = ConstU32<{ ergon_protocol::kernels::KERNELS_REVISION }>;
