@@ -131,6 +131,8 @@ parameter_types! {
     /// Least and most replay capacity a verifier declares, micro-ut per hour (a test narrows them).
     pub static MinVerifierCapacity: u128 = 1;
     pub static MaxVerifierCapacity: u128 = u64::MAX as u128;
+    /// A pool epoch: one block unless a test sets it.
+    pub static PoolEpoch: u64 = 1;
     /// A dispute's seats: 4 (a test may take the runtime's 5).
     pub static DisputeVerifiers: u32 = 4;
     /// Verification rounds: a regular one and a dispute (a test may allow a second dispute).
@@ -186,7 +188,7 @@ impl pallet_job_market::Config for Test {
     type MaxReplayWindow = ConstU64<20>;
     type VerifierCollateral = ConstU128<1_000>;
     type MaxVerifierPool = ConstU32<16>;
-    type PoolEpoch = ConstU64<1>;
+    type PoolEpoch = PoolEpoch;
     type MaxPoolSyncs = ConstU32<64>;
     type KernelsRevision = KernelsRevision;
     type MaxTimeoutsPerBlock = ConstU32<2>;

@@ -338,10 +338,11 @@ impl<T: Config> Pallet<T> {
             PoolHolders::<T>::iter().count() == PoolSlots::<T>::iter().count(),
             "a holder without a slot"
         );
-        let staged = |who: &T::AccountId| {
-            PoolStaged::<T>::iter()
-                .any(|(epoch, staged, ())| epoch >= PoolSyncedEpoch::<T>::get() && staged == *who)
-        };
+        let pending: alloc::collections::BTreeSet<T::AccountId> = PoolStaged::<T>::iter()
+            .filter(|(epoch, _, ())| *epoch >= PoolSyncedEpoch::<T>::get())
+            .map(|(_, who, ())| who)
+            .collect();
+        let staged = |who: &T::AccountId| pending.contains(who);
         for (who, entry) in VerifierPool::<T>::iter() {
             let synced = PoolSlots::<T>::get(&who).is_some_and(|slot| {
                 let (key, weight, band) = slot_for(&entry);

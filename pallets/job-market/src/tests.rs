@@ -2985,3 +2985,138 @@ mod prices {
         });
     }
 }
+
+/// The draw over the pool's sum trees (issue 37, `pool`): what a verifier can do to the draw once
+/// it knows the seed, and what a stream of changes to the pool can do to draws.
+mod pool {
+    use super::*;
+
+    /// Accounts 3–9 in the pool from the start, the trainer bonded, a test network's floor.
+    fn network() {
+        small_pool();
+        for who in 2..=9 {
+            bond(who);
+        }
+        for who in 3..=9 {
+            assert_ok!(JobMarket::set_verifier(origin(who), offer()));
+        }
+        pool_boundary();
+    }
+
+    /// The seats of a job committed at block 1, drawn at block 3, when `act` runs in block 2 —
+    /// after the randomness began, in the block whose author is the last to learn it.
+    fn seats_when(act: impl FnOnce()) -> Vec<u64> {
+        let mut seats = Vec::new();
+        new_test_ext().execute_with(|| {
+            // A long pool epoch: whatever `act` stages stays staged until after the draw.
+            PoolEpoch::set(100);
+            network();
+            let job = assigned(1_400, 600);
+            submit(job);
+            run_to_block(2);
+            act();
+            run_to_block(3);
+            seats = verifiers(job);
+            JobMarket::do_try_state().expect("job-market invariants");
+        });
+        seats
+    }
+
+    /// A point's slot depends on the slots before it, so the draw could be re-rolled by whoever
+    /// changes the pool once it knows the seed. The pool's changes wait for the pool epoch's end,
+    /// and a holder's own answers (leaving, unbonding so that its weight is thinned) are refusals
+    /// that leave the trees as they are: the other seats are the same, in the same order, and
+    /// the next point's candidate fills the seat given up.
+    #[test]
+    fn attack_a_holder_leaving_once_it_knows_the_seed_moves_no_other_seat() {
+        let honest = seats_when(|| {});
+        assert_eq!(honest.len(), 3);
+        let holder = honest[0];
+        let without = |seats: &[u64]| -> Vec<u64> {
+            seats.iter().copied().filter(|v| *v != holder).collect()
+        };
+        let left = seats_when(|| {
+            assert_ok!(JobMarket::set_verifier(origin(holder), None));
+        });
+        assert!(!left.contains(&holder));
+        assert_eq!(left.len(), 3);
+        assert!(without(&left).starts_with(&without(&honest)), "{honest:?} → {left:?}");
+        let thinned = seats_when(|| {
+            assert_ok!(TrainerStaking::unbond(origin(holder), BOND / 2));
+        });
+        assert!(without(&thinned).starts_with(&without(&honest)), "{honest:?} → {thinned:?}");
+        let stake = seats_when(|| {
+            // Bonding more does not weigh more than the bond at joining.
+            assert_ok!(TrainerStaking::bond(origin(holder), 50 * BOND));
+        });
+        assert_eq!(stake, honest);
+    }
+
+    /// Churn: an account joins or leaves the pool in every block, so that the trees would change every
+    /// block and every draw would wait for fresher randomness forever. Changes staged in a pool
+    /// epoch are applied once, at its end: the trees change once an epoch, and a round opened
+    /// after a boundary draws before the next one.
+    #[test]
+    fn attack_joining_in_every_block_moves_the_trees_once_an_epoch() {
+        new_test_ext().execute_with(|| {
+            PoolEpoch::set(5);
+            network();
+            let mut changes = Vec::new();
+            let mut job = None;
+            for block in 1..=12u64 {
+                run_to_block(block);
+                if crate::PoolFixedAt::<Test>::get() == block && block > 1 {
+                    changes.push(block);
+                }
+                // Three accounts take turns joining and leaving.
+                let churner = 10 + block % 3;
+                if block <= 3 {
+                    bond(churner);
+                }
+                let offer =
+                    if VerifierPool::<Test>::contains_key(churner) { None } else { offer() };
+                assert_ok!(JobMarket::set_verifier(origin(churner), offer));
+                if block == 6 {
+                    let id = assigned(1_400, 600);
+                    submit(id);
+                    job = Some(id);
+                }
+            }
+            assert_eq!(changes, vec![5, 10], "the trees changed at the boundaries only");
+            let job = job.unwrap();
+            let round = Rounds::<Test>::get(job).unwrap();
+            assert_eq!(round.phase, Phase::Commit, "drawn between the boundaries");
+            assert!(verifiers(job).iter().all(|v| (3..=9).contains(v)), "joined before it opened");
+            JobMarket::do_try_state().expect("job-market invariants");
+        });
+    }
+
+    /// The trees hold every entry with its bond at joining, and leaving frees the slot (the last
+    /// slot moves into it): after joins, leaves and re-declarations, the invariants hold and the
+    /// pool floor counts what can serve.
+    #[test]
+    fn joins_leaves_and_redeclarations_keep_the_trees_whole() {
+        new_test_ext().execute_with(|| {
+            network();
+            assert_ok!(JobMarket::set_verifier(origin(4), None));
+            assert_ok!(JobMarket::set_verifier(
+                origin(5),
+                Some(VerifierOffer {
+                    class: ergon_protocol::DeviceClass::Cuda { capability: 90 },
+                    capacity: 1 << 30
+                })
+            ));
+            JobMarket::do_try_state().expect("staged changes are pending, not lost");
+            pool_boundary();
+            JobMarket::do_try_state().expect("the trees match the entries");
+            let cpu = crate::pool::PoolKey { kernels: 1, gpu: false };
+            let gpu = crate::pool::PoolKey { kernels: 1, gpu: true };
+            assert_eq!(crate::PoolTrees::<Test>::get(cpu).len, 5);
+            assert_eq!(crate::PoolTrees::<Test>::get(gpu).len, 1);
+            assert!(crate::PoolSlots::<Test>::get(4).is_none());
+            let (count, counted) = crate::pool::servable::<Test>(&[cpu], 1);
+            assert_eq!(count, 5);
+            assert!(counted(&3) && !counted(&5));
+        });
+    }
+}
