@@ -79,7 +79,7 @@ cli() { node scripts/client/ergon.mjs "$@"; }
 echo "[demo] Alice posts the job ($spec) with 100 ERG in escrow"
 posted="$(cli post-job "$spec" --key //Alice --budget 100 --bid-window 20 --deadline 600 --yes --json)"
 job="$(python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0])' <<< "$posted")"
-echo "[demo] watching job $job until it settles (the verifier draw waits for the VRF outputs of 16 blocks after the commitment, about 96 s)"
+echo "[demo] watching job $job until it settles (the verifier draw waits for the VRF outputs of 16 blocks after the commitment, about 96 s, and for the verifiers' slots, which join the draw at the end of the chain's 5-minute pool epoch)"
 cli watch-job "$job"
 echo "[demo] fetching the trained model"
 cli fetch-model "$job" --out "$work/model"

@@ -1,6 +1,7 @@
 //! A day of the verification market at network scale (issue 37, item 5): verifiers of several
 //! device classes, GPU-hour jobs arriving all day, each round drawn with the protocol's own draw
-//! code (`ergon_protocol::draw::weighted_order`, `segments::assign`, the round seed) and the
+//! code (`ergon_protocol::sortition` over one sum tree per price tier, as the pallet's `pool`
+//! keeps them; `segments::assign`, the round seed) and the
 //! runtime's own rules and constants (`pallet_job_market::capacity` for who can serve a round, when
 //! it finishes and what a seat freezes; `fees::vote_fee` for what it earns; the real call and
 //! storage encodings for the chain's growth). Run with `scripts/simulate-network.sh` (or
@@ -10,9 +11,11 @@
 //! What it models, in blocks of the production runtime: every job's bundle is committed at an even
 //! spacing over the day; its round 0 is drawn `FreshOutputs + 2` blocks later (the fresh
 //! randomness; measured live: c + 18), among the pool entries whose class verifies the bundle and
-//! whose capacity replays the round within `MaxReplayWindow`, in the race order, passing over busy
-//! seats and bonds that cannot freeze the seat's collateral, exactly as `verification::draw` does
-//! (the chain's pool holds at most `MaxVerifierPool` entries: verifiers beyond it never join).
+//! whose capacity replays the round within `MaxReplayWindow`: points on the trees of the tiers
+//! that verify the bundle at their price (`pool::keys_for`), excluding what cannot serve, passing
+//! over busy seats and bonds that cannot freeze the seat's collateral, as `verification::draw`
+//! does, and counting the tree nodes each draw reads (the chain's pool holds at most
+//! `MaxVerifierPool` entries: verifiers beyond it never join).
 //! Each seat downloads what the worker fetches for a vote (`verify::selection`: each segment's start
 //! and the last checkpoint whole, weights and AdamW moments in f32; the weights alone of the rules'
 //! sample; no segment's end, which an honest bundle's replay reproduces by hash) at `BANDWIDTH`,
@@ -22,10 +25,11 @@
 //! segments). Unstaffed rounds are counted, not retried.
 
 use codec::Encode;
+use ergon_protocol::sortition::{self, Look, Nodes};
 use ergon_protocol::DeviceClass;
 use ergon_runtime::{BlockNumber, Runtime};
 use frame_support::traits::Get;
-use pallet_job_market::{capacity, fees, BundleCommitment, Job, JobState, VerifierEntry};
+use pallet_job_market::{capacity, fees, pool, BundleCommitment, Job, JobState, VerifierEntry};
 
 type Market = <Runtime as pallet_job_market::Config>::SegmentsPerRound;
 
@@ -93,6 +97,22 @@ struct Verifier {
     seats: u32,
     replay_ms: u64,
     bytes: u128,
+}
+
+/// One tier's sum tree in memory, counting the nodes a draw reads.
+struct Tree {
+    nodes: Vec<u128>,
+    reads: std::cell::Cell<u64>,
+}
+
+impl Nodes for &Tree {
+    fn node(&self, i: u32) -> u128 {
+        self.reads.set(self.reads.get() + 1);
+        self.nodes.node(i)
+    }
+    fn set_node(&mut self, _: u32, _: u128) {
+        unreachable!("a draw writes only its overlay")
+    }
 }
 
 fn percentile(sorted: &[u64], p: usize) -> u64 {
@@ -197,6 +217,21 @@ fn main() {
     let rule_checkpoints = ergon_protocol::overhead::RULE_CHECKPOINTS;
     let block_ms = ergon_runtime::durations::MILLI_SECS_PER_BLOCK;
 
+    // The pool's sum trees, one per tier (`pool::PoolKey`), each slot holding its verifier's bond
+    // at joining, and the trees a GPU job's rounds draw from.
+    let mut trees: Vec<(pool::PoolKey, Tree, Vec<usize>)> = Vec::new();
+    for (i, v) in verifiers.iter().enumerate() {
+        let key = pool::PoolKey::of(&v.entry);
+        if !trees.iter().any(|(k, ..)| *k == key) {
+            trees.push((key, Tree { nodes: Vec::new(), reads: Default::default() }, Vec::new()));
+        }
+        let (_, tree, slots) = trees.iter_mut().find(|(k, ..)| *k == key).expect("just added");
+        sortition::push(&mut tree.nodes, slots.len() as u32, v.entry.weight as u128);
+        slots.push(i);
+    }
+    let keys = pool::keys_for::<Runtime>(1, job_class(), true);
+    let mut node_reads: Vec<u64> = Vec::new();
+
     // The day.
     let spacing = (DAY as u64 / jobs_per_day.max(1)).max(1) as BlockNumber;
     let (mut staffed, mut unstaffed) = (0u64, 0u64);
@@ -206,29 +241,55 @@ fn main() {
         let now = committed + DRAW_DELAY;
         let random = sp_io::hashing::blake2_256(&(b"simulated randomness", id).encode());
         let seed = ergon_protocol::hash::job_round_seed(&random, id, 0);
-        let candidates: Vec<(u32, u64)> = verifiers
+        // The pool floor, as the chain counts it: slots of the job's trees whose capacity band
+        // can serve the round.
+        let servable = trees
             .iter()
-            .enumerate()
-            .filter(|(_, v)| {
-                capacity::could_serve::<Runtime>(&v.entry, job_class(), true, vote_work)
+            .filter(|(key, ..)| keys.contains(key))
+            .flat_map(|(_, _, slots)| slots.iter())
+            .filter(|&&i| {
+                capacity::could_serve::<Runtime>(&verifiers[i].entry, job_class(), true, vote_work)
             })
-            .map(|(i, v)| (i as u32, v.entry.weight))
-            .collect();
-        if candidates.len() < pallet_job_market::verification::MIN_SEATS {
+            .count();
+        if servable < pallet_job_market::verification::MIN_SEATS {
             unstaffed += 1;
             continue;
         }
-        let order = ergon_protocol::draw::weighted_order(&seed, b"verifiers", &candidates);
-        let chosen: Vec<usize> = order
-            .into_iter()
-            .map(|i| i as usize)
-            .filter(|&i| {
-                let v = &verifiers[i];
-                capacity::can_serve::<Runtime>(&v.entry, job_class(), true, vote_work, now)
-                    && v.free_bond >= collateral
-            })
-            .take(seats)
-            .collect();
+        let drawn_from: Vec<&(pool::PoolKey, Tree, Vec<usize>)> =
+            keys.iter().filter_map(|k| trees.iter().find(|(key, ..)| key == k)).collect();
+        let mut forest = sortition::Forest::new(
+            drawn_from.iter().map(|(_, tree, slots)| (tree, slots.len() as u32)),
+        );
+        let holder = |(t, slot): (u32, u32)| drawn_from[t as usize].2[slot as usize - 1];
+        let before: u64 = trees.iter().map(|(_, t, _)| t.reads.get()).sum();
+        let chosen: Vec<usize> = sortition::draw(
+            &seed,
+            &mut forest,
+            seats,
+            pool::DRAW_POINTS,
+            |slot| {
+                let v = &verifiers[holder(slot)];
+                if !capacity::could_serve::<Runtime>(&v.entry, job_class(), true, vote_work) {
+                    Look::Exclude
+                } else if !capacity::can_serve::<Runtime>(
+                    &v.entry,
+                    job_class(),
+                    true,
+                    vote_work,
+                    now,
+                ) {
+                    Look::Refuse
+                } else {
+                    Look::TAKE
+                }
+            },
+            |slot| verifiers[holder(slot)].free_bond >= collateral,
+        )
+        .into_iter()
+        .map(holder)
+        .collect();
+        let after: u64 = trees.iter().map(|(_, t, _)| t.reads.get()).sum();
+        node_reads.push(after - before);
         if chosen.len() < pallet_job_market::verification::MIN_SEATS {
             unstaffed += 1;
             continue;
@@ -345,6 +406,15 @@ fn main() {
     );
     row("a seat's collateral", format!("{} ERG", collateral / erg));
     row("rounds staffed / unstaffed", format!("{staffed} / {unstaffed}"));
+    node_reads.sort_unstable();
+    row(
+        "tree nodes a draw reads p50 / max",
+        format!(
+            "{} / {} (pool of {joined}; the race read every entry)",
+            percentile(&node_reads, 50),
+            node_reads.last().copied().unwrap_or(0)
+        ),
+    );
     settle_minutes.sort_unstable();
     row(
         "commit → settlement (min) p50 / p99 / max",

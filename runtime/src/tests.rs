@@ -236,8 +236,9 @@ fn weights_fit_in_a_block() {
     let base = normal.base_extrinsic;
     // `ergon_job_spec::MAX_LAYERS`.
     let max_layers = 64;
-    let bonders = 1_000;
-    let calls: [(&str, Weight); 24] = [
+    let pool: u32 = <crate::Runtime as pallet_job_market::Config>::MaxVerifierPool::get();
+    let syncs: u32 = <crate::Runtime as pallet_job_market::Config>::MaxPoolSyncs::get();
+    let calls: [(&str, Weight); 25] = [
         ("job_market::post_job (64 layers)", Market::post_job(max_layers)),
         ("job_market::cancel_job", Market::cancel_job()),
         ("job_market::bid", Market::bid()),
@@ -252,7 +253,8 @@ fn weights_fit_in_a_block() {
         ("job_market::submit_trainer_evidence (settles)", Market::submit_trainer_evidence(12)),
         ("job_market timeout: assign", Market::timeout_assign()),
         ("job_market timeout: missed deadline", Market::timeout_missed_deadline()),
-        ("job_market timeout: draw (1000 bonders)", Market::timeout_draw(bonders)),
+        ("job_market timeout: draw (10 000 verifiers)", Market::timeout_draw(pool)),
+        ("job_market pool boundary (64 syncs)", Market::pool_sync(syncs)),
         ("job_market timeout: settle", Market::timeout_settle()),
         ("trainer_staking::bond", Staking::bond()),
         ("trainer_staking::unbond", Staking::unbond()),
@@ -283,18 +285,19 @@ fn weights_fit_in_a_block() {
     let per_timeout = [
         Market::timeout_assign(),
         Market::timeout_missed_deadline(),
-        Market::timeout_draw(bonders),
+        Market::timeout_draw(pool),
         Market::timeout_settle(),
         Market::timeout_remove(),
     ]
     .into_iter()
     .fold(Weight::zero(), |a, b| a.max(b));
     let timeouts: u32 = <crate::Runtime as pallet_job_market::Config>::MaxTimeoutsPerBlock::get();
-    let hook =
-        Market::on_initialize_idle().saturating_add(per_timeout.saturating_mul(timeouts as u64));
+    let hook = Market::on_initialize_idle()
+        .saturating_add(Market::pool_sync(syncs))
+        .saturating_add(per_timeout.saturating_mul(timeouts as u64));
     let hook_share = hook.ref_time() as f64 / block.ref_time() as f64;
     println!(
-        "job_market on_initialize, {timeouts} worst timeouts: {:.2}% of a block",
+        "job_market on_initialize, a pool boundary and {timeouts} worst timeouts: {:.2}% of a block",
         100.0 * hook_share
     );
     assert!(hook_share < 0.25, "timeouts may take {:.1}% of a block", 100.0 * hook_share);

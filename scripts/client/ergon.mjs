@@ -530,8 +530,21 @@ async function account(ctx) {
   const tasks = (await api.rpc.ergon.drillingTasksOf(target, 1000)).toPrimitive();
   const entry = await api.query.jobMarket.verifierPool(target);
   const pool = entry.isSome ? entry.unwrap() : null;
+  // An entry is drawn once its slot is in the draw's sum trees: they take the pool's changes at the
+  // end of each pool epoch (docs/protocol.md, "The pool's sum trees").
+  const slot = pool ? await api.query.jobMarket.poolSlots(target) : null;
+  const synced = Boolean(slot && slot.isSome
+    && slot.unwrap().weight.toBigInt() === pool.weight.toBigInt()
+    && slot.unwrap().key.kernels.toNumber() === pool.kernels.toNumber());
+  const epoch = api.consts.jobMarket.poolEpoch.toNumber();
   const inPool = pool
-    ? { device: deviceClass(pool.class), utPerHour: Number(pool.capacity.toBigInt()) / 1e6, busyUntil: pool.busyUntil.toNumber() }
+    ? {
+      device: deviceClass(pool.class),
+      utPerHour: Number(pool.capacity.toBigInt()) / 1e6,
+      busyUntil: pool.busyUntil.toNumber(),
+      drawable: synced,
+      drawableFrom: synced ? null : (Math.floor(best / epoch) + 1) * epoch,
+    }
     : null;
   say(`account ${target} at block #${best} (${nonce.toNumber()} transactions sent)`);
   say(`  balance: ${erg(data.free.toBigInt())} free, ${erg(data.reserved.toBigInt())} held (bond and escrow), ${erg(data.frozen.toBigInt())} frozen`);
@@ -543,7 +556,7 @@ async function account(ctx) {
   say(`  ECP: ${Number(ecp.ecp) / 1e6} ut (drilling ${Number(ecp.drilling) / 1e6} ut, training ${Number(ecp.training) / 1e6} ut; lifetime ${Number(ecp.lifetime) / 1e6} ut)`);
   say(`  drilling: ${rate ? `${rate.tasks} tasks agreed, ${rate.utPerHour} ut/hour` : 'no record'}; ${tasks.length} unfinished tasks${tasks.length ? ` (${tasks.join(', ')})` : ''}`);
   const poolLine = inPool
-    ? `in it (${inPool.device}, ${inPool.utPerHour} ut/hour declared${inPool.busyUntil > best ? `, busy until #${inPool.busyUntil}` : ''})`
+    ? `in it (${inPool.device}, ${inPool.utPerHour} ut/hour declared${inPool.busyUntil > best ? `, busy until #${inPool.busyUntil}` : ''}${inPool.drawable ? '' : `; drawn once its slot joins the draw at the pool epoch's end, block #${inPool.drawableFrom}`})`
     : 'not in it';
   say(`  verifier pool: ${poolLine}; jobs (owned, bid on, trained, verified): ${jobs.length ? jobs.join(', ') : 'none'}`);
   return {

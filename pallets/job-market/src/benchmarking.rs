@@ -539,22 +539,22 @@ mod benchmarks {
     }
 
     /// A draw over a pool of `n` bonded trainers that lands every one of its `DRAW_POINTS` points
-    /// on a candidate it must then refuse (all busy past `MaxReplayWindow`, the check that reads
-    /// the most): the most a draw reads, about log2(n) tree nodes, a holder, an entry and the
-    /// staking ledger per point. The round is postponed.
+    /// on a candidate it must look at in full and then passes over: each slot weighted far above
+    /// its holder's bond now (as if it had unbonded since joining), so its thinning coin almost
+    /// never keeps it. The most a draw reads: about log2(n) tree nodes, a holder, an entry, the
+    /// slot record and the staking ledger per point, and a coin. The round is postponed.
     #[benchmark]
     fn timeout_draw(n: Linear<4, 10_000>) {
         // The job's trainer is one of the `n` bonders.
         let (job, ..) = submitted::<T>(n - 1);
-        let busy =
-            now::<T>().saturating_add(T::MaxReplayWindow::get().saturating_mul(1_000u32.into()));
-        let keys: Vec<T::AccountId> = VerifierPool::<T>::iter_keys().collect();
-        for who in keys {
+        let members: Vec<T::AccountId> = VerifierPool::<T>::iter_keys().collect();
+        for who in members {
             VerifierPool::<T>::mutate(&who, |e| {
                 if let Some(e) = e {
-                    e.busy_until = busy;
+                    e.weight = u64::MAX;
                 }
             });
+            crate::pool::sync::<T>(&who);
         }
         let at = draw_block::<T>(job);
         #[block]
@@ -564,26 +564,35 @@ mod benchmarks {
         assert_eq!(Rounds::<T>::get(job).map(|r| r.phase), Some(Phase::Drawing));
     }
 
-    /// The boundary of a pool epoch applies `n` staged joins to a pool of 10 000 (each a slot
-    /// appended: about log2(n) node reads and a write, a holder and a slot).
+    /// The boundary of a pool epoch applies `n` staged changes to a pool of 10 000, each the
+    /// costliest kind: an entry moved to the other tier's tree (its slot removed, the last slot
+    /// moved into it, and a slot appended to the other tree).
     #[benchmark]
     fn pool_sync(n: Linear<1, 64>) {
+        // The pool already in the trees (entries alone: syncing reads no bond).
+        let member = |i: u32| -> T::AccountId { account("member", i, 0) };
         for i in 0..10_000u32 {
-            self::trainer::<T>(20_000 + i);
-        }
-        for i in 0..n {
-            let who: T::AccountId = account("joiner", i, 0);
             VerifierPool::<T>::insert(
-                &who,
+                member(i),
                 VerifierEntry {
                     since: Default::default(),
-                    weight: 1,
+                    weight: 1_000,
                     kernels: T::KernelsRevision::get(),
                     class: ergon_protocol::DeviceClass::Cpu,
-                    capacity: T::MinVerifierCapacity::get(),
+                    capacity: T::MaxVerifierCapacity::get(),
                     busy_until: Default::default(),
                 },
             );
+            crate::pool::sync::<T>(&member(i));
+        }
+        // Members spread over the tree, each re-declared as a GPU.
+        for i in 0..n {
+            let who = member(i * 150 + 1);
+            VerifierPool::<T>::mutate(&who, |e| {
+                if let Some(e) = e {
+                    e.class = ergon_protocol::DeviceClass::Cuda { capability: 90 };
+                }
+            });
             crate::pool::stage::<T>(&who);
         }
         let at = now::<T>().saturating_add(T::PoolEpoch::get());
@@ -592,7 +601,8 @@ mod benchmarks {
         {
             crate::pool::apply_staged::<T>(at);
         }
-        assert_eq!(crate::PoolSlots::<T>::iter().count() as u32, 10_000 + n);
+        let gpu = crate::pool::PoolKey { kernels: T::KernelsRevision::get(), gpu: true };
+        assert_eq!(crate::PoolTrees::<T>::get(gpu).len, n);
     }
 
     /// The last round's reveal window ends with every verifier silent: all slashed, the price burnt.

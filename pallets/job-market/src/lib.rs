@@ -27,7 +27,8 @@
 //!    than the job paid.
 //! 4. Verification rounds ([`verification`]): VRF outputs of blocks after the commitment draw
 //!    `Verifiers` from the trainers who opted in ([`Pallet::set_verifier`], declaring a device
-//!    class and a replay capacity backed by bond), weighted by their bond (stake at risk, not ECP;
+//!    class and a replay capacity backed by bond; their slots in the draw's sum trees follow at the
+//!    end of the pool epoch, [`pool`]), weighted by their bond (stake at risk, not ECP;
 //!    never the trainer or the owner), among those whose class verifies the bundle's and who
 //!    replay the round within `MaxReplayWindow` after the rounds they hold ([`capacity`]), each
 //!    freezing the round's fee (at least `VerifierCollateral`) and each given `SegmentsPerRound`
@@ -1399,9 +1400,11 @@ pub mod pallet {
         /// eligible bond; a drawn verifier must commit and reveal in time or lose part of its
         /// collateral. Rounds already drawn must still be answered after leaving. Joining again
         /// refreshes the draw weight to the active bond now and replaces the offer (the queue of
-        /// rounds drawn before stays); either way the entry takes part only in draws from
-        /// randomness that began after this block (so nobody can join, or weigh more, once it
-        /// knows a draw).
+        /// rounds drawn before stays); either way the entry takes part only in draws of rounds
+        /// opened after this block, from randomness that began after it (so nobody can join, or
+        /// weigh more, once it knows a draw). Its slot in the draw's sum trees follows at the end
+        /// of the current pool epoch ([`pool`]): until then a join is not drawn, and a leave's old
+        /// slot is refused.
         ///
         /// The offer declares the device class the worker replays on (it is drawn only for
         /// bundles that class verifies) and its replay capacity in micro-ut per hour (it is drawn

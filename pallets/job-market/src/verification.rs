@@ -23,12 +23,14 @@
 //! blocks after the round opened ([`FreshRandomness`]: the runtime's accumulator of every block's
 //! VRF output, read once enough outputs of later blocks are in it), so when the trainer commits its
 //! root nobody — not even a trainer that authors blocks — knows which segments or verifiers will be
-//! drawn. Its candidates are the pool entries that joined by the round's opening block, each
-//! weighted by the lower of its bond at joining and its bond now, ordered by an exponential race
-//! ([`ergon_protocol::draw::weighted_order`]) where each entry's place depends on its own key only:
-//! whoever learns the randomness first (the author of the last block in it) can neither add a
-//! candidate nor move one by changing the list around it; all it can do is withhold its block or
-//! take its own entries out, which never draws more of them.
+//! drawn. Its candidates are the pool entries that joined by the round's opening block, found by
+//! weighted points on the pool's sum trees ([`crate::pool`], [`ergon_protocol::sortition`]: about
+//! log2(n) reads a point), each weighted by its bond at joining and thinned to its bond now. The
+//! trees change only at pool-epoch boundaries and a draw uses randomness newer than them, and only
+//! reasons fixed before the randomness began take an entry out of a draw: whoever learns the
+//! randomness first (the author of the last block in it) can neither add a candidate nor move one
+//! by changing the pool around it; all it can do is withhold its block or take its own entries
+//! out, which never draws more of them and moves no other seat.
 
 use alloc::vec::Vec;
 use codec::Encode;
@@ -330,8 +332,11 @@ fn draw<T: Config>(
                     busy = true;
                     return Look::Refuse;
                 }
-                let keep = entry.weight.min(stake_weight::<T>(&who));
-                let of = entry.weight;
+                // The slot's weight is the bond at the last sync (an entry re-declared since,
+                // with another bond, keeps its old slot until the boundary): never more than that,
+                // nor than the bond now.
+                let of = crate::PoolSlots::<T>::get(&who).map(|s| s.weight).unwrap_or_default();
+                let keep = of.min(stake_weight::<T>(&who));
                 entries.borrow_mut().insert(slot, (who, entry));
                 Look::Keep { keep: keep as u128, of: of as u128 }
             },

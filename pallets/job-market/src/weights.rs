@@ -63,14 +63,14 @@ pub trait WeightInfo {
 	fn submit_trainer_evidence(n: u32, ) -> Weight;
 	/// Weight of the `on_initialize_idle` benchmark.
 	fn on_initialize_idle() -> Weight;
-	/// Weight of the `pool_sync` benchmark.
-	fn pool_sync(n: u32, ) -> Weight;
 	/// Weight of the `timeout_assign` benchmark.
 	fn timeout_assign() -> Weight;
 	/// Weight of the `timeout_missed_deadline` benchmark.
 	fn timeout_missed_deadline() -> Weight;
-	/// Weight of the `timeout_draw` benchmark; `n` in `[4, 1000]`.
+	/// Weight of the `timeout_draw` benchmark; `n` in `[4, 10000]`.
 	fn timeout_draw(n: u32, ) -> Weight;
+	/// Weight of the `pool_sync` benchmark; `n` in `[1, 64]`.
+	fn pool_sync(n: u32, ) -> Weight;
 	/// Weight of the `timeout_settle` benchmark.
 	fn timeout_settle() -> Weight;
 	/// Weight of the `timeout_remove` benchmark.
@@ -104,26 +104,26 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::NextJobId` (r:1 w:1)
 	/// Proof: `JobMarket::NextJobId` (`max_values`: Some(1), `max_size`: Some(8), added: 503, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:1 w:1)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(139), added: 2614, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	fn post_job(l: u32, ) -> Weight {
 		// Proof size (bytes), measured: `223`,
-		// estimated: `38908`.
-		// Minimum execution time: 513_924_000 picoseconds.
-		Weight::from_parts(531_563_001, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
-			// Standard error: 4_694
-			.saturating_add(Weight::from_parts(759_306, 0).saturating_mul(l.into()))
+		// estimated: `38909`.
+		// Minimum execution time: 399_822_000 picoseconds.
+		Weight::from_parts(406_199_704, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
+			// Standard error: 4_608
+			.saturating_add(Weight::from_parts(610_235, 0).saturating_mul(l.into()))
 			.saturating_add(T::DbWeight::get().reads(9))
 			.saturating_add(T::DbWeight::get().writes(8))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:1 w:1)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:65 w:65)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:65 w:65)
@@ -157,16 +157,16 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Attestations` (r:0 w:1)
 	/// Proof: `JobMarket::Attestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn cancel_job() -> Weight {
-		// Proof size (bytes), measured: `49961`,
+		// Proof size (bytes), measured: `50071`,
 		// estimated: `170900`.
-		// Minimum execution time: 3_516_804_000 picoseconds.
-		Weight::from_parts(3_657_659_000, 0)
+		// Minimum execution time: 2_979_382_000 picoseconds.
+		Weight::from_parts(3_129_304_000, 0)
 			.saturating_add(Weight::from_parts(0, 170900))
 			.saturating_add(T::DbWeight::get().reads(138))
 			.saturating_add(T::DbWeight::get().writes(145))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:0)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledgers` (r:65 w:0)
 	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(725), added: 3200, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Bids` (r:1 w:1)
@@ -176,22 +176,22 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Balances::Holds` (r:2 w:2)
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(139), added: 2614, mode: `MaxEncodedLen`)
 	fn bid() -> Weight {
-		// Proof size (bytes), measured: `45750`,
+		// Proof size (bytes), measured: `45860`,
 		// estimated: `208990`.
-		// Minimum execution time: 733_656_000 picoseconds.
-		Weight::from_parts(791_144_000, 0)
+		// Minimum execution time: 614_239_000 picoseconds.
+		Weight::from_parts(659_587_000, 0)
 			.saturating_add(Weight::from_parts(0, 208990))
 			.saturating_add(T::DbWeight::get().reads(71))
 			.saturating_add(T::DbWeight::get().writes(5))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Bids` (r:1 w:1)
 	/// Proof: `JobMarket::Bids` (`max_values`: None, `max_size`: Some(4306), added: 6781, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledgers` (r:1 w:1)
 	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(725), added: 3200, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::ObligationsOf` (r:1 w:1)
 	/// Proof: `TrainerStaking::ObligationsOf` (`max_values`: None, `max_size`: Some(85), added: 2560, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:63 w:63)
@@ -201,22 +201,22 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::BundleDevice` (r:0 w:1)
 	/// Proof: `JobMarket::BundleDevice` (`max_values`: None, `max_size`: Some(19), added: 2494, mode: `MaxEncodedLen`)
 	fn accept_bid() -> Weight {
-		// Proof size (bytes), measured: `50457`,
+		// Proof size (bytes), measured: `50567`,
 		// estimated: `165672`.
-		// Minimum execution time: 3_422_378_000 picoseconds.
-		Weight::from_parts(3_552_361_000, 0)
+		// Minimum execution time: 2_883_179_000 picoseconds.
+		Weight::from_parts(3_056_927_000, 0)
 			.saturating_add(Weight::from_parts(0, 165672))
 			.saturating_add(T::DbWeight::get().reads(132))
 			.saturating_add(T::DbWeight::get().writes(133))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::AllowPrivateUrls` (r:1 w:0)
 	/// Proof: `JobMarket::AllowPrivateUrls` (`max_values`: Some(1), `max_size`: Some(1), added: 496, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::BundleDevice` (r:1 w:1)
 	/// Proof: `JobMarket::BundleDevice` (`max_values`: None, `max_size`: Some(19), added: 2494, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::DataReports` (r:0 w:1)
 	/// Proof: `JobMarket::DataReports` (`max_values`: None, `max_size`: Some(20), added: 2495, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:0 w:1)
@@ -228,31 +228,31 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Attestations` (r:0 w:1)
 	/// Proof: `JobMarket::Attestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn submit_bundle() -> Weight {
-		// Proof size (bytes), measured: `34776`,
-		// estimated: `38908`.
-		// Minimum execution time: 182_682_000 picoseconds.
-		Weight::from_parts(197_079_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
+		// Proof size (bytes), measured: `34886`,
+		// estimated: `38909`.
+		// Minimum execution time: 133_077_000 picoseconds.
+		Weight::from_parts(137_965_000, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(5))
 			.saturating_add(T::DbWeight::get().writes(9))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:1 w:1)
 	/// Proof: `JobMarket::Rounds` (`max_values`: None, `max_size`: Some(12669), added: 15144, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	fn commit_verdict() -> Weight {
-		// Proof size (bytes), measured: `35393`,
-		// estimated: `38908`.
-		// Minimum execution time: 177_874_000 picoseconds.
-		Weight::from_parts(189_786_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
+		// Proof size (bytes), measured: `35526`,
+		// estimated: `38909`.
+		// Minimum execution time: 128_520_000 picoseconds.
+		Weight::from_parts(138_314_000, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(4))
 			.saturating_add(T::DbWeight::get().writes(4))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:1 w:1)
 	/// Proof: `JobMarket::Rounds` (`max_values`: None, `max_size`: Some(12669), added: 15144, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::RejectedDataReports` (r:1 w:0)
@@ -264,7 +264,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Abstentions` (r:1 w:1)
 	/// Proof: `JobMarket::Abstentions` (`max_values`: None, `max_size`: Some(305), added: 2780, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::TrainerEvidence` (r:1 w:0)
 	/// Proof: `JobMarket::TrainerEvidence` (`max_values`: None, `max_size`: Some(24537), added: 27012, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::PendingVotes` (r:1 w:1)
@@ -272,20 +272,20 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::DataAttestations` (r:0 w:1)
 	/// Proof: `JobMarket::DataAttestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn abstain() -> Weight {
-		// Proof size (bytes), measured: `35273`,
-		// estimated: `38908`.
-		// Minimum execution time: 245_861_000 picoseconds.
-		Weight::from_parts(265_889_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
+		// Proof size (bytes), measured: `35433`,
+		// estimated: `38909`.
+		// Minimum execution time: 191_163_000 picoseconds.
+		Weight::from_parts(208_769_000, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(10))
 			.saturating_add(T::DbWeight::get().writes(9))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:1 w:1)
 	/// Proof: `JobMarket::Rounds` (`max_values`: None, `max_size`: Some(12669), added: 15144, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Abstentions` (r:1 w:0)
 	/// Proof: `JobMarket::Abstentions` (`max_values`: None, `max_size`: Some(305), added: 2780, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::TrainerEvidence` (r:1 w:1)
@@ -325,22 +325,22 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Attestations` (r:0 w:1)
 	/// Proof: `JobMarket::Attestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn reveal_verdict() -> Weight {
-		// Proof size (bytes), measured: `46065`,
-		// estimated: `38908`.
-		// Minimum execution time: 788_368_000 picoseconds.
-		Weight::from_parts(843_612_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
+		// Proof size (bytes), measured: `46198`,
+		// estimated: `38909`.
+		// Minimum execution time: 631_425_000 picoseconds.
+		Weight::from_parts(671_294_000, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(28))
 			.saturating_add(T::DbWeight::get().writes(33))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:1 w:1)
 	/// Proof: `JobMarket::Rounds` (`max_values`: None, `max_size`: Some(12669), added: 15144, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::TrainerEvidence` (r:1 w:1)
 	/// Proof: `JobMarket::TrainerEvidence` (`max_values`: None, `max_size`: Some(24537), added: 27012, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Abstentions` (r:1 w:0)
 	/// Proof: `JobMarket::Abstentions` (`max_values`: None, `max_size`: Some(305), added: 2780, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::PendingVotes` (r:1 w:1)
@@ -378,35 +378,37 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Attestations` (r:0 w:1)
 	/// Proof: `JobMarket::Attestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn submit_trainer_evidence(n: u32, ) -> Weight {
-		// Proof size (bytes), measured: `44781`,
-		// estimated: `38908`.
-		// Minimum execution time: 755_376_000 picoseconds.
-		Weight::from_parts(829_637_539, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
-			// Standard error: 156_539
-			.saturating_add(Weight::from_parts(3_135_897, 0).saturating_mul(n.into()))
+		// Proof size (bytes), measured: `44914`,
+		// estimated: `38909`.
+		// Minimum execution time: 592_127_000 picoseconds.
+		Weight::from_parts(635_184_541, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
+			// Standard error: 110_022
+			.saturating_add(Weight::from_parts(1_837_567, 0).saturating_mul(n.into()))
 			.saturating_add(T::DbWeight::get().reads(28))
 			.saturating_add(T::DbWeight::get().writes(33))
 	}
+	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
+	/// Proof: `JobMarket::PoolSyncedEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:1 w:0)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	fn on_initialize_idle() -> Weight {
 		// Proof size (bytes), measured: `65`,
-		// estimated: `3542`.
-		// Minimum execution time: 4_979_000 picoseconds.
-		Weight::from_parts(5_650_000, 0)
-			.saturating_add(Weight::from_parts(0, 3542))
-			.saturating_add(T::DbWeight::get().reads(1))
+		// estimated: `3526`.
+		// Minimum execution time: 4_927_000 picoseconds.
+		Weight::from_parts(5_418_000, 0)
+			.saturating_add(Weight::from_parts(0, 3526))
+			.saturating_add(T::DbWeight::get().reads(2))
+			.saturating_add(T::DbWeight::get().writes(1))
 	}
-	fn pool_sync(n: u32, ) -> Weight {
-		Weight::from_parts(50_000_000, 4_000).saturating_mul(n.into())
-			.saturating_add(T::DbWeight::get().reads((32_u64).saturating_mul(n.into())))
-			.saturating_add(T::DbWeight::get().writes((32_u64).saturating_mul(n.into())))
-	}
+	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
+	/// Proof: `JobMarket::PoolSyncedEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolStaged` (r:64 w:0)
+	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Bids` (r:1 w:1)
 	/// Proof: `JobMarket::Bids` (`max_values`: None, `max_size`: Some(4306), added: 6781, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledgers` (r:64 w:1)
@@ -420,18 +422,22 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::BundleDevice` (r:0 w:1)
 	/// Proof: `JobMarket::BundleDevice` (`max_values`: None, `max_size`: Some(19), added: 2494, mode: `MaxEncodedLen`)
 	fn timeout_assign() -> Weight {
-		// Proof size (bytes), measured: `55291`,
+		// Proof size (bytes), measured: `56045`,
 		// estimated: `205790`.
-		// Minimum execution time: 3_885_866_000 picoseconds.
-		Weight::from_parts(4_094_137_000, 0)
+		// Minimum execution time: 3_484_610_000 picoseconds.
+		Weight::from_parts(3_618_518_000, 0)
 			.saturating_add(Weight::from_parts(0, 205790))
-			.saturating_add(T::DbWeight::get().reads(195))
-			.saturating_add(T::DbWeight::get().writes(133))
+			.saturating_add(T::DbWeight::get().reads(260))
+			.saturating_add(T::DbWeight::get().writes(134))
 	}
+	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
+	/// Proof: `JobMarket::PoolSyncedEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolStaged` (r:64 w:0)
+	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::ObligationsOf` (r:1 w:1)
 	/// Proof: `TrainerStaking::ObligationsOf` (`max_values`: None, `max_size`: Some(85), added: 2560, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledgers` (r:1 w:1)
@@ -471,53 +477,98 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Attestations` (r:0 w:1)
 	/// Proof: `JobMarket::Attestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn timeout_missed_deadline() -> Weight {
-		// Proof size (bytes), measured: `35584`,
-		// estimated: `38908`.
-		// Minimum execution time: 374_382_000 picoseconds.
-		Weight::from_parts(399_018_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
-			.saturating_add(T::DbWeight::get().reads(16))
-			.saturating_add(T::DbWeight::get().writes(22))
+		// Proof size (bytes), measured: `35839`,
+		// estimated: `163230`.
+		// Minimum execution time: 564_646_000 picoseconds.
+		Weight::from_parts(580_760_000, 0)
+			.saturating_add(Weight::from_parts(0, 163230))
+			.saturating_add(T::DbWeight::get().reads(81))
+			.saturating_add(T::DbWeight::get().writes(23))
 	}
+	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
+	/// Proof: `JobMarket::PoolSyncedEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolStaged` (r:6 w:0)
+	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:1 w:1)
 	/// Proof: `JobMarket::Rounds` (`max_values`: None, `max_size`: Some(12669), added: 15144, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::CounterForVerifierPool` (r:1 w:0)
 	/// Proof: `JobMarket::CounterForVerifierPool` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolFixedAt` (r:1 w:0)
+	/// Proof: `JobMarket::PoolFixedAt` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `FreshRandomness::Accumulator` (r:1 w:0)
 	/// Proof: `FreshRandomness::Accumulator` (`max_values`: Some(1), `max_size`: Some(138), added: 633, mode: `MaxEncodedLen`)
-	/// Storage: `JobMarket::PastVerifiers` (r:1 w:1)
+	/// Storage: `JobMarket::PastVerifiers` (r:1 w:0)
 	/// Proof: `JobMarket::PastVerifiers` (`max_values`: None, `max_size`: Some(273), added: 2748, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::BundleDevice` (r:1 w:0)
 	/// Proof: `JobMarket::BundleDevice` (`max_values`: None, `max_size`: Some(19), added: 2494, mode: `MaxEncodedLen`)
-	/// Storage: `JobMarket::VerifierPool` (r:1001 w:3)
-	/// Proof: `JobMarket::VerifierPool` (`max_values`: None, `max_size`: Some(87), added: 2562, mode: `MaxEncodedLen`)
-	/// Storage: `TrainerStaking::Ledgers` (r:999 w:3)
-	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(725), added: 3200, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::MinVerifierPool` (r:1 w:0)
 	/// Proof: `JobMarket::MinVerifierPool` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
-	/// Storage: `TrainerStaking::ObligationsOf` (r:3 w:3)
-	/// Proof: `TrainerStaking::ObligationsOf` (`max_values`: None, `max_size`: Some(85), added: 2560, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolTrees` (r:1 w:0)
+	/// Proof: `JobMarket::PoolTrees` (`max_values`: None, `max_size`: Some(529), added: 3004, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolSlots` (r:2 w:0)
+	/// Proof: `JobMarket::PoolSlots` (`max_values`: None, `max_size`: Some(66), added: 2541, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolNodes` (r:288 w:0)
+	/// Proof: `JobMarket::PoolNodes` (`max_values`: None, `max_size`: Some(41), added: 2516, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolHolders` (r:63 w:0)
+	/// Proof: `JobMarket::PoolHolders` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::VerifierPool` (r:63 w:0)
+	/// Proof: `JobMarket::VerifierPool` (`max_values`: None, `max_size`: Some(87), added: 2562, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledgers` (r:63 w:0)
+	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(725), added: 3200, mode: `MaxEncodedLen`)
 	fn timeout_draw(n: u32, ) -> Weight {
-		// Proof size (bytes), measured: `35652 + n * (171 ±0)`,
-		// estimated: `38908 + n * (3181 ±2)`.
-		// Minimum execution time: 568_977_000 picoseconds.
-		Weight::from_parts(648_088_770, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
-			// Standard error: 137_798
-			.saturating_add(Weight::from_parts(16_552_274, 0).saturating_mul(n.into()))
-			.saturating_add(T::DbWeight::get().reads(12))
-			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(n.into())))
-			.saturating_add(T::DbWeight::get().writes(14))
-			.saturating_add(Weight::from_parts(0, 3181).saturating_mul(n.into()))
+		// Proof size (bytes), measured: `118891 + n * (5 ±0)`,
+		// estimated: `552914 + n * (25 ±10)`.
+		// Minimum execution time: 453_011_000 picoseconds.
+		Weight::from_parts(3_270_461_316, 0)
+			.saturating_add(Weight::from_parts(0, 552914))
+			// Standard error: 25_015
+			.saturating_add(Weight::from_parts(274_111, 0).saturating_mul(n.into()))
+			.saturating_add(T::DbWeight::get().reads(394))
+			.saturating_add(T::DbWeight::get().writes(5))
+			.saturating_add(Weight::from_parts(0, 25).saturating_mul(n.into()))
 	}
+	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
+	/// Proof: `JobMarket::PoolSyncedEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolStaged` (r:64 w:64)
+	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::VerifierPool` (r:64 w:0)
+	/// Proof: `JobMarket::VerifierPool` (`max_values`: None, `max_size`: Some(87), added: 2562, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolSlots` (r:64 w:64)
+	/// Proof: `JobMarket::PoolSlots` (`max_values`: None, `max_size`: Some(66), added: 2541, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolTrees` (r:1 w:1)
+	/// Proof: `JobMarket::PoolTrees` (`max_values`: None, `max_size`: Some(529), added: 3004, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolNodes` (r:5 w:64)
+	/// Proof: `JobMarket::PoolNodes` (`max_values`: None, `max_size`: Some(41), added: 2516, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolFixedAt` (r:0 w:1)
+	/// Proof: `JobMarket::PoolFixedAt` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolHolders` (r:0 w:64)
+	/// Proof: `JobMarket::PoolHolders` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
+	fn pool_sync(n: u32, ) -> Weight {
+		// Proof size (bytes), measured: `15494 + n * (1333 ±0)`,
+		// estimated: `13570 + n * (2562 ±0)`.
+		// Minimum execution time: 222_209_000 picoseconds.
+		Weight::from_parts(228_288_000, 0)
+			.saturating_add(Weight::from_parts(0, 13570))
+			// Standard error: 1_851_066
+			.saturating_add(Weight::from_parts(85_296_937, 0).saturating_mul(n.into()))
+			.saturating_add(T::DbWeight::get().reads(8))
+			.saturating_add(T::DbWeight::get().reads((3_u64).saturating_mul(n.into())))
+			.saturating_add(T::DbWeight::get().writes(3))
+			.saturating_add(T::DbWeight::get().writes((4_u64).saturating_mul(n.into())))
+			.saturating_add(Weight::from_parts(0, 2562).saturating_mul(n.into()))
+	}
+	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
+	/// Proof: `JobMarket::PoolSyncedEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolStaged` (r:2 w:0)
+	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:1 w:1)
 	/// Proof: `JobMarket::Rounds` (`max_values`: None, `max_size`: Some(12669), added: 15144, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Abstentions` (r:1 w:0)
@@ -557,35 +608,39 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Attestations` (r:0 w:1)
 	/// Proof: `JobMarket::Attestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn timeout_settle() -> Weight {
-		// Proof size (bytes), measured: `37314`,
-		// estimated: `38908`.
-		// Minimum execution time: 573_706_000 picoseconds.
-		Weight::from_parts(610_905_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
-			.saturating_add(T::DbWeight::get().reads(29))
-			.saturating_add(T::DbWeight::get().writes(34))
+		// Proof size (bytes), measured: `37690`,
+		// estimated: `38909`.
+		// Minimum execution time: 474_643_000 picoseconds.
+		Weight::from_parts(804_181_000, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
+			.saturating_add(T::DbWeight::get().reads(32))
+			.saturating_add(T::DbWeight::get().writes(35))
 	}
+	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
+	/// Proof: `JobMarket::PoolSyncedEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolStaged` (r:64 w:0)
+	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:1 w:1)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::CounterForJobs` (r:1 w:1)
 	/// Proof: `JobMarket::CounterForJobs` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	fn timeout_remove() -> Weight {
-		// Proof size (bytes), measured: `34646`,
-		// estimated: `38908`.
-		// Minimum execution time: 131_597_000 picoseconds.
-		Weight::from_parts(135_655_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
-			.saturating_add(T::DbWeight::get().reads(3))
-			.saturating_add(T::DbWeight::get().writes(3))
+		// Proof size (bytes), measured: `34763`,
+		// estimated: `163230`.
+		// Minimum execution time: 349_538_000 picoseconds.
+		Weight::from_parts(370_438_000, 0)
+			.saturating_add(Weight::from_parts(0, 163230))
+			.saturating_add(T::DbWeight::get().reads(68))
+			.saturating_add(T::DbWeight::get().writes(4))
 	}
 	/// Storage: `JobMarket::AttesterSetId` (r:1 w:0)
 	/// Proof: `JobMarket::AttesterSetId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Attesters` (r:1 w:0)
 	/// Proof: `JobMarket::Attesters` (`max_values`: Some(1), `max_size`: Some(3202), added: 3697, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Attestations` (r:1 w:1)
 	/// Proof: `JobMarket::Attestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:2 w:2)
@@ -599,7 +654,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::TotalBonded` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalBonded` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Bids` (r:1 w:0)
 	/// Proof: `JobMarket::Bids` (`max_values`: None, `max_size`: Some(4306), added: 6781, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:1 w:1)
@@ -627,11 +682,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::DataAttestations` (r:0 w:1)
 	/// Proof: `JobMarket::DataAttestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn attest_availability() -> Weight {
-		// Proof size (bytes), measured: `41440`,
-		// estimated: `38908`.
-		// Minimum execution time: 675_848_000 picoseconds.
-		Weight::from_parts(724_668_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
+		// Proof size (bytes), measured: `41550`,
+		// estimated: `38909`.
+		// Minimum execution time: 558_106_000 picoseconds.
+		Weight::from_parts(601_831_000, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(19))
 			.saturating_add(T::DbWeight::get().writes(22))
 	}
@@ -641,14 +696,16 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `JobMarket::VerifierPool` (`max_values`: None, `max_size`: Some(87), added: 2562, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::CounterForVerifierPool` (r:1 w:1)
 	/// Proof: `JobMarket::CounterForVerifierPool` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolStaged` (r:0 w:1)
+	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn set_verifier() -> Weight {
 		// Proof size (bytes), measured: `301`,
 		// estimated: `4190`.
-		// Minimum execution time: 39_604_000 picoseconds.
-		Weight::from_parts(42_259_000, 0)
+		// Minimum execution time: 30_425_000 picoseconds.
+		Weight::from_parts(33_549_000, 0)
 			.saturating_add(Weight::from_parts(0, 4190))
 			.saturating_add(T::DbWeight::get().reads(3))
-			.saturating_add(T::DbWeight::get().writes(2))
+			.saturating_add(T::DbWeight::get().writes(3))
 	}
 	/// Storage: `JobMarket::VerifierPool` (r:1 w:1)
 	/// Proof: `JobMarket::VerifierPool` (`max_values`: None, `max_size`: Some(87), added: 2562, mode: `MaxEncodedLen`)
@@ -656,17 +713,19 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(725), added: 3200, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::CounterForVerifierPool` (r:1 w:1)
 	/// Proof: `JobMarket::CounterForVerifierPool` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolStaged` (r:0 w:1)
+	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn prune_verifier() -> Weight {
 		// Proof size (bytes), measured: `384`,
 		// estimated: `4190`.
-		// Minimum execution time: 33_342_000 picoseconds.
-		Weight::from_parts(35_848_000, 0)
+		// Minimum execution time: 25_718_000 picoseconds.
+		Weight::from_parts(28_452_000, 0)
 			.saturating_add(Weight::from_parts(0, 4190))
 			.saturating_add(T::DbWeight::get().reads(3))
-			.saturating_add(T::DbWeight::get().writes(2))
+			.saturating_add(T::DbWeight::get().writes(3))
 	}
 	/// Storage: `JobMarket::Jobs` (r:1 w:0)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::DataReports` (r:1 w:1)
 	/// Proof: `JobMarket::DataReports` (`max_values`: None, `max_size`: Some(20), added: 2495, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::RejectedDataReports` (r:1 w:0)
@@ -676,11 +735,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::DataAttestations` (r:0 w:1)
 	/// Proof: `JobMarket::DataAttestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn report_data_unavailable() -> Weight {
-		// Proof size (bytes), measured: `34775`,
-		// estimated: `38908`.
-		// Minimum execution time: 172_804_000 picoseconds.
-		Weight::from_parts(180_508_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
+		// Proof size (bytes), measured: `34912`,
+		// estimated: `38909`.
+		// Minimum execution time: 128_920_000 picoseconds.
+		Weight::from_parts(135_781_000, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(4))
 			.saturating_add(T::DbWeight::get().writes(3))
 	}
@@ -689,7 +748,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Attesters` (r:1 w:0)
 	/// Proof: `JobMarket::Attesters` (`max_values`: Some(1), `max_size`: Some(3202), added: 3697, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Jobs` (r:1 w:1)
-	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35443), added: 37918, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Jobs` (`max_values`: None, `max_size`: Some(35444), added: 37919, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::DataReports` (r:1 w:1)
 	/// Proof: `JobMarket::DataReports` (`max_values`: None, `max_size`: Some(20), added: 2495, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::DataAttestations` (r:1 w:1)
@@ -703,7 +762,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:2 w:2)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Timeouts` (r:2 w:2)
-	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Proof: `JobMarket::Timeouts` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Bids` (r:1 w:0)
 	/// Proof: `JobMarket::Bids` (`max_values`: None, `max_size`: Some(4306), added: 6781, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::Rounds` (r:1 w:1)
@@ -729,11 +788,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `JobMarket::Attestations` (r:0 w:1)
 	/// Proof: `JobMarket::Attestations` (`max_values`: None, `max_size`: Some(3318), added: 5793, mode: `MaxEncodedLen`)
 	fn attest_data() -> Weight {
-		// Proof size (bytes), measured: `41053`,
-		// estimated: `38908`.
-		// Minimum execution time: 681_147_000 picoseconds.
-		Weight::from_parts(713_728_000, 0)
-			.saturating_add(Weight::from_parts(0, 38908))
+		// Proof size (bytes), measured: `41163`,
+		// estimated: `38909`.
+		// Minimum execution time: 547_150_000 picoseconds.
+		Weight::from_parts(580_299_000, 0)
+			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(19))
 			.saturating_add(T::DbWeight::get().writes(21))
 	}
@@ -771,9 +830,6 @@ impl WeightInfo for () {
 	fn on_initialize_idle() -> Weight {
 		Weight::zero()
 	}
-	fn pool_sync(_n: u32, ) -> Weight {
-		Weight::zero()
-	}
 	fn timeout_assign() -> Weight {
 		Weight::zero()
 	}
@@ -781,6 +837,9 @@ impl WeightInfo for () {
 		Weight::zero()
 	}
 	fn timeout_draw(_n: u32, ) -> Weight {
+		Weight::zero()
+	}
+	fn pool_sync(_n: u32, ) -> Weight {
 		Weight::zero()
 	}
 	fn timeout_settle() -> Weight {

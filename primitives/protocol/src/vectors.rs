@@ -2,7 +2,7 @@
 //! `cargo test -p ergon-protocol` fails when the file and the code disagree; `ERGON_BLESS=1`
 //! rewrites it (a change of a rule is a protocol change: bump the rule's tag version).
 
-use crate::{commitments, draw, evidence, seed, segments, Sketch, Verdict};
+use crate::{commitments, draw, evidence, seed, segments, sortition, Sketch, Verdict};
 use serde_json::{json, Value};
 
 fn hex(bytes: &[u8]) -> String {
@@ -11,6 +11,33 @@ fn hex(bytes: &[u8]) -> String {
         s.push_str(&format!("{b:02x}"));
     }
     s
+}
+
+/// A sum-tree draw over two trees: slot 3 of tree 0 refused, slot 2 of tree 1 excluded, slot 2 of
+/// tree 0 kept with probability 1/2; returns the seats, (tree, slot) in the order drawn.
+fn sortition_seats(seed: &[u8; 32], trees: &[&[u128]]) -> Vec<(u32, u32)> {
+    let built = trees.iter().map(|weights| {
+        let mut nodes: Vec<u128> = Vec::new();
+        let mut len = 0;
+        for w in weights.iter() {
+            len = sortition::push(&mut nodes, len, *w);
+        }
+        (nodes, len)
+    });
+    let mut forest = sortition::Forest::new(built);
+    sortition::draw(
+        seed,
+        &mut forest,
+        3,
+        64,
+        |slot| match slot {
+            (0, 3) => sortition::Look::Refuse,
+            (1, 2) => sortition::Look::Exclude,
+            (0, 2) => sortition::Look::Keep { keep: 1, of: 2 },
+            _ => sortition::Look::TAKE,
+        },
+        |_| true,
+    )
 }
 
 fn vectors() -> Value {
@@ -100,6 +127,13 @@ fn vectors() -> Value {
             "seed": hex(&seed::synthetic_task(&draw_seed, 2)) },
         "uniform_order": { "seed": hex(&draw_seed), "purpose": "executors", "items": [1, 2, 3, 4, 5],
             "order": draw::uniform_order(&draw_seed, b"executors", &[1u32, 2, 3, 4, 5]) },
+        "sortition_draw": {
+            "seed": hex(&draw_seed), "wanted": 3, "max_points": 64,
+            "trees": [[10, 20, 30, 0], [5, 50]],
+            "refused": [[0, 3]], "excluded": [[1, 2]], "kept_half": [[0, 2]],
+            "coin_tag": String::from_utf8_lossy(sortition::COIN),
+            "seats": sortition_seats(&draw_seed, &[&[10, 20, 30, 0], &[5, 50]]),
+        },
         "weighted_order": {
             "seed": hex(&draw_seed), "purpose": "verifiers",
             "candidates": [[1, 10], [2, 20], [3, 30], [4, 0]],

@@ -480,6 +480,8 @@ impl pallet_job_market::Config for Runtime {
     type MaxReplayWindow = ConstU32<MAX_REPLAY_WINDOW>;
     type VerifierCollateral = ConstU128<{ 100 * ERG }>;
     // 10 000 verifiers (issue 37): a draw reads about log2 of them per point (`pool`), never all.
+    // (Each is a bonded trainer: `MaxBonders` caps those at 1 000 while session planning reads
+    // every ledger.)
     type MaxVerifierPool = ConstU32<10_000>;
     // The pool's changes reach the draw's trees at the end of each pool epoch, 64 a block (a
     // whole pool's in 157 blocks, within a round's commit window).
