@@ -132,6 +132,7 @@ fn main() {
     let erg = ergon_protocol::units::ERG;
     let pool_cap: u32 = <Runtime as pallet_job_market::Config>::MaxVerifierPool::get();
     let pool_cap = pool_cap as usize;
+    let bonders: u32 = <Runtime as pallet_trainer_staking::Config>::MaxBonders::get();
     let joined = wanted.min(pool_cap);
 
     // The pool: machines in their shares, bonds from 1 000 to 1 000 000 ERG (log-uniform).
@@ -374,7 +375,9 @@ fn main() {
     let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     row(
         "verifiers wanted / in the pool",
-        format!("{wanted} / {joined} (MaxVerifierPool = {pool_cap})"),
+        format!(
+            "{wanted} / {joined} (MaxVerifierPool = {pool_cap}; the chain's MaxBonders = {bonders} caps bonded accounts today)"
+        ),
     );
     row("jobs a day (committed)", format!("{jobs_per_day}, one every {spacing} blocks"));
     row(

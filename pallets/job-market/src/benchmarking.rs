@@ -539,22 +539,19 @@ mod benchmarks {
     }
 
     /// A draw over a pool of `n` bonded trainers that lands every one of its `DRAW_POINTS` points
-    /// on a candidate it must look at in full and then passes over: each slot weighted far above
-    /// its holder's bond now (as if it had unbonded since joining), so its thinning coin almost
-    /// never keeps it. The most a draw reads: about log2(n) tree nodes, a holder, an entry, the
-    /// slot record and the staking ledger per point, and a coin. The round is postponed.
+    /// on a candidate it must look at in full and then passes over: each one's free collateral is
+    /// frozen elsewhere, so the seat cannot be taken. The most a draw reads: about log2(n) tree
+    /// nodes, a holder, an entry, the slot record and the staking ledger per point, and an
+    /// obligation that fails. The round is postponed.
     #[benchmark]
     fn timeout_draw(n: Linear<4, 10_000>) {
         // The job's trainer is one of the `n` bonders.
-        let (job, ..) = submitted::<T>(n - 1);
+        let (job, _, trainer) = submitted::<T>(n - 1);
         let members: Vec<T::AccountId> = VerifierPool::<T>::iter_keys().collect();
-        for who in members {
-            VerifierPool::<T>::mutate(&who, |e| {
-                if let Some(e) = e {
-                    e.weight = u64::MAX;
-                }
-            });
-            crate::pool::sync::<T>(&who);
+        for who in members.iter().filter(|who| **who != trainer) {
+            let free = T::Staking::free_collateral(who);
+            let elsewhere = Obligation::Verification { job: JobId::MAX, round: 0 };
+            let _ = T::Staking::obligate(who, elsewhere, free);
         }
         let at = draw_block::<T>(job);
         #[block]

@@ -112,11 +112,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn post_job(l: u32, ) -> Weight {
 		// Proof size (bytes), measured: `223`,
 		// estimated: `38909`.
-		// Minimum execution time: 399_822_000 picoseconds.
-		Weight::from_parts(406_199_704, 0)
+		// Minimum execution time: 390_709_000 picoseconds.
+		Weight::from_parts(403_717_848, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
-			// Standard error: 4_608
-			.saturating_add(Weight::from_parts(610_235, 0).saturating_mul(l.into()))
+			// Standard error: 7_904
+			.saturating_add(Weight::from_parts(567_536, 0).saturating_mul(l.into()))
 			.saturating_add(T::DbWeight::get().reads(9))
 			.saturating_add(T::DbWeight::get().writes(8))
 	}
@@ -159,8 +159,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn cancel_job() -> Weight {
 		// Proof size (bytes), measured: `50071`,
 		// estimated: `170900`.
-		// Minimum execution time: 2_979_382_000 picoseconds.
-		Weight::from_parts(3_129_304_000, 0)
+		// Minimum execution time: 2_977_299_000 picoseconds.
+		Weight::from_parts(3_136_114_000, 0)
 			.saturating_add(Weight::from_parts(0, 170900))
 			.saturating_add(T::DbWeight::get().reads(138))
 			.saturating_add(T::DbWeight::get().writes(145))
@@ -178,8 +178,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn bid() -> Weight {
 		// Proof size (bytes), measured: `45860`,
 		// estimated: `208990`.
-		// Minimum execution time: 614_239_000 picoseconds.
-		Weight::from_parts(659_587_000, 0)
+		// Minimum execution time: 598_276_000 picoseconds.
+		Weight::from_parts(662_201_000, 0)
 			.saturating_add(Weight::from_parts(0, 208990))
 			.saturating_add(T::DbWeight::get().reads(71))
 			.saturating_add(T::DbWeight::get().writes(5))
@@ -203,8 +203,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn accept_bid() -> Weight {
 		// Proof size (bytes), measured: `50567`,
 		// estimated: `165672`.
-		// Minimum execution time: 2_883_179_000 picoseconds.
-		Weight::from_parts(3_056_927_000, 0)
+		// Minimum execution time: 2_890_680_000 picoseconds.
+		Weight::from_parts(3_199_018_000, 0)
 			.saturating_add(Weight::from_parts(0, 165672))
 			.saturating_add(T::DbWeight::get().reads(132))
 			.saturating_add(T::DbWeight::get().writes(133))
@@ -230,8 +230,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn submit_bundle() -> Weight {
 		// Proof size (bytes), measured: `34886`,
 		// estimated: `38909`.
-		// Minimum execution time: 133_077_000 picoseconds.
-		Weight::from_parts(137_965_000, 0)
+		// Minimum execution time: 133_257_000 picoseconds.
+		Weight::from_parts(141_900_000, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(5))
 			.saturating_add(T::DbWeight::get().writes(9))
@@ -245,8 +245,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn commit_verdict() -> Weight {
 		// Proof size (bytes), measured: `35526`,
 		// estimated: `38909`.
-		// Minimum execution time: 128_520_000 picoseconds.
-		Weight::from_parts(138_314_000, 0)
+		// Minimum execution time: 128_551_000 picoseconds.
+		Weight::from_parts(135_721_000, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(4))
 			.saturating_add(T::DbWeight::get().writes(4))
@@ -274,8 +274,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn abstain() -> Weight {
 		// Proof size (bytes), measured: `35433`,
 		// estimated: `38909`.
-		// Minimum execution time: 191_163_000 picoseconds.
-		Weight::from_parts(208_769_000, 0)
+		// Minimum execution time: 189_130_000 picoseconds.
+		Weight::from_parts(199_976_000, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(10))
 			.saturating_add(T::DbWeight::get().writes(9))
@@ -327,8 +327,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn reveal_verdict() -> Weight {
 		// Proof size (bytes), measured: `46198`,
 		// estimated: `38909`.
-		// Minimum execution time: 631_425_000 picoseconds.
-		Weight::from_parts(671_294_000, 0)
+		// Minimum execution time: 623_173_000 picoseconds.
+		Weight::from_parts(677_603_000, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(28))
 			.saturating_add(T::DbWeight::get().writes(33))
@@ -380,11 +380,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn submit_trainer_evidence(n: u32, ) -> Weight {
 		// Proof size (bytes), measured: `44914`,
 		// estimated: `38909`.
-		// Minimum execution time: 592_127_000 picoseconds.
-		Weight::from_parts(635_184_541, 0)
+		// Minimum execution time: 598_216_000 picoseconds.
+		Weight::from_parts(639_228_189, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
-			// Standard error: 110_022
-			.saturating_add(Weight::from_parts(1_837_567, 0).saturating_mul(n.into()))
+			// Standard error: 136_677
+			.saturating_add(Weight::from_parts(1_935_608, 0).saturating_mul(n.into()))
 			.saturating_add(T::DbWeight::get().reads(28))
 			.saturating_add(T::DbWeight::get().writes(33))
 	}
@@ -395,8 +395,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn on_initialize_idle() -> Weight {
 		// Proof size (bytes), measured: `65`,
 		// estimated: `3526`.
-		// Minimum execution time: 4_927_000 picoseconds.
-		Weight::from_parts(5_418_000, 0)
+		// Minimum execution time: 4_917_000 picoseconds.
+		Weight::from_parts(5_438_000, 0)
 			.saturating_add(Weight::from_parts(0, 3526))
 			.saturating_add(T::DbWeight::get().reads(2))
 			.saturating_add(T::DbWeight::get().writes(1))
@@ -424,8 +424,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn timeout_assign() -> Weight {
 		// Proof size (bytes), measured: `56045`,
 		// estimated: `205790`.
-		// Minimum execution time: 3_484_610_000 picoseconds.
-		Weight::from_parts(3_618_518_000, 0)
+		// Minimum execution time: 3_563_067_000 picoseconds.
+		Weight::from_parts(3_727_410_000, 0)
 			.saturating_add(Weight::from_parts(0, 205790))
 			.saturating_add(T::DbWeight::get().reads(260))
 			.saturating_add(T::DbWeight::get().writes(134))
@@ -479,8 +479,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn timeout_missed_deadline() -> Weight {
 		// Proof size (bytes), measured: `35839`,
 		// estimated: `163230`.
-		// Minimum execution time: 564_646_000 picoseconds.
-		Weight::from_parts(580_760_000, 0)
+		// Minimum execution time: 569_724_000 picoseconds.
+		Weight::from_parts(600_239_000, 0)
 			.saturating_add(Weight::from_parts(0, 163230))
 			.saturating_add(T::DbWeight::get().reads(81))
 			.saturating_add(T::DbWeight::get().writes(23))
@@ -509,7 +509,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `JobMarket::MinVerifierPool` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::PoolTrees` (r:1 w:0)
 	/// Proof: `JobMarket::PoolTrees` (`max_values`: None, `max_size`: Some(529), added: 3004, mode: `MaxEncodedLen`)
-	/// Storage: `JobMarket::PoolSlots` (r:2 w:0)
+	/// Storage: `JobMarket::PoolSlots` (r:65 w:0)
 	/// Proof: `JobMarket::PoolSlots` (`max_values`: None, `max_size`: Some(66), added: 2541, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::PoolNodes` (r:288 w:0)
 	/// Proof: `JobMarket::PoolNodes` (`max_values`: None, `max_size`: Some(41), added: 2516, mode: `MaxEncodedLen`)
@@ -519,16 +519,24 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `JobMarket::VerifierPool` (`max_values`: None, `max_size`: Some(87), added: 2562, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledgers` (r:63 w:0)
 	/// Proof: `TrainerStaking::Ledgers` (`max_values`: None, `max_size`: Some(725), added: 3200, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::ObligationsOf` (r:63 w:0)
+	/// Proof: `TrainerStaking::ObligationsOf` (`max_values`: None, `max_size`: Some(85), added: 2560, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::Abstentions` (r:1 w:0)
+	/// Proof: `JobMarket::Abstentions` (`max_values`: None, `max_size`: Some(305), added: 2780, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::TrainerEvidence` (r:1 w:0)
+	/// Proof: `JobMarket::TrainerEvidence` (`max_values`: None, `max_size`: Some(24537), added: 27012, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PendingVotes` (r:1 w:1)
+	/// Proof: `JobMarket::PendingVotes` (`max_values`: None, `max_size`: Some(19977), added: 22452, mode: `MaxEncodedLen`)
 	fn timeout_draw(n: u32, ) -> Weight {
-		// Proof size (bytes), measured: `118891 + n * (5 ±0)`,
-		// estimated: `552914 + n * (25 ±10)`.
-		// Minimum execution time: 453_011_000 picoseconds.
-		Weight::from_parts(3_270_461_316, 0)
+		// Proof size (bytes), measured: `154852 + n * (8 ±0)`,
+		// estimated: `552914 + n * (25 ±2)`.
+		// Minimum execution time: 516_616_000 picoseconds.
+		Weight::from_parts(4_717_460_374, 0)
 			.saturating_add(Weight::from_parts(0, 552914))
-			// Standard error: 25_015
-			.saturating_add(Weight::from_parts(274_111, 0).saturating_mul(n.into()))
-			.saturating_add(T::DbWeight::get().reads(394))
-			.saturating_add(T::DbWeight::get().writes(5))
+			// Standard error: 37_721
+			.saturating_add(Weight::from_parts(385_040, 0).saturating_mul(n.into()))
+			.saturating_add(T::DbWeight::get().reads(500))
+			.saturating_add(T::DbWeight::get().writes(6))
 			.saturating_add(Weight::from_parts(0, 25).saturating_mul(n.into()))
 	}
 	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
@@ -537,29 +545,29 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `JobMarket::PoolStaged` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::VerifierPool` (r:64 w:0)
 	/// Proof: `JobMarket::VerifierPool` (`max_values`: None, `max_size`: Some(87), added: 2562, mode: `MaxEncodedLen`)
-	/// Storage: `JobMarket::PoolSlots` (r:64 w:64)
+	/// Storage: `JobMarket::PoolSlots` (r:128 w:128)
 	/// Proof: `JobMarket::PoolSlots` (`max_values`: None, `max_size`: Some(66), added: 2541, mode: `MaxEncodedLen`)
-	/// Storage: `JobMarket::PoolTrees` (r:1 w:1)
+	/// Storage: `JobMarket::PoolTrees` (r:2 w:2)
 	/// Proof: `JobMarket::PoolTrees` (`max_values`: None, `max_size`: Some(529), added: 3004, mode: `MaxEncodedLen`)
-	/// Storage: `JobMarket::PoolNodes` (r:5 w:64)
+	/// Storage: `JobMarket::PoolNodes` (r:590 w:389)
 	/// Proof: `JobMarket::PoolNodes` (`max_values`: None, `max_size`: Some(41), added: 2516, mode: `MaxEncodedLen`)
+	/// Storage: `JobMarket::PoolHolders` (r:64 w:192)
+	/// Proof: `JobMarket::PoolHolders` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
 	/// Storage: `JobMarket::PoolFixedAt` (r:0 w:1)
 	/// Proof: `JobMarket::PoolFixedAt` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
-	/// Storage: `JobMarket::PoolHolders` (r:0 w:64)
-	/// Proof: `JobMarket::PoolHolders` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
 	fn pool_sync(n: u32, ) -> Weight {
-		// Proof size (bytes), measured: `15494 + n * (1333 ±0)`,
-		// estimated: `13570 + n * (2562 ±0)`.
-		// Minimum execution time: 222_209_000 picoseconds.
-		Weight::from_parts(228_288_000, 0)
-			.saturating_add(Weight::from_parts(0, 13570))
-			// Standard error: 1_851_066
-			.saturating_add(Weight::from_parts(85_296_937, 0).saturating_mul(n.into()))
-			.saturating_add(T::DbWeight::get().reads(8))
-			.saturating_add(T::DbWeight::get().reads((3_u64).saturating_mul(n.into())))
-			.saturating_add(T::DbWeight::get().writes(3))
-			.saturating_add(T::DbWeight::get().writes((4_u64).saturating_mul(n.into())))
-			.saturating_add(Weight::from_parts(0, 2562).saturating_mul(n.into()))
+		// Proof size (bytes), measured: `60160 + n * (4223 ±0)`,
+		// estimated: `27462 + n * (22925 ±0)`.
+		// Minimum execution time: 575_232_000 picoseconds.
+		Weight::from_parts(579_402_360, 0)
+			.saturating_add(Weight::from_parts(0, 27462))
+			// Standard error: 6_365_938
+			.saturating_add(Weight::from_parts(283_690_023, 0).saturating_mul(n.into()))
+			.saturating_add(T::DbWeight::get().reads(15))
+			.saturating_add(T::DbWeight::get().reads((14_u64).saturating_mul(n.into())))
+			.saturating_add(T::DbWeight::get().writes(12))
+			.saturating_add(T::DbWeight::get().writes((12_u64).saturating_mul(n.into())))
+			.saturating_add(Weight::from_parts(0, 22925).saturating_mul(n.into()))
 	}
 	/// Storage: `JobMarket::PoolSyncedEpoch` (r:1 w:1)
 	/// Proof: `JobMarket::PoolSyncedEpoch` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
@@ -610,8 +618,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn timeout_settle() -> Weight {
 		// Proof size (bytes), measured: `37690`,
 		// estimated: `38909`.
-		// Minimum execution time: 474_643_000 picoseconds.
-		Weight::from_parts(804_181_000, 0)
+		// Minimum execution time: 474_823_000 picoseconds.
+		Weight::from_parts(520_190_000, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(32))
 			.saturating_add(T::DbWeight::get().writes(35))
@@ -629,8 +637,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn timeout_remove() -> Weight {
 		// Proof size (bytes), measured: `34763`,
 		// estimated: `163230`.
-		// Minimum execution time: 349_538_000 picoseconds.
-		Weight::from_parts(370_438_000, 0)
+		// Minimum execution time: 351_350_000 picoseconds.
+		Weight::from_parts(361_786_000, 0)
 			.saturating_add(Weight::from_parts(0, 163230))
 			.saturating_add(T::DbWeight::get().reads(68))
 			.saturating_add(T::DbWeight::get().writes(4))
@@ -684,8 +692,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn attest_availability() -> Weight {
 		// Proof size (bytes), measured: `41550`,
 		// estimated: `38909`.
-		// Minimum execution time: 558_106_000 picoseconds.
-		Weight::from_parts(601_831_000, 0)
+		// Minimum execution time: 527_150_000 picoseconds.
+		Weight::from_parts(576_063_000, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(19))
 			.saturating_add(T::DbWeight::get().writes(22))
@@ -701,8 +709,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn set_verifier() -> Weight {
 		// Proof size (bytes), measured: `301`,
 		// estimated: `4190`.
-		// Minimum execution time: 30_425_000 picoseconds.
-		Weight::from_parts(33_549_000, 0)
+		// Minimum execution time: 29_623_000 picoseconds.
+		Weight::from_parts(31_867_000, 0)
 			.saturating_add(Weight::from_parts(0, 4190))
 			.saturating_add(T::DbWeight::get().reads(3))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -718,8 +726,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn prune_verifier() -> Weight {
 		// Proof size (bytes), measured: `384`,
 		// estimated: `4190`.
-		// Minimum execution time: 25_718_000 picoseconds.
-		Weight::from_parts(28_452_000, 0)
+		// Minimum execution time: 24_917_000 picoseconds.
+		Weight::from_parts(26_770_000, 0)
 			.saturating_add(Weight::from_parts(0, 4190))
 			.saturating_add(T::DbWeight::get().reads(3))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -737,8 +745,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn report_data_unavailable() -> Weight {
 		// Proof size (bytes), measured: `34912`,
 		// estimated: `38909`.
-		// Minimum execution time: 128_920_000 picoseconds.
-		Weight::from_parts(135_781_000, 0)
+		// Minimum execution time: 128_070_000 picoseconds.
+		Weight::from_parts(135_251_000, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(4))
 			.saturating_add(T::DbWeight::get().writes(3))
@@ -790,8 +798,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	fn attest_data() -> Weight {
 		// Proof size (bytes), measured: `41163`,
 		// estimated: `38909`.
-		// Minimum execution time: 547_150_000 picoseconds.
-		Weight::from_parts(580_299_000, 0)
+		// Minimum execution time: 522_484_000 picoseconds.
+		Weight::from_parts(553_940_000, 0)
 			.saturating_add(Weight::from_parts(0, 38909))
 			.saturating_add(T::DbWeight::get().reads(19))
 			.saturating_add(T::DbWeight::get().writes(21))
