@@ -333,14 +333,14 @@ mod tests {
 
     /// A draw over one tree.
     fn draw_in(
-        nodes: &Vec<u128>,
+        nodes: &[u128],
         len: u32,
         seed: &[u8; 32],
         wanted: usize,
         max_points: u32,
         look: impl FnMut(u32) -> Look,
     ) -> Vec<u32> {
-        let mut forest = Forest::new([(nodes.clone(), len)]);
+        let mut forest = Forest::new([(nodes.to_vec(), len)]);
         let mut look = look;
         draw(seed, &mut forest, wanted, max_points, |(_, s)| look(s), |_| true)
             .into_iter()
