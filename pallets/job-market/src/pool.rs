@@ -4,19 +4,20 @@
 //! A verifier's entry ([`crate::VerifierPool`]) says what it declared; its *slot* says where the
 //! draw finds it. Slots live in one sum tree ([`ergon_protocol::sortition`]) per [`PoolKey`] — the
 //! kernels revision and the price tier (CPU or GPU) — weighted by the bond the entry had when it
-//! joined. A draw lands points on the trees that can verify the job ([`Forest`]) and looks at the
-//! entries under them: each point reads about log2(n) nodes, never the whole pool.
+//! joined. A draw lands points on the trees that can verify the job ([`forest`], [`keys_for`]) and
+//! looks at the entries under them: each point reads about log2(n) nodes, never the whole pool.
 //!
 //! 1. **Stage** ([`stage`]): joining, leaving, re-declaring and pruning change the entry at once
 //!    but only stage its slot for the current *pool epoch* (`PoolEpoch` blocks).
-//! 2. **Apply at the boundary** ([`on_initialize`]): from the first block of the next epoch on,
-//!    the staged accounts of finished epochs are synced to their entries (at most
-//!    `MaxPoolSyncs` a block, oldest epoch first), and [`PoolFixedAt`] records the block.
+//! 2. **Apply at the boundary** ([`apply_staged`], from `on_initialize`): from the first block of
+//!    the next epoch on, the staged accounts of finished epochs are synced to their entries (at
+//!    most `MaxPoolSyncs` a block, oldest epoch first), and [`PoolFixedAt`] records the block.
 //! 3. **Draw from randomness newer than the trees** ([`crate::verification`]): a round draws
 //!    from `fresh(max(opened_at, PoolFixedAt))`. A point's slot depends on every slot before it,
 //!    so a tree that could change after the randomness was known would let its author slide a
 //!    point onto an account of its own; frozen trees cannot. Entries changed after the randomness
-//!    began are refused (`since`), as before.
+//!    began are refused (`since`), as before, and only reasons fixed before it take a slot out of
+//!    a draw ([`sortition::Look`]): a holder's own answers decide its seat and move no other.
 //!
 //! Changes staged in epoch `e` are applied only once `e` has ended, and a boundary drains only
 //! finished epochs, so a stream of new joins cannot keep the trees changing block after block and
