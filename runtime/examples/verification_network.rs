@@ -242,8 +242,8 @@ fn main() {
         let now = committed + DRAW_DELAY;
         let random = sp_io::hashing::blake2_256(&(b"simulated randomness", id).encode());
         let seed = ergon_protocol::hash::job_round_seed(&random, id, 0);
-        // The pool floor, as the chain counts it: slots of the job's trees whose capacity band
-        // can serve the round.
+        // The pool floor: the job's trees' entries that could serve the round (the chain counts
+        // them by capacity band, which may add entries up to 2× too slow; none are here).
         let servable = trees
             .iter()
             .filter(|(key, ..)| keys.contains(key))

@@ -165,6 +165,18 @@ impl<T: Config, Step: SpecStep> UncheckedOnRuntimeUpgrade for UpgradeSpecs<T, St
     }
 }
 
+/// The pool's entry count, as a migration's `pre_upgrade` state.
+#[cfg(feature = "try-runtime")]
+fn pool_size<T: Config>() -> Vec<u8> {
+    (VerifierPool::<T>::count() as u64).encode()
+}
+
+/// The entry count [`pool_size`] kept before the upgrade.
+#[cfg(feature = "try-runtime")]
+fn pool_size_before(state: &[u8]) -> Result<u64, sp_runtime::TryRuntimeError> {
+    u64::decode(&mut &state[..]).map_err(|_| "pre-upgrade state".into())
+}
+
 /// Verifier entries v1 → v2, run once when the pallet's storage version is 1.
 pub type VerifierCapacity<T> =
     VersionedMigration<1, 2, DeclareCapacity<T>, Pallet<T>, <T as frame_system::Config>::DbWeight>;
@@ -203,12 +215,12 @@ impl<T: Config> UncheckedOnRuntimeUpgrade for DeclareCapacity<T> {
 
     #[cfg(feature = "try-runtime")]
     fn pre_upgrade() -> Result<Vec<u8>, sp_runtime::TryRuntimeError> {
-        Ok((VerifierPool::<T>::count() as u64).encode())
+        Ok(pool_size::<T>())
     }
 
     #[cfg(feature = "try-runtime")]
     fn post_upgrade(state: Vec<u8>) -> Result<(), sp_runtime::TryRuntimeError> {
-        let before = u64::decode(&mut &state[..]).map_err(|_| "pre-upgrade state")?;
+        let before = pool_size_before(&state)?;
         frame_support::ensure!(
             VerifierPool::<T>::iter_values().count() as u64 == before,
             "a verifier entry was lost or does not read as v2"
@@ -243,12 +255,12 @@ impl<T: Config> UncheckedOnRuntimeUpgrade for BuildPoolTrees<T> {
 
     #[cfg(feature = "try-runtime")]
     fn pre_upgrade() -> Result<Vec<u8>, sp_runtime::TryRuntimeError> {
-        Ok((VerifierPool::<T>::count() as u64).encode())
+        Ok(pool_size::<T>())
     }
 
     #[cfg(feature = "try-runtime")]
     fn post_upgrade(state: Vec<u8>) -> Result<(), sp_runtime::TryRuntimeError> {
-        let before = u64::decode(&mut &state[..]).map_err(|_| "pre-upgrade state")?;
+        let before = pool_size_before(&state)?;
         frame_support::ensure!(
             crate::PoolSlots::<T>::iter().count() as u64 == before,
             "a verifier entry has no slot in the trees"

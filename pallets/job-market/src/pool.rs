@@ -4,7 +4,7 @@
 //! A verifier's entry ([`crate::VerifierPool`]) says what it declared; its *slot* says where the
 //! draw finds it. Slots live in one sum tree ([`ergon_protocol::sortition`]) per [`PoolKey`] — the
 //! kernels revision and the price tier (CPU or GPU) — weighted by the bond the entry had when it
-//! joined. A draw lands points on the trees that can verify the job ([`forest`], [`keys_for`]) and
+//! joined. A draw lands points on the trees that can verify the job ([`DrawTrees`], [`keys_for`]) and
 //! looks at the entries under them: each point reads about log2(n) nodes, never the whole pool.
 //!
 //! 1. **Stage** ([`stage`]): joining, leaving, re-declaring and pruning change the entry at once
@@ -275,39 +275,51 @@ fn least_band<T: Config>(work: u128) -> usize {
         .unwrap_or(BANDS)
 }
 
-/// How many slots of the trees `keys` could serve a round of `work`, counted by band (a band
-/// counts if its greatest capacity does: an entry within a factor of two below the round's need
-/// may be counted, never one further below), and a test of whether a given account's slot is
-/// among them.
-pub fn servable<T: Config>(keys: &[PoolKey], work: u128) -> (u32, impl Fn(&T::AccountId) -> bool) {
-    let least = least_band::<T>(work);
-    let count = keys
-        .iter()
-        .map(|key| {
-            PoolTrees::<T>::get(key).bands[least.min(BANDS)..]
-                .iter()
-                .fold(0u32, |sum, n| sum.saturating_add(*n))
-        })
-        .fold(0u32, |sum, n| sum.saturating_add(n));
-    let keys = keys.to_vec();
-    let counted = move |who: &T::AccountId| {
-        PoolSlots::<T>::get(who)
-            .is_some_and(|slot| keys.contains(&slot.key) && slot.band as usize >= least)
-    };
-    (count, counted)
+/// The trees a draw reads ([`keys_for`]), each read once: the pool floor's count and the forest
+/// the points land on come from the same reads.
+pub struct DrawTrees<T: Config> {
+    keys: Vec<PoolKey>,
+    trees: Vec<PoolTree>,
+    _config: PhantomData<T>,
 }
 
-/// The trees `keys` as they are now, laid end to end for a draw ([`sortition::Forest`]: tree `i`
-/// of a located slot is `keys[i]`).
-pub fn forest<T: Config>(keys: &[PoolKey]) -> sortition::Forest<Stored<T>> {
-    sortition::Forest::new(
-        keys.iter().map(|key| (Stored::<T>::new(*key), PoolTrees::<T>::get(key).len)),
-    )
-}
+impl<T: Config> DrawTrees<T> {
+    /// The trees `keys` as they are now.
+    pub fn read(keys: Vec<PoolKey>) -> Self {
+        let trees = keys.iter().map(PoolTrees::<T>::get).collect();
+        DrawTrees { keys, trees, _config: PhantomData }
+    }
 
-/// Who holds `slot` of tree `tree` of the forest of `keys`.
-pub fn holder<T: Config>(keys: &[PoolKey], (tree, slot): (u32, u32)) -> Option<T::AccountId> {
-    keys.get(tree as usize).and_then(|key| PoolHolders::<T>::get(key, slot))
+    /// How many slots could serve a round of `work`, counted by band (a band counts if its
+    /// greatest capacity does: an entry within a factor of two below the round's need may be
+    /// counted, never one further below), and a test of whether a given account's slot is among
+    /// them.
+    pub fn servable(&self, work: u128) -> (u32, impl Fn(&T::AccountId) -> bool + '_) {
+        let least = least_band::<T>(work);
+        let count = self
+            .trees
+            .iter()
+            .flat_map(|tree| tree.bands[least.min(BANDS)..].iter())
+            .fold(0u32, |sum, n| sum.saturating_add(*n));
+        let counted = move |who: &T::AccountId| {
+            PoolSlots::<T>::get(who)
+                .is_some_and(|slot| self.keys.contains(&slot.key) && slot.band as usize >= least)
+        };
+        (count, counted)
+    }
+
+    /// The trees laid end to end for a draw ([`sortition::Forest`]: tree `i` of a located slot is
+    /// the `i`-th key's).
+    pub fn forest(&self) -> sortition::Forest<Stored<T>> {
+        sortition::Forest::new(
+            self.keys.iter().zip(&self.trees).map(|(key, tree)| (Stored::<T>::new(*key), tree.len)),
+        )
+    }
+
+    /// Who holds `slot` of tree `tree` (as [`Self::forest`] numbers them).
+    pub fn holder(&self, (tree, slot): (u32, u32)) -> Option<T::AccountId> {
+        self.keys.get(tree as usize).and_then(|key| PoolHolders::<T>::get(key, slot))
+    }
 }
 
 impl<T: Config> Pallet<T> {

@@ -3114,7 +3114,8 @@ mod pool {
             assert_eq!(crate::PoolTrees::<Test>::get(cpu).len, 5);
             assert_eq!(crate::PoolTrees::<Test>::get(gpu).len, 1);
             assert!(crate::PoolSlots::<Test>::get(4).is_none());
-            let (count, counted) = crate::pool::servable::<Test>(&[cpu], 1);
+            let trees = crate::pool::DrawTrees::<Test>::read(vec![cpu]);
+            let (count, counted) = trees.servable(1);
             assert_eq!(count, 5);
             assert!(counted(&3) && !counted(&5));
         });

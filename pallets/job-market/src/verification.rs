@@ -238,7 +238,8 @@ fn draw<T: Config>(
     let (trainer, price) = (trainer.clone(), *price);
     // Randomness newer than the round and than the pool's trees (`pool`): nobody could move a
     // point, or a candidate, once it was known.
-    let fresh = T::Randomness::fresh(round.opened_at.max(crate::PoolFixedAt::<T>::get()));
+    let committed = round.opened_at.max(crate::PoolFixedAt::<T>::get());
+    let fresh = T::Randomness::fresh(committed);
     let (seed, since) = match fresh {
         Some((random, since)) => {
             (ergon_protocol::hash::job_round_seed(&random, id, round.number), since)
@@ -247,8 +248,7 @@ fn draw<T: Config>(
         // block adds one, so this ends; the bound only keeps a broken source from holding the job
         // forever (the round then draws nobody and is settled as indecisive).
         None if now <= round.opened_at.saturating_add(T::CommitWindow::get()) => {
-            let retry =
-                T::Randomness::retry_in(round.opened_at.max(crate::PoolFixedAt::<T>::get()));
+            let retry = T::Randomness::retry_in(committed);
             Pallet::<T>::reschedule(id, job, now.saturating_add(retry));
             return false;
         }
@@ -264,13 +264,14 @@ fn draw<T: Config>(
     let across = job.spec.replays_across_devices();
     let collateral = crate::capacity::seat_collateral::<T>(job, price, count, bundle);
     // The trees of the job's kernels and of the tiers that verify its bundle at their price.
-    let keys = crate::pool::keys_for::<T>(job.kernels, bundle, across);
+    let trees =
+        crate::pool::DrawTrees::<T>::read(crate::pool::keys_for::<T>(job.kernels, bundle, across));
     // A pool the owner or the trainer could fill alone never draws (issue 34, item 6): the slots
     // that could serve the round (by declared capacity, counted by band), less the trainer's and
     // the owner's, with the verifiers of its earlier rounds, must number at least
     // `min_verifier_pool`, so that a regular round and its dispute take different accounts.
     let needed = Pallet::<T>::min_verifier_pool();
-    let (servable, counted) = crate::pool::servable::<T>(&keys, work);
+    let (servable, counted) = trees.servable(work);
     let insiders = [&trainer, &job.owner].into_iter().filter(|who| counted(who)).count() as u32;
     let outside_past = past.iter().filter(|who| !counted(who)).count() as u32;
     let pool = servable.saturating_sub(insiders).saturating_add(outside_past);
@@ -292,7 +293,7 @@ fn draw<T: Config>(
     // rounds' verifiers, the ineligible, and those whose bond cannot put up the seat's
     // collateral.
     let wanted = if round.is_dispute() { T::DisputeVerifiers::get() } else { T::Verifiers::get() };
-    let mut forest = crate::pool::forest::<T>(&keys);
+    let mut forest = trees.forest();
     let entries = core::cell::RefCell::new(alloc::collections::BTreeMap::new());
     let mut busy = false;
     let seats = if fresh.is_some() {
@@ -306,9 +307,7 @@ fn draw<T: Config>(
                 // Excluded (out of the trees for this draw): reasons fixed before the randomness
                 // began. Refused (left in): what a holder may change once it knows the seed —
                 // leaving, re-declaring, its bond — so that such a choice moves no other point.
-                let Some(who) = crate::pool::holder::<T>(&keys, slot) else {
-                    return Look::Refuse;
-                };
+                let Some(who) = trees.holder(slot) else { return Look::Refuse };
                 if who == trainer || who == job.owner || past.contains(&who) {
                     return Look::Exclude;
                 }
